@@ -21,12 +21,14 @@ from .reader import MappingReader, parse_subnet
 from .yaml_marks import KeyPath, MarkedDocument, index, load_marked
 
 ROLES = ("leaf", "spine")
-CLASSES = ("critical", "elastic", "background")
+# Numbered as the data plane numbers them (p4src/CONTRACT.md section 1): background 0 .. control 3.
+CLASSES = ("background", "elastic", "critical", "control")
 COLLECTIVES = ("AllReduce", "AlltoAll", "ParameterServer", "Broadcast")
 PATH_MODES = ("adaptive", "ecmp")
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
-MAX_US = 10_000_000.0  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
+MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
+U32_MAX = 2**32 - 1
 _PEER_RE = re.compile(r"^([A-Za-z0-9_.\-]+):(\d+)$")
 _ADDR_RE = re.compile(r"^([A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\]):(\d+)$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
@@ -112,45 +114,56 @@ class Job:
 
 @dataclass(frozen=True)
 class TrafficClass:
+    """A traffic class: the DSCPs that select it and its queue for mice and for elephants."""
+
     name: str
     dscp: tuple[int, ...]
     queue: int
+    elephant_queue: int
 
 
 @dataclass(frozen=True)
 class FlowletParams:
-    timeout_us: float
+    timeout_us: int
+    gap_moves: bool
     drain_detection: bool
-    drain_margin_us: float
-    hysteresis_us: float
+    drain_margin_us: int
+    hysteresis_us: int
+    qdelay_max_age_us: int
+    report_path_changes: bool
 
 
 @dataclass(frozen=True)
 class EcnParams:
+    enabled: bool
     adaptive: bool
-    window_us: float
-    target_delay_us: float
-    kmin_us: float
-    kmax_us: float
+    window_us: int
+    target_delay_us: int
+    kmin_us: int
+    kmax_us: int
+    k_init_us: int
     pmax: float
-    step_us: float
+    step_us: int
+    idle_fraction: float  # a window that sent less than this share of line rate is "light load"
+
+    def idle_bytes(self, capacity_gbps: float) -> int:
+        """Bytes a port sends in one window at `idle_fraction` of its line rate."""
+        return int(round(capacity_gbps * 125.0 * self.window_us * self.idle_fraction))
 
 
 @dataclass(frozen=True)
 class ElephantParams:
     threshold_bytes: int
-    window_us: float
-    idle_timeout_us: float
+    window_us: int
+    idle_timeout_us: int
 
 
 @dataclass(frozen=True)
 class DataplaneParams:
     path_mode: str
-    cpu_port: int
     priority_queues: int
-    mouse_queue: int
-    elephant_queue: int
     default_class: str
+    malformed_l4: str  # "drop" | "forward" (as non-RoCE) for truncated UDP/TCP/BTH
     flowlet: FlowletParams
     ecn: EcnParams
     elephant: ElephantParams
@@ -245,7 +258,7 @@ class _Builder:
         jobs = self._jobs(top, hosts, tenants)
         top.finish()
         self._check_reachability(switches)
-        self._check_ports_vs_cpu(switches, dataplane)
+        self._check_ecn_idle_bytes(switches, dataplane)
         if self.problems:
             raise FabricError(self.problems)
         return Fabric(name=name, source=self.doc.file, switches=switches, links=tuple(links), hosts=hosts,
@@ -260,65 +273,77 @@ class _Builder:
 
     def _dataplane(self, r: MappingReader) -> DataplaneParams:
         path_mode = r.get_str("path_mode", default="adaptive", choices=PATH_MODES)
-        cpu_port = r.get_int("cpu_port", default=255, minimum=0, maximum=MAX_PORT)
         queues = r.get_int("priority_queues", default=8, minimum=1, maximum=8)
-        mouse_q = r.get_int("mouse_queue", default=7, minimum=0, maximum=7)
-        elephant_q = r.get_int("elephant_queue", default=2, minimum=0, maximum=7)
         default_class = r.get_str("default_class", default="elastic", choices=CLASSES)
-        for key, value in (("mouse_queue", mouse_q), ("elephant_queue", elephant_q)):
-            if value is not None and queues is not None and value >= queues:
-                r.error((key,), f"queue {value} does not exist with priority_queues {queues} (queues 0..{queues - 1})")
+        malformed_l4 = r.get_str("malformed_l4", default="drop", choices=("drop", "forward"))
 
         f = r.sub("flowlet")
         flowlet = FlowletParams(
-            timeout_us=f.get_number("timeout_us", default=200.0, minimum=1.0, maximum=MAX_US),
+            timeout_us=f.get_int("timeout_us", default=200, minimum=1, maximum=MAX_US),
+            gap_moves=f.get_bool("gap_moves", True),
             drain_detection=f.get_bool("drain_detection", True),
-            drain_margin_us=f.get_number("drain_margin_us", default=10.0, minimum=0.0, maximum=MAX_US),
-            hysteresis_us=f.get_number("hysteresis_us", default=5.0, minimum=0.0, maximum=MAX_US),
+            drain_margin_us=f.get_int("drain_margin_us", default=8, minimum=0, maximum=MAX_US),
+            hysteresis_us=f.get_int("hysteresis_us", default=4, minimum=0, maximum=MAX_US),
+            qdelay_max_age_us=f.get_int("qdelay_max_age_us", default=200, minimum=1, maximum=MAX_US),
+            report_path_changes=f.get_bool("report_path_changes", False),
         )
         f.finish()
 
         e = r.sub("ecn")
         ecn = EcnParams(
+            enabled=e.get_bool("enabled", True),
             adaptive=e.get_bool("adaptive", True),
-            window_us=e.get_number("window_us", default=100.0, minimum=1.0, maximum=MAX_US),
-            target_delay_us=e.get_number("target_delay_us", default=20.0, minimum=0.0, maximum=MAX_US),
-            kmin_us=e.get_number("kmin_us", default=10.0, minimum=0.0, maximum=MAX_US),
-            kmax_us=e.get_number("kmax_us", default=100.0, minimum=0.0, maximum=MAX_US),
+            window_us=e.get_int("window_us", default=100, minimum=1, maximum=MAX_US),
+            target_delay_us=e.get_int("target_delay_us", default=4, minimum=0, maximum=MAX_US),
+            kmin_us=e.get_int("kmin_us", default=4, minimum=0, maximum=MAX_US),
+            kmax_us=e.get_int("kmax_us", default=32, minimum=1, maximum=MAX_US),
+            k_init_us=e.get_int("k_init_us", default=16, minimum=0, maximum=MAX_US),
             pmax=e.get_number("pmax", default=0.2, minimum=0.0, maximum=1.0, exclusive_minimum=True),
-            step_us=e.get_number("step_us", default=5.0, minimum=0.0, maximum=MAX_US, exclusive_minimum=True),
+            step_us=e.get_int("step_us", default=2, minimum=1, maximum=MAX_US),
+            idle_fraction=e.get_number("idle_fraction", default=0.5, minimum=0.0, maximum=1.0,
+                                       exclusive_minimum=True),
         )
         if ecn.kmin_us >= ecn.kmax_us:
-            e.error(("kmin_us",), f"kmin_us ({ecn.kmin_us:g}) must be below kmax_us ({ecn.kmax_us:g})")
-        elif ecn.step_us > ecn.kmax_us - ecn.kmin_us:
-            e.error(("step_us",), f"step_us ({ecn.step_us:g}) is larger than the range kmax_us - kmin_us "
-                                  f"({ecn.kmax_us - ecn.kmin_us:g}), so adaptation could only jump between the ends")
+            e.error(("kmin_us",), f"kmin_us ({ecn.kmin_us}) must be below kmax_us ({ecn.kmax_us})")
+        else:
+            if not ecn.kmin_us <= ecn.k_init_us <= ecn.kmax_us:
+                e.error(("k_init_us",), f"k_init_us ({ecn.k_init_us}) must lie in [kmin_us, kmax_us] = "
+                                        f"[{ecn.kmin_us}, {ecn.kmax_us}]")
+            if ecn.step_us > ecn.kmax_us - ecn.kmin_us:
+                e.error(("step_us",), f"step_us ({ecn.step_us}) is larger than kmax_us - kmin_us "
+                                      f"({ecn.kmax_us - ecn.kmin_us}), so adaptation could only jump between the ends")
         e.finish()
+        self.ecn_path = e.path
 
         el = r.sub("elephant")
         elephant = ElephantParams(
-            threshold_bytes=el.get_int("threshold_bytes", default=1_000_000, minimum=1, maximum=2**32 - 1),
-            window_us=el.get_number("window_us", default=1000.0, minimum=1.0, maximum=MAX_US),
-            idle_timeout_us=el.get_number("idle_timeout_us", default=1000.0, minimum=1.0, maximum=MAX_US),
+            threshold_bytes=el.get_int("threshold_bytes", default=500_000, minimum=1, maximum=U32_MAX),
+            window_us=el.get_int("window_us", default=1000, minimum=1, maximum=MAX_US),
+            idle_timeout_us=el.get_int("idle_timeout_us", default=2000, minimum=1, maximum=MAX_US),
         )
         el.finish()
 
         classes = self._classes(r.sub("classes"), queues or 8)
         r.finish()
-        return DataplaneParams(path_mode=path_mode, cpu_port=cpu_port, priority_queues=queues or 8,
-                               mouse_queue=mouse_q, elephant_queue=elephant_q, default_class=default_class,
-                               flowlet=flowlet, ecn=ecn, elephant=elephant, classes=classes)
+        return DataplaneParams(path_mode=path_mode, priority_queues=queues or 8, default_class=default_class,
+                               malformed_l4=malformed_l4, flowlet=flowlet, ecn=ecn, elephant=elephant,
+                               classes=classes)
 
     def _classes(self, r: MappingReader, queues: int) -> tuple[TrafficClass, ...]:
-        defaults = {"critical": ((46,), 6), "elastic": ((26,), 4), "background": ((8,), 1)}
+        """DSCP -> class -> queues; defaults follow the data-plane contract's recommended table."""
+        defaults = {"control": ((48,), 7, 7), "critical": ((46,), 6, 5), "elastic": ((26,), 4, 3),
+                    "background": ((8,), 2, 1)}
         result: list[TrafficClass] = []
         seen_dscp: dict[int, str] = {}
         for name in CLASSES:
             c = r.sub(name)
-            dscp_default, queue_default = defaults[name]
+            dscp_default, queue_default, elephant_default = defaults[name]
             queue = c.get_int("queue", default=queue_default, minimum=0, maximum=7)
-            if queue is not None and queue >= queues:
-                c.error(("queue",), f"queue {queue} does not exist with priority_queues {queues}")
+            elephant_queue = c.get_int("elephant_queue", default=elephant_default, minimum=0, maximum=7)
+            for key, value in (("queue", queue), ("elephant_queue", elephant_queue)):
+                if value is not None and value >= queues:
+                    c.error((key,), f"queue {value} does not exist with priority_queues {queues} "
+                                    f"(queues 0..{queues - 1})")
             dscps: list[int] = []
             if c.has("dscp"):
                 for sub_path, value in c.items("dscp"):
@@ -334,7 +359,8 @@ class _Builder:
                 dscps = [d for d in dscp_default if d not in seen_dscp]
                 seen_dscp.update({d: name for d in dscps})
             c.finish()
-            result.append(TrafficClass(name=name, dscp=tuple(dscps), queue=queue))
+            result.append(TrafficClass(name=name, dscp=tuple(dscps), queue=min(queue, queues - 1),
+                                       elephant_queue=min(elephant_queue, queues - 1)))
         r.finish()
         return tuple(result)
 
@@ -509,16 +535,14 @@ class _Builder:
                     self.problem(self.switch_paths[b.name] + ("ports",),
                                  f"leaf {b.name} shares no spine with leaf {a.name}, so they cannot reach each other")
 
-    def _check_ports_vs_cpu(self, switches: dict[str, Switch], dataplane: DataplaneParams) -> None:
-        for name, switch in switches.items():
-            port = switch.ports.get(dataplane.cpu_port)
-            if port is None:
-                continue
-            if port.host is not None:
-                path = self.host_paths[port.host] + ("port",)
-            else:
-                path = self.port_paths.get((name, dataplane.cpu_port), self.switch_paths[name])
-            self.problem(path, f"port {dataplane.cpu_port} is the CPU port (dataplane.cpu_port)")
+    def _check_ecn_idle_bytes(self, switches: dict[str, Switch], dataplane: DataplaneParams) -> None:
+        """The per-port light-load byte count is a 32-bit data-plane parameter; it must fit."""
+        fastest = max((p.capacity_gbps for s in switches.values() for p in s.ports.values()), default=0.0)
+        if dataplane.ecn.idle_bytes(fastest) > U32_MAX:
+            self.problem(getattr(self, "ecn_path", ("dataplane", "ecn")) + ("window_us",),
+                         f"window_us {dataplane.ecn.window_us} is too long: a {fastest:g} Gbps port sends "
+                         f"{dataplane.ecn.idle_bytes(fastest)} bytes per window at idle_fraction, more than the "
+                         f"32-bit idle_bytes parameter holds")
 
     # -- tenants, hosts, jobs --------------------------------------------------------------------
     def _tenants(self, top: MappingReader) -> dict[str, Tenant]:
