@@ -1,0 +1,322 @@
+"""The P4Runtime gRPC service of ``p4sim run`` (p4runtime 1.4.1 protos).
+
+Whole-request problems become the RPC's status (NOT_FOUND for another device id,
+PERMISSION_DENIED for a non-primary writer, FAILED_PRECONDITION before a pipeline); per-update
+problems of a Write become status UNKNOWN with one ``p4.v1.Error`` per update in the
+``grpc-status-details-bin`` trailer, like PI/BMv2.  No handler lets an exception escape as a
+crash: anything unexpected is an INTERNAL status and the server keeps serving.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4sim.p4rt.arbitration import Arbiter, StreamClient
+from p4sim.p4rt.device import Device
+from p4sim.p4rt.digests import DigestEngine
+from p4sim.p4rt.errors import P4RTError, write_error_status
+from p4sim.p4rt.packetio import packet_in_message, packet_out_bytes
+from p4sim.p4rt.pipeline import Pipeline
+from p4sim.p4rt.reads import read_entity
+from p4sim.p4rt.writes import apply_update
+
+log = logging.getLogger("p4sim.p4rt")
+
+API_VERSION = "1.4.1"
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+def _check_p4info_matches(p4info: p4info_pb2.P4Info, program_p4info: Any) -> None:
+    """Refuse a P4Info that does not describe the device config's program.
+
+    Compared by (id, name) of tables and actions: a P4Info from another program (or another
+    version) would make every later write address the wrong objects.
+    """
+    if program_p4info is None or not hasattr(program_p4info, "tables"):
+        return
+    have = {(t.preamble.id, t.preamble.name) for t in program_p4info.tables}
+    have |= {(a.preamble.id, a.preamble.name) for a in program_p4info.actions}
+    given = {(t.preamble.id, t.preamble.name) for t in p4info.tables}
+    given |= {(a.preamble.id, a.preamble.name) for a in p4info.actions}
+    unknown = sorted(given - have)
+    if unknown:
+        raise P4RTError(
+            "INVALID_ARGUMENT",
+            f"P4Info does not match the device config: unknown (id, name) {unknown[:3]}",
+        )
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.arbiter = Arbiter(device.device_id)
+        self.pipe: Pipeline | None = None
+        self.digests: DigestEngine | None = None
+        self._saved: tuple[p4info_pb2.P4Info, bytes, int, Any] | None = None
+        # Writes and pipeline changes are serialized: each sees a consistent pipeline.
+        self._config_lock = threading.RLock()
+        device.on_packet_in = self._packet_in
+        device.on_digests = self._digests
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device.device_id:
+            raise P4RTError("NOT_FOUND", f"unknown device id {device_id}")
+
+    def _role(self, request) -> str:
+        return getattr(request, "role", "") or ""
+
+    def _check_primary(self, request) -> None:
+        election = request.election_id if request.HasField("election_id") else None
+        if not self.arbiter.is_primary(self._role(request), election):
+            raise P4RTError(
+                "PERMISSION_DENIED", "only the primary client (highest election id) may write"
+            )
+
+    def _require_pipeline(self) -> Pipeline:
+        if self.pipe is None:
+            raise P4RTError("FAILED_PRECONDITION", "no forwarding pipeline config set")
+        return self.pipe
+
+    @staticmethod
+    def _abort(context, err: P4RTError):
+        context.abort(err.grpc_code, err.message)
+
+    def install_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int,
+                         switch: Any) -> None:
+        """Commit: build the P4Runtime view first (it reads defaults), then swap the switch in."""
+        with self._config_lock:
+            pipe = Pipeline(p4info, device_config, cookie, switch)
+            self.device.install(switch)
+            self.pipe = pipe
+            self.digests = DigestEngine(pipe)
+
+    # -- RPCs -------------------------------------------------------------------------------
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def SetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            with self._config_lock:
+                self._set_pipeline(request)
+        except P4RTError as err:
+            self._abort(context, err)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _set_pipeline(self, request) -> None:
+        action = request.action
+        if action == SetAction.COMMIT:
+            if self._saved is None:
+                raise P4RTError("FAILED_PRECONDITION", "COMMIT without a saved config")
+            self.install_pipeline(*self._saved)
+            self._saved = None
+            return
+        if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE, SetAction.VERIFY_AND_COMMIT):
+            raise P4RTError("UNIMPLEMENTED", f"action {SetAction.Action.Name(action)}")
+        if not request.HasField("config"):
+            raise P4RTError("INVALID_ARGUMENT", "config missing")
+        config = request.config
+        if not config.HasField("p4info") or not config.p4_device_config:
+            raise P4RTError("INVALID_ARGUMENT", "config needs both p4info and p4_device_config")
+        try:
+            program, switch = self.device.build_switch(config.p4_device_config)
+        except Exception as err:  # noqa: BLE001 - any load failure is the client's config
+            raise P4RTError("INVALID_ARGUMENT", f"device config rejected: {err}") from err
+        _check_p4info_matches(config.p4info, getattr(program, "p4info", None))
+        p4info = p4info_pb2.P4Info()
+        p4info.CopyFrom(config.p4info)
+        cookie = config.cookie.cookie if config.HasField("cookie") else 0
+        if action == SetAction.VERIFY:
+            return
+        if action == SetAction.VERIFY_AND_SAVE:
+            self._saved = (p4info, config.p4_device_config, cookie, switch)
+            return
+        self.install_pipeline(p4info, config.p4_device_config, cookie, switch)
+
+    def GetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id)
+        except P4RTError as err:
+            self._abort(context, err)
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        pipe = self.pipe
+        if pipe is None:
+            return resp
+        rtype = request.response_type
+        if rtype in (GetType.ALL, GetType.P4INFO_AND_COOKIE):
+            resp.config.p4info.CopyFrom(pipe.p4info)
+        if rtype in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
+            resp.config.p4_device_config = pipe.device_config
+        resp.config.cookie.cookie = pipe.cookie
+        return resp
+
+    def Write(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError("UNIMPLEMENTED", "only CONTINUE_ON_ERROR atomicity is supported")
+            with self._config_lock:
+                pipe = self._require_pipeline()
+                results: list[P4RTError | None] = []
+                for update in request.updates:
+                    try:
+                        apply_update(pipe, update)
+                        results.append(None)
+                    except P4RTError as err:
+                        results.append(err)
+                    except Exception as err:  # noqa: BLE001 - never kill the server
+                        log.exception("write failed unexpectedly")
+                        results.append(P4RTError("INTERNAL", f"{type(err).__name__}: {err}"))
+        except P4RTError as err:
+            self._abort(context, err)
+        if any(r is not None for r in results):
+            for r in results:
+                if r is not None:
+                    log.info("write refused: %s", r)
+            message, details = write_error_status(results)
+            context.set_trailing_metadata((("grpc-status-details-bin", details),))
+            context.set_code(grpc.StatusCode.UNKNOWN)
+            context.set_details(message)
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            with self._config_lock:
+                pipe = self._require_pipeline()
+                entities = []
+                for entity in request.entities:
+                    entities.extend(read_entity(pipe, entity))
+        except P4RTError as err:
+            self._abort(context, err)
+        except Exception as err:  # noqa: BLE001
+            log.exception("read failed unexpectedly")
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(err).__name__}: {err}")
+        # Chunk the answer so a huge table does not make one oversized message.
+        for start in range(0, max(1, len(entities)), 1000):
+            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+
+    # -- stream -----------------------------------------------------------------------------
+    def StreamChannel(self, request_iterator, context):
+        client = self.arbiter.new_client()
+        failure: list[P4RTError] = []
+
+        def read_requests() -> None:
+            try:
+                for req in request_iterator:
+                    self._stream_request(client, req)
+            except P4RTError as err:
+                failure.append(err)
+            except Exception:  # noqa: BLE001 - the peer went away (cancelled stream)
+                pass
+            finally:
+                client.outbox.put(None)
+
+        context.add_callback(lambda: client.outbox.put(None))
+        threading.Thread(target=read_requests, name=f"p4rt-stream-{client.id}", daemon=True).start()
+        try:
+            while True:
+                msg = client.outbox.get()
+                if msg is None:
+                    break
+                yield msg
+        finally:
+            self.arbiter.remove(client)
+        if failure:
+            self._abort(context, failure[0])
+
+    def _stream_request(self, client: StreamClient, req: p4runtime_pb2.StreamMessageRequest) -> None:
+        kind = req.WhichOneof("update")
+        if kind == "arbitration":
+            self.arbiter.arbitrate(client, req.arbitration)
+            return
+        if client.role is None:
+            raise P4RTError("FAILED_PRECONDITION", "send a MasterArbitrationUpdate first")
+        try:
+            if kind == "packet":
+                self._packet_out(client, req.packet)
+            elif kind == "digest_ack":
+                if self.digests is not None:
+                    self.digests.ack(req.digest_ack.digest_id, req.digest_ack.list_id)
+            else:
+                raise P4RTError("UNIMPLEMENTED", f"stream message {kind}")
+        except P4RTError as err:
+            resp = p4runtime_pb2.StreamMessageResponse()
+            resp.error.canonical_code = err.rpc_code
+            resp.error.message = err.message
+            if kind == "packet":
+                resp.error.packet_out.packet_out.CopyFrom(req.packet)
+            elif kind == "digest_ack":
+                resp.error.digest_list_ack.digest_list_ack.CopyFrom(req.digest_ack)
+            client.send(resp)
+
+    def _packet_out(self, client: StreamClient, packet: p4runtime_pb2.PacketOut) -> None:
+        primary = self.arbiter.primary(client.role or "")
+        if primary is not client:
+            raise P4RTError("PERMISSION_DENIED", "only the primary client may send packets")
+        pipe = self._require_pipeline()
+        if self.device.cpu_port is None:
+            raise P4RTError("FAILED_PRECONDITION", "the switch has no CPU port (--cpu-port)")
+        data = packet_out_bytes(pipe.index, packet)
+        self.device.inject(self.device.cpu_port, data)
+
+    # -- switch -> controller ---------------------------------------------------------------
+    def _send_to_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
+        primary = self.arbiter.primary("")
+        if primary is None:
+            return False
+        primary.send(msg)
+        return True
+
+    def _packet_in(self, data: bytes) -> None:
+        pipe = self.pipe
+        if pipe is None:
+            return
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.packet.CopyFrom(packet_in_message(pipe.index, data))
+        self._send_to_primary(msg)
+
+    def _digests(self, digests: list) -> None:
+        engine = self.digests
+        if engine is None:
+            return
+        for dlist in engine.lists_for(digests):
+            msg = p4runtime_pb2.StreamMessageResponse()
+            msg.digest.CopyFrom(dlist)
+            self._send_to_primary(msg)
+
+
+class P4RuntimeServer:
+    """A gRPC server running ``P4RuntimeService`` on ``address`` (host:port)."""
+
+    def __init__(self, device: Device, address: str, max_workers: int = 16) -> None:
+        self.service = P4RuntimeService(device)
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),
+            options=[
+                ("grpc.max_receive_message_length", 256 << 20),
+                ("grpc.max_send_message_length", 256 << 20),
+            ],
+        )
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self.grpc)
+        self.port = self.grpc.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address}")
+        self.address = address
+
+    def start(self) -> None:
+        self.grpc.start()
+
+    def stop(self, grace: float | None = 0.5) -> None:
+        self.grpc.stop(grace).wait()
