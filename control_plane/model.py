@@ -29,6 +29,7 @@ MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
 MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
 U32_MAX = 2**32 - 1
+MAX_PATH_MEMBERS = 8  # routing.path_set holds port0..port7
 _PEER_RE = re.compile(r"^([A-Za-z0-9_.\-]+):(\d+)$")
 _ADDR_RE = re.compile(r"^([A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\]):(\d+)$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
@@ -164,6 +165,7 @@ class DataplaneParams:
     priority_queues: int
     default_class: str
     malformed_l4: str  # "drop" | "forward" (as non-RoCE) for truncated UDP/TCP/BTH
+    reservations: bool  # install the job placement (reservation + hint entries); off = plain routing
     flowlet: FlowletParams
     ecn: EcnParams
     elephant: ElephantParams
@@ -276,6 +278,7 @@ class _Builder:
         queues = r.get_int("priority_queues", default=8, minimum=1, maximum=8)
         default_class = r.get_str("default_class", default="elastic", choices=CLASSES)
         malformed_l4 = r.get_str("malformed_l4", default="drop", choices=("drop", "forward"))
+        reservations = r.get_bool("reservations", True)
 
         f = r.sub("flowlet")
         flowlet = FlowletParams(
@@ -326,7 +329,7 @@ class _Builder:
         classes = self._classes(r.sub("classes"), queues or 8)
         r.finish()
         return DataplaneParams(path_mode=path_mode, priority_queues=queues or 8, default_class=default_class,
-                               malformed_l4=malformed_l4, flowlet=flowlet, ecn=ecn, elephant=elephant,
+                               malformed_l4=malformed_l4, reservations=reservations, flowlet=flowlet, ecn=ecn, elephant=elephant,
                                classes=classes)
 
     def _classes(self, r: MappingReader, queues: int) -> tuple[TrafficClass, ...]:
@@ -524,6 +527,11 @@ class _Builder:
     def _check_reachability(self, switches: dict[str, Switch]) -> None:
         """Every leaf pair needs a common spine, or traffic between them has no path."""
         leaves = [s for s in switches.values() if s.role == "leaf"]
+        for leaf in leaves:
+            if len(leaf.uplinks) > MAX_PATH_MEMBERS:
+                self.problem(self.switch_paths[leaf.name] + ("ports",),
+                             f"leaf {leaf.name} has {len(leaf.uplinks)} uplinks but a path set holds at most "
+                             f"{MAX_PATH_MEMBERS} members (p4src/CONTRACT.md routing.path_set)")
         spines_of = {
             leaf.name: {p.peer_switch for p in leaf.uplinks
                         if p.peer_switch in switches and switches[p.peer_switch].role == "spine"}

@@ -1,0 +1,234 @@
+"""The Stellar program's control-plane contract (p4src/CONTRACT.md) as data, to check entries.
+
+The Jinja2 templates spell table/action/field names as text; a typo there would only surface when
+a switch rejects the write.  Every rendered entry is therefore checked here: table, action, match
+fields and kinds, parameter names, value widths, priority rules, and table sizes.  Sizes are read
+from p4src/include/size.p4 when it is present so the two cannot drift; the numbers below are the
+fallback (and what CONTRACT.md states).  tests/control_plane checks this table against the P4Info
+that p4sim generates from stellar.p4 when the program compiles.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+SIZE_P4 = REPO / "p4src" / "include" / "size.p4"
+
+
+@dataclass(frozen=True)
+class KeyField:
+    name: str
+    kind: str  # exact | lpm | ternary
+    width: int
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    keys: tuple[KeyField, ...]
+    actions: dict[str, tuple[tuple[str, int], ...]]  # action -> ((param, width), ...)
+    size_constant: Optional[str]
+    default_size: int
+
+    @property
+    def needs_priority(self) -> bool:
+        return any(k.kind in ("ternary", "range", "optional") for k in self.keys)
+
+
+def _params(*pairs: tuple[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(pairs)
+
+
+_MEMBERS = _params(("count", 4), ("ecmp", 1), *[(f"port{i}", 9) for i in range(8)],
+                   *[(f"level{i}", 16) for i in range(8)])
+
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("StellarIngress.config.params", (), {
+        "StellarIngress.config.set_params": _params(
+            ("flowlet_timeout_us", 32), ("drain_margin_us", 32), ("hysteresis_us", 32), ("gap_moves", 1),
+            ("drain_moves", 1), ("qdelay_max_age_us", 32), ("elephant_bytes", 32), ("elephant_window_us", 32),
+            ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1)),
+    }, None, 1),
+    Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
+        "StellarIngress.routing.drop_no_route": (),
+    }, "ROUTING_LPM_SIZE", 4096),
+    Table("StellarIngress.routing.reservation",
+          (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32)), {
+              "StellarIngress.routing.reserve_path_set": _params(("path_set_id", 16)),
+              "NoAction": (),
+          }, "RESERVATION_SIZE", 512),
+    Table("StellarIngress.routing.path_set", (KeyField("meta.route.path_set_id", "exact", 16),), {
+        "StellarIngress.routing.set_members": _MEMBERS,
+        "StellarIngress.routing.drop_no_path_set": (),
+    }, "PATH_SET_SIZE", 1024),
+    Table("StellarIngress.qos.dscp_class", (KeyField("hdr.ipv4.dscp", "exact", 6),), {
+        "StellarIngress.qos.set_class": _params(("traffic_class", 2)),
+    }, "DSCP_CLASS_SIZE", 64),
+    Table("StellarIngress.qos.tenant", (KeyField("hdr.ipv4.src_addr", "lpm", 32),), {
+        "StellarIngress.qos.set_tenant": _params(("tenant_id", 8)),
+        "NoAction": (),
+    }, "TENANT_SIZE", 256),
+    Table("StellarIngress.elephant.hint",
+          (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32),
+           KeyField("meta.flow.l4_id", "ternary", 32)), {
+              "StellarIngress.elephant.hint_elephant": (),
+              "StellarIngress.elephant.hint_mouse": (),
+              "NoAction": (),
+          }, "HINT_SIZE", 1024),
+    Table("StellarIngress.queueing.queue_map",
+          (KeyField("meta.qos.traffic_class", "exact", 2), KeyField("meta.flow.elephant", "exact", 1)), {
+              "StellarIngress.queueing.set_queue": _params(("queue", 3)),
+          }, "QUEUE_MAP_SIZE", 16),
+    Table("StellarEgress.ecn.config", (KeyField("standard_metadata.egress_port", "exact", 9),), {
+        "StellarEgress.ecn.set_ecn_params": _params(
+            ("window_us", 32), ("target_us", 32), ("kmin_us", 32), ("kmax_us", 32), ("k_init_us", 32),
+            ("step_us", 32), ("pmax", 32), ("idle_bytes", 32), ("adapt", 1)),
+        "StellarEgress.ecn.ecn_off": (),
+    }, "PORT_SLOTS", 512),
+    Table("StellarEgress.rewrite.port_mac", (KeyField("standard_metadata.egress_port", "exact", 9),), {
+        "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
+)}
+
+# Register name -> (size constant, fallback size, width).  Only those the controller writes.
+REGISTERS: dict[str, tuple[str, int, int]] = {
+    "port_down": ("PORT_SLOTS", 512, 1),
+}
+# Meter name -> (size constant, fallback size).
+METERS: dict[str, tuple[str, int]] = {
+    "StellarIngress.qos.tenant_meter": ("TENANT_SLOTS", 256),
+}
+
+TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
+ECN_PROB_ONE = 65536  # pmax is in 1/65536
+
+
+def sizes() -> dict[str, int]:
+    """`#define NAME number` constants of size.p4 (empty when the file is absent)."""
+    try:
+        text = SIZE_P4.read_text()
+    except OSError:
+        return {}
+    found: dict[str, int] = {}
+    for name, expr in re.findall(r"^\s*#define\s+(\w+)\s+(.+?)\s*(?:/\*.*)?$", text, flags=re.M):
+        if re.fullmatch(r"\d+", expr):
+            found[name] = int(expr)
+    return found
+
+
+def table_size(table: Table, known: Optional[dict[str, int]] = None) -> int:
+    known = sizes() if known is None else known
+    return known.get(table.size_constant, table.default_size) if table.size_constant else table.default_size
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------------
+def value_to_int(value: Any) -> int:
+    """An entry value as an unsigned int: ints as is, dotted IPv4, colon MAC."""
+    if isinstance(value, bool):
+        raise ValueError(f"boolean {value!r} is not a field value (use 0/1)")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        if re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", value):
+            return int(value.replace(":", ""), 16)
+        try:
+            return int(ipaddress.IPv4Address(value))
+        except ValueError:
+            pass
+    raise ValueError(f"not a field value: {value!r}")
+
+
+def _fits(value: Any, width: int, what: str) -> Optional[str]:
+    try:
+        number = value_to_int(value)
+    except ValueError as exc:
+        return f"{what}: {exc}"
+    if not 0 <= number < (1 << width):
+        return f"{what}: {value!r} does not fit in {width} bits"
+    return None
+
+
+def check_entry(entry: dict[str, Any]) -> list[str]:
+    """Why `entry` would be rejected by the program (empty list = it matches the contract)."""
+    table = TABLES.get(entry.get("table", ""))
+    if table is None:
+        return [f"unknown table {entry.get('table')!r}"]
+    problems: list[str] = []
+    action = entry.get("action")
+    if action not in table.actions:
+        return [f"{table.name}: unknown action {action!r} (allowed: {', '.join(sorted(table.actions))})"]
+    params = entry.get("params", {})
+    expected = dict(table.actions[action])
+    if set(params) != set(expected):
+        missing = sorted(set(expected) - set(params))
+        extra = sorted(set(params) - set(expected))
+        problems.append(f"{action}: params differ from the contract (missing {missing}, unknown {extra})")
+    for name, width in expected.items():
+        if name in params:
+            issue = _fits(params[name], width, f"{action}.{name}")
+            if issue:
+                problems.append(issue)
+    match = entry.get("match", {})
+    if entry.get("default_action"):
+        if match:
+            problems.append(f"{table.name}: a default action has no match")
+        return problems
+    if not table.keys:
+        problems.append(f"{table.name} has no key: set it as the default action")
+        return problems
+    names = {k.name for k in table.keys}
+    for name in match:
+        if name not in names:
+            problems.append(f"{table.name}: unknown match field {name!r}")
+    for key in table.keys:
+        if key.name not in match:
+            if key.kind == "exact" or key.kind == "lpm":
+                problems.append(f"{table.name}: {key.kind} field {key.name} must be given")
+            continue
+        problems.extend(_check_match(table.name, key, match[key.name]))
+    has_priority = "priority" in entry
+    if table.needs_priority and (not has_priority or not isinstance(entry["priority"], int) or entry["priority"] <= 0):
+        problems.append(f"{table.name}: ternary tables need a priority > 0")
+    if not table.needs_priority and has_priority:
+        problems.append(f"{table.name}: no priority for exact/lpm tables")
+    return problems
+
+
+def _check_match(table: str, key: KeyField, value: Any) -> list[str]:
+    where = f"{table}.{key.name}"
+    if key.kind == "exact":
+        issue = _fits(value, key.width, where)
+        return [issue] if issue else []
+    if not isinstance(value, dict):
+        return [f"{where}: a {key.kind} match is an object, got {value!r}"]
+    if key.kind == "lpm":
+        if set(value) != {"value", "prefix_len"}:
+            return [f"{where}: lpm match needs exactly value and prefix_len"]
+        issue = _fits(value["value"], key.width, where)
+        if issue:
+            return [issue]
+        plen = value["prefix_len"]
+        if not isinstance(plen, int) or not 0 < plen <= key.width:
+            return [f"{where}: prefix_len {plen!r} outside 1..{key.width} (omit the field for a wildcard)"]
+        host_bits = value_to_int(value["value"]) & ((1 << (key.width - plen)) - 1)
+        return [f"{where}: bits past the prefix must be zero"] if host_bits else []
+    if key.kind == "ternary":
+        if set(value) != {"value", "mask"}:
+            return [f"{where}: ternary match needs exactly value and mask"]
+        issues = [i for i in (_fits(value["value"], key.width, where), _fits(value["mask"], key.width, where)) if i]
+        if issues:
+            return issues
+        if value_to_int(value["value"]) & ~value_to_int(value["mask"]):
+            return [f"{where}: value has bits outside the mask"]
+        if value_to_int(value["mask"]) == 0:
+            return [f"{where}: an all-zero mask is a wildcard; omit the field"]
+        return []
+    return [f"{where}: unsupported match kind {key.kind}"]

@@ -1,0 +1,285 @@
+"""Per-switch table entries from the fabric model, through per-role Jinja2 templates.
+
+Flow: model + placement -> plan (plan.py) -> a plain-value context per switch -> `<role>.j2`
+emits one JSON object per line -> every entry is checked against the program's contract
+(contract.py) and the table sizes -> one JSON document per switch, written deterministically
+(fixed key order, one entry per line) so golden files and code review diffs stay readable.
+
+Why templates: the mapping from fabric concepts to P4 tables is the part operators tune and
+review (and what changes when the P4 program changes); keeping it in `templates/*.j2` keeps it
+out of the Python that computes values.
+
+Document format ("stellar-entries/1"):
+    {"format", "fabric", "switch": {name, role, device_id, p4runtime, mac},
+     "path_sets": [{id, purpose, ecmp, members: [{slot, port, via}]}],   # for the controller
+     "entries":   [{table, match, action, params, priority?, default_action?, comment}],
+     "meters":    [{name, index, cir, cburst, pir, pburst, comment}],      # bytes/s and bytes
+     "registers": [{name, index, value, comment}]}
+Match values: exact -> the value; lpm -> {value, prefix_len}; ternary -> {value, mask}; a
+wildcard field is omitted.  Values are ints, dotted IPv4 strings or colon MAC strings
+(`contract.value_to_int` converts).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import jinja2
+
+from . import contract
+from .model import CLASSES, Fabric, Switch
+from .paths import Assignment, assign_jobs
+from .plan import SwitchPlan, plan_fabric
+
+FORMAT = "stellar-entries/1"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+GBPS_TO_BYTES_PER_S = 125_000_000
+ENTRY_KEYS = ("table", "default_action", "match", "action", "params", "priority", "comment")
+
+
+class RenderError(Exception):
+    """A rendered entry breaks the program's contract, or a table would overflow."""
+
+
+@dataclass
+class RenderResult:
+    documents: dict[str, dict[str, Any]]  # switch name -> document
+    plans: dict[str, SwitchPlan]
+    assignment: Optional[Assignment]
+    seconds: float
+
+    def text(self, switch: str) -> str:
+        return format_document(self.documents[switch])
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              autoescape=False, keep_trailing_newline=True)
+
+
+def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None) -> RenderResult:
+    """Render every switch.  The placement is computed unless given (None = compute)."""
+    started = time.perf_counter()
+    if assignment is None and fabric.jobs and fabric.dataplane.reservations:
+        assignment = assign_jobs(fabric)
+    plans = plan_fabric(fabric, assignment)
+    env = _environment()
+    known_sizes = contract.sizes()
+    documents = {name: _render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
+    return RenderResult(documents, plans, assignment, time.perf_counter() - started)
+
+
+def write_fabric(result: RenderResult, fabric: Fabric, out_dir: Path) -> list[Path]:
+    """Write `<switch>.json` per switch and `index.json` (which file configures which device)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in result.documents:
+        target = out_dir / f"{name}.json"
+        target.write_text(result.text(name))
+        written.append(target)
+    index = {"format": FORMAT, "fabric": fabric.name, "switches": [
+        {"name": s.name, "role": s.role, "device_id": s.device_id, "p4runtime": s.p4runtime, "file": f"{s.name}.json"}
+        for s in fabric.switches.values()]}
+    (out_dir / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    written.append(out_dir / "index.json")
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# Context: plain values for the templates
+# ---------------------------------------------------------------------------------------------
+def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
+    switch = plan.switch
+    dp = fabric.dataplane
+    return {
+        "params": _switch_params(fabric),
+        "dscp_classes": [{"dscp": d, "name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name]}
+                         for c in dp.classes for d in sorted(c.dscp)],
+        "default_class": {"name": dp.default_class, "value": contract.TRAFFIC_CLASS_VALUE[dp.default_class]},
+        "queue_map": [{"name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name], "elephant": e,
+                       "queue": c.elephant_queue if e else c.queue}
+                      for c in sorted(dp.classes, key=lambda c: CLASSES.index(c.name)) for e in (0, 1)],
+        "tenants": _tenants(fabric, switch),
+        "ports": _ports(fabric, switch),
+        "path_sets": [{"id": p.id, "count": len(p.slots), "ecmp": int(p.ecmp),
+                       "ports": [m.port for m in p.slots] + [0] * (8 - len(p.slots)),
+                       "levels": [0] * 8, "purpose": p.purpose} for p in plan.path_sets],
+        "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
+                    "path_set": r.path_set, "purpose": r.purpose} for r in plan.routes],
+        "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),
+                          "dst_mask": str(r.dst.netmask), "prefix_len": r.dst.prefixlen, "path_set": r.path_set,
+                          "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
+    }
+
+
+def _switch_params(fabric: Fabric) -> dict[str, int]:
+    dp = fabric.dataplane
+    return {
+        "flowlet_timeout_us": dp.flowlet.timeout_us,
+        "drain_margin_us": dp.flowlet.drain_margin_us,
+        "hysteresis_us": dp.flowlet.hysteresis_us,
+        "gap_moves": int(dp.flowlet.gap_moves),
+        "drain_moves": int(dp.flowlet.drain_detection),
+        "qdelay_max_age_us": dp.flowlet.qdelay_max_age_us,
+        "elephant_bytes": dp.elephant.threshold_bytes,
+        "elephant_window_us": dp.elephant.window_us,
+        "elephant_idle_us": dp.elephant.idle_timeout_us,
+        "malformed_l4_forward": int(dp.malformed_l4 == "forward"),
+        "report_path_changes": int(dp.flowlet.report_path_changes),
+    }
+
+
+def _ports(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
+    ecn = fabric.dataplane.ecn
+    result = []
+    for number, port in sorted(switch.ports.items()):
+        if port.host is not None:
+            host = fabric.hosts[port.host]
+            peer, dst_mac = host.name, host.mac
+        else:
+            peer, dst_mac = f"{port.peer_switch}:{port.peer_port}", fabric.switches[port.peer_switch].mac
+        params = None
+        if ecn.enabled:
+            params = {"window_us": ecn.window_us, "target_us": ecn.target_delay_us, "kmin_us": ecn.kmin_us,
+                      "kmax_us": ecn.kmax_us, "k_init_us": ecn.k_init_us, "step_us": ecn.step_us,
+                      "pmax": int(round(ecn.pmax * contract.ECN_PROB_ONE)),
+                      "idle_bytes": ecn.idle_bytes(port.capacity_gbps), "adapt": int(ecn.adaptive)}
+        result.append({"port": number, "peer": peer, "capacity_gbps": port.capacity_gbps, "ecn": params,
+                       "src_mac": switch.mac, "dst_mac": dst_mac})
+    return result
+
+
+def _tenants(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
+    """Tenant ids 1.. in file order; meters sized on this switch's fabric capacity.
+
+    A tenant is promised `guaranteed_share` of the switch's fabric links (CIR, green) and may
+    borrow the share nobody reserved (PIR, yellow -> background); beyond that it is dropped (red).
+    """
+    basis = sum(p.capacity_gbps for p in switch.uplinks)
+    unreserved = max(0.0, 1.0 - sum(t.guaranteed_share for t in fabric.tenants.values()))
+    result = []
+    for ident, tenant in enumerate(fabric.tenants.values(), start=1):
+        burst = int(tenant.burst_kbytes * 1024)
+        peak_share = tenant.guaranteed_share + unreserved
+        result.append({
+            "id": ident, "name": tenant.name, "share": tenant.guaranteed_share, "peak_share": peak_share,
+            "basis_gbps": basis,
+            "subnets": [{"address": str(s.network_address), "prefix_len": s.prefixlen} for s in tenant.subnets],
+            "cir": int(round(tenant.guaranteed_share * basis * GBPS_TO_BYTES_PER_S)), "cburst": burst,
+            "pir": int(round(peak_share * basis * GBPS_TO_BYTES_PER_S)), "pburst": burst,
+        })
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering and checking
+# ---------------------------------------------------------------------------------------------
+def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, known_sizes: dict[str, int]) -> dict[str, Any]:
+    switch = plan.switch
+    template_name = f"{switch.role}.j2"
+    text = env.get_template(template_name).render(**_context(fabric, plan))
+    entries: list[dict[str, Any]] = []
+    meters: list[dict[str, Any]] = []
+    registers: list[dict[str, Any]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RenderError(f"{switch.name}: template {template_name} output line {lineno} is not JSON "
+                              f"({exc.msg}): {line[:120]}") from None
+        kind = item.pop("kind", None)
+        if kind == "entry":
+            entries.append(_ordered(item))
+        elif kind == "default":
+            item["default_action"] = True
+            entries.append(_ordered(item))
+        elif kind == "meter":
+            meters.append(item)
+        elif kind == "register":
+            registers.append(item)
+        else:
+            raise RenderError(f"{switch.name}: template {template_name} output line {lineno} has kind {kind!r}")
+    _check(switch.name, entries, meters, registers, known_sizes)
+    return {
+        "format": FORMAT,
+        "fabric": fabric.name,
+        "switch": {"name": switch.name, "role": switch.role, "device_id": switch.device_id,
+                   "p4runtime": switch.p4runtime, "mac": switch.mac},
+        "path_sets": [{"id": p.id, "purpose": p.purpose, "ecmp": p.ecmp,
+                       "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(p.slots)]}
+                      for p in plan.path_sets],
+        "entries": entries,
+        "meters": meters,
+        "registers": registers,
+    }
+
+
+def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(entry) - set(ENTRY_KEYS)
+    if unknown:
+        raise RenderError(f"entry has unknown keys {sorted(unknown)}: {entry}")
+    return {k: entry[k] for k in ENTRY_KEYS if k in entry}
+
+
+def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, Any]],
+           registers: list[dict[str, Any]], known_sizes: dict[str, int]) -> None:
+    problems: list[str] = []
+    seen: dict[tuple, int] = {}
+    per_table: dict[str, int] = {}
+    for position, entry in enumerate(entries):
+        for issue in contract.check_entry(entry):
+            problems.append(f"entry {position} ({entry.get('comment', '')}): {issue}")
+        key = (entry["table"], bool(entry.get("default_action")), json.dumps(entry.get("match", {}), sort_keys=True),
+               entry.get("priority"))
+        if key in seen:
+            problems.append(f"entry {position} duplicates entry {seen[key]} (same table, match and priority)")
+        seen.setdefault(key, position)
+        if not entry.get("default_action"):
+            per_table[entry["table"]] = per_table.get(entry["table"], 0) + 1
+    for table_name, count in sorted(per_table.items()):
+        size = contract.table_size(contract.TABLES[table_name], known_sizes)
+        if count > size:
+            problems.append(f"{table_name}: {count} entries exceed the table size {size}")
+    for meter in meters:
+        constant, fallback = contract.METERS.get(meter["name"], (None, 0))
+        size = known_sizes.get(constant, fallback) if constant else 0
+        if not 0 <= meter["index"] < size:
+            problems.append(f"meter {meter['name']}[{meter['index']}] outside 0..{size - 1}")
+        if meter["cir"] > meter["pir"]:
+            problems.append(f"meter {meter['name']}[{meter['index']}]: CIR above PIR")
+    for register in registers:
+        constant, fallback, width = contract.REGISTERS.get(register["name"], (None, 0, 0))
+        size = known_sizes.get(constant, fallback) if constant else 0
+        if not 0 <= register["index"] < size:
+            problems.append(f"register {register['name']}[{register['index']}] outside 0..{size - 1}")
+        elif not 0 <= register["value"] < (1 << width):
+            problems.append(f"register {register['name']} value {register['value']} does not fit {width} bits")
+    if problems:
+        raise RenderError(f"{switch}: {len(problems)} rendered entr{'y breaks' if len(problems) == 1 else 'ies break'} "
+                          "the program contract:\n  " + "\n  ".join(problems))
+
+
+def format_document(doc: dict[str, Any]) -> str:
+    """JSON with one list element per line: stable, diff-friendly, still valid JSON."""
+    def dump(value: Any) -> str:
+        return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+
+    lines = ["{"]
+    keys = list(doc)
+    for i, key in enumerate(keys):
+        value = doc[key]
+        comma = "," if i < len(keys) - 1 else ""
+        if isinstance(value, list) and value:
+            lines.append(f"  {dump(key)}: [")
+            for j, item in enumerate(value):
+                lines.append(f"    {dump(item)}{',' if j < len(value) - 1 else ''}")
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {dump(key)}: {dump(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
