@@ -1,0 +1,163 @@
+/*
+ * define.p4 -- Stellar's constants and every tunable, with units.
+ *
+ * Units: every time is in MICROSECONDS (v1model's timestamp and
+ * deq_timedelta unit), every size in BYTES, probabilities in 1/65536.
+ * The DEFAULT_* values are what the program uses until the controller
+ * overrides them through StellarIngress.config.params /
+ * StellarEgress.ecn.config (p4src/CONTRACT.md); they are chosen for a
+ * 100 Gb/s RoCEv2 fabric and documented where they come from.
+ */
+#ifndef _STELLAR_DEFINE_P4_
+#define _STELLAR_DEFINE_P4_
+
+/* ---------------------------------------------------------------- types */
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef bit<9>  port_t;          /* v1model port number */
+typedef bit<16> path_set_id_t;
+typedef bit<2>  traffic_class_t;
+typedef bit<3>  queue_t;          /* standard_metadata.priority */
+typedef bit<8>  tenant_id_t;
+typedef bit<48> timestamp_t;      /* v1model global timestamps, us */
+
+/* ------------------------------------------------------ protocol numbers */
+const bit<16> ETHERTYPE_IPV4  = 0x0800;
+const bit<16> ETHERTYPE_VLAN  = 0x8100;
+const bit<8>  IP_PROTO_TCP    = 6;
+const bit<8>  IP_PROTO_UDP    = 17;
+const bit<16> UDP_PORT_ROCEV2 = 4791;   /* IANA port of RoCEv2 */
+
+/* IHL 15 leaves 10 words of options. */
+#define IPV4_MAX_OPTION_WORDS 10
+
+/* ECN codepoints (RFC 3168). */
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_ECT1    = 1;
+const bit<2> ECN_ECT0    = 2;
+const bit<2> ECN_CE      = 3;
+
+/* RoCEv2 PSN is 24 bits; comparisons are modulo 2^24 (half window). */
+const bit<24> PSN_HALF_RANGE = 0x800000;
+/* Bit 24 of StellarEgress.reorder.max_psn marks a used slot. */
+const bit<32> PSN_SLOT_VALID = 0x01000000;
+
+/* -------------------------------------------------------- traffic classes */
+const traffic_class_t CLASS_BACKGROUND = 0;
+const traffic_class_t CLASS_ELASTIC    = 1;
+const traffic_class_t CLASS_CRITICAL   = 2;
+const traffic_class_t CLASS_CONTROL    = 3;
+
+/* Tenant 0 = traffic from no configured tenant subnet: never policed. */
+const tenant_id_t TENANT_NONE = 0;
+
+/* v1model meter colours (BMv2). */
+const bit<2> METER_GREEN  = 0;
+const bit<2> METER_YELLOW = 1;
+const bit<2> METER_RED    = 2;
+
+/* ------------------------------- drop reasons (StellarIngress.telemetry.drops) */
+const bit<8> DROP_NONE           = 0;
+const bit<8> DROP_MALFORMED      = 1;
+const bit<8> DROP_BAD_CHECKSUM   = 2;
+const bit<8> DROP_TTL_EXPIRED    = 3;
+const bit<8> DROP_NO_ROUTE       = 4;
+const bit<8> DROP_NO_PATH_SET    = 5;
+const bit<8> DROP_NO_LIVE_MEMBER = 6;
+const bit<8> DROP_TENANT_RED     = 7;
+const bit<8> DROP_NOT_IPV4       = 8;
+
+/* ---------------------- malformed input kinds (StellarIngress.telemetry.malformed) */
+const bit<8> MALFORMED_NONE           = 0;
+const bit<8> MALFORMED_TRUNC_ETHERNET = 1;
+const bit<8> MALFORMED_TRUNC_IPV4     = 2;
+const bit<8> MALFORMED_BAD_VERSION    = 3;
+const bit<8> MALFORMED_BAD_IHL        = 4;
+const bit<8> MALFORMED_TRUNC_UDP      = 5;
+const bit<8> MALFORMED_TRUNC_TCP      = 6;
+const bit<8> MALFORMED_TRUNC_BTH      = 7;
+const bit<8> MALFORMED_IPV4_OPTIONS   = 8;   /* counted, not dropped */
+const bit<8> MALFORMED_OTHER          = 9;
+
+/* ------------------ path-change reasons (StellarIngress.flowlet.path_changes) */
+const bit<8> CHANGE_NEW        = 0;
+const bit<8> CHANGE_GAP        = 1;
+const bit<8> CHANGE_DRAIN      = 2;
+const bit<8> CHANGE_FAILOVER   = 3;
+const bit<8> CHANGE_MEMBERSHIP = 4;
+
+/* ------------------------------------------------------------ path choice */
+/* A path set has at most this many members (action params port0..port7). */
+#define MAX_PATH_MEMBERS 8
+/* Congestion scores are us of queue delay (+ controller level, in
+ * us-equivalent).  They are clamped below 2^28 so that score << 3 | tiebreak
+ * fits 32 bits; 2^28 us is ~4.5 minutes, far beyond any real queue. */
+const bit<32> SCORE_CLAMP = 0x0FFFFFFF;
+/* Rank of a member that must not be chosen (absent or down). */
+const bit<32> RANK_UNUSABLE = 0xFFFFFFFF;
+
+/* Flow signature: bit 31 marks a used slot, bits 15..0 hold a CRC-16 of the
+ * flow key (the slot index itself comes from a CRC-32). */
+const bit<32> FLOW_SIG_VALID = 0x80000000;
+
+/* Bits of the flow_state register. */
+const bit<8> FLOW_STATE_ELEPHANT = 0x01;
+const bit<8> FLOW_STATE_REPORTED = 0x02;
+const bit<8> FLOW_STATE_HINTED   = 0x04;
+
+/* Salt mixed into the second count-min row's hash so that its index is
+ * independent of the first row's. */
+const bit<16> CMS_ROW1_SALT = 0x5A17;
+
+/* ------------------------------------------- default tunables (config.params) */
+/* Flowlet timeout, us.  Published flowlet systems use 100-500 us; 200 us is
+ * above a typical two-tier fabric's worst queueing skew. */
+#define DEFAULT_FLOWLET_TIMEOUT_US 200
+/* Drain margin, us: after the flow's last packet left this switch, wait this
+ * long before moving it, to absorb delay differences further downstream
+ * (one 4 KB MTU at 100 Gb/s is ~0.3 us; 8 us covers a few downstream hops). */
+#define DEFAULT_DRAIN_MARGIN_US 8
+/* Hysteresis, us of score: a move must gain at least this much. */
+#define DEFAULT_HYSTERESIS_US 4
+/* Move at flowlet gaps (1) / at drain points (1). */
+#define DEFAULT_GAP_MOVES 1
+#define DEFAULT_DRAIN_MOVES 1
+/* A port whose last departure is older than this is treated as idle, us. */
+#define DEFAULT_QDELAY_MAX_AGE_US 200
+/* Elephant threshold, bytes per sketch window (500 KB per ms = 4 Gb/s). */
+#define DEFAULT_ELEPHANT_BYTES 500000
+/* Count-min sketch window, us. */
+#define DEFAULT_ELEPHANT_WINDOW_US 1000
+/* An elephant idle this long is a mouse again, us. */
+#define DEFAULT_ELEPHANT_IDLE_US 2000
+/* Truncated UDP/TCP/BTH: 0 drop, 1 forward as non-RoCE. */
+#define DEFAULT_MALFORMED_L4_FORWARD 0
+/* Digest every path change (1) or not (0). */
+#define DEFAULT_REPORT_PATH_CHANGES 0
+
+/* --------------------------------------------- default tunables (ecn.config) */
+/* ECN adaptation window W, us. */
+#define DEFAULT_ECN_WINDOW_US 100
+/* Queue-delay target, us: a window whose minimum delay stays above it has a
+ * standing queue. */
+#define DEFAULT_ECN_TARGET_US 4
+/* K bounds and start, us of queue delay.  DCQCN's common static setting,
+ * Kmin 100 KB / Kmax 400 KB, is 8 / 32 us at 100 Gb/s. */
+#define DEFAULT_ECN_KMIN_US 4
+#define DEFAULT_ECN_KMAX_US 32
+#define DEFAULT_ECN_K_INIT_US 16
+/* Change of K per window, us. */
+#define DEFAULT_ECN_STEP_US 2
+/* Marking probability at Kmax, 1/65536 (13107 = 0.2, DCQCN's Pmax). */
+#define DEFAULT_ECN_PMAX 13107
+/* "Light load": fewer bytes than this in a window (half of 100 Gb/s over
+ * 100 us = 625 KB). */
+#define DEFAULT_ECN_IDLE_BYTES 625000
+/* 1 = adapt K per window, 0 = static K (= k_init). */
+#define DEFAULT_ECN_ADAPT 1
+/* Probability scale: pmax = ECN_PROB_ONE means certainty. */
+#define ECN_PROB_ONE 65536
+/* Weight of the queue-delay running mean: new = old - old/8 + sample/8. */
+#define ECN_MEAN_SHIFT 3
+
+#endif  /* _STELLAR_DEFINE_P4_ */

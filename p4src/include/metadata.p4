@@ -1,0 +1,170 @@
+/*
+ * metadata.p4 -- Stellar's user metadata and digest structs.
+ *
+ * Grouped by the block that fills them.  v1model carries user metadata from
+ * ingress to egress unchanged, which is how egress learns the flow slot and
+ * sequence number of a departing packet (drain detection).
+ */
+#ifndef _STELLAR_METADATA_P4_
+#define _STELLAR_METADATA_P4_
+
+#include "define.p4"
+
+/* Switch-wide parameters, copied from StellarIngress.config.params. */
+struct config_md_t {
+    bit<32> flowlet_timeout_us;
+    bit<32> drain_margin_us;
+    bit<32> hysteresis_us;
+    bit<1>  gap_moves;
+    bit<1>  drain_moves;
+    bit<32> qdelay_max_age_us;
+    bit<32> elephant_bytes;
+    bit<32> elephant_window_us;
+    bit<32> elephant_idle_us;
+    bit<1>  malformed_l4_forward;
+    bit<1>  report_path_changes;
+}
+
+/* Routing result: the path set and its members. */
+struct route_md_t {
+    path_set_id_t path_set_id;
+    bit<4>  count;
+    bit<1>  ecmp;
+    port_t  port0;
+    port_t  port1;
+    port_t  port2;
+    port_t  port3;
+    port_t  port4;
+    port_t  port5;
+    port_t  port6;
+    port_t  port7;
+    bit<16> level0;
+    bit<16> level1;
+    bit<16> level2;
+    bit<16> level3;
+    bit<16> level4;
+    bit<16> level5;
+    bit<16> level6;
+    bit<16> level7;
+}
+
+/* Flow identity and the flow's stored state. */
+struct flow_md_t {
+    bit<1>      is_roce;
+    bit<8>      protocol;
+    bit<32>     l4_id;          /* dest QP (RoCE) | sport++dport | 0 */
+    bit<32>     slot;           /* index into the flow_* registers */
+    bit<32>     sig;            /* FLOW_SIG_VALID | crc16(flow key) */
+    bit<32>     rot;            /* crc16(flow key) mod member count */
+    bit<1>      known;          /* slot holds this flow */
+    bit<16>     cur_port;       /* stored current port (if known) */
+    timestamp_t last_arrival;
+    timestamp_t gap_us;         /* now - last_arrival (if known) */
+    bit<32>     last_seq;
+    bit<32>     departed_seq;
+    timestamp_t departed_stamp;
+    bit<8>      state;          /* FLOW_STATE_* bits */
+    bit<1>      elephant;
+    bit<32>     seq;            /* sequence number of this packet */
+    bit<1>      tracked;        /* egress records this packet's departure */
+}
+
+/* Path choice: liveness, ranks, best member, current member. */
+struct path_md_t {
+    bit<1>  alive0;             /* member i's port is up */
+    bit<1>  alive1;
+    bit<1>  alive2;
+    bit<1>  alive3;
+    bit<1>  alive4;
+    bit<1>  alive5;
+    bit<1>  alive6;
+    bit<1>  alive7;
+    bit<1>  cur_alive;          /* the flow's current port is up */
+    bit<32> rank0;
+    bit<32> rank1;
+    bit<32> rank2;
+    bit<32> rank3;
+    bit<32> rank4;
+    bit<32> rank5;
+    bit<32> rank6;
+    bit<32> rank7;
+    bit<32> best_rank;
+    port_t  best_port;
+    bit<32> best_score;
+    bit<1>  cur_member;         /* the current port is in the path set */
+    bit<32> cur_score;
+    port_t  chosen_port;
+    bit<1>  changed;
+    bit<8>  change_reason;
+}
+
+/* Elephant detection scratch (hash indices and sketch reads). */
+struct elephant_md_t {
+    bit<32> row0_index;
+    bit<32> row1_index;
+    bit<32> bytes_estimate;
+    bit<1>  hint_elephant;
+    bit<1>  hint_mouse;
+    bit<1>  report;             /* send elephant_digest_t for this packet */
+}
+
+/* Egress ECN parameters of the packet's port (StellarEgress.ecn.config). */
+struct ecn_md_t {
+    bit<1>  enabled;
+    bit<32> window_us;
+    bit<32> target_us;
+    bit<32> kmin_us;
+    bit<32> kmax_us;
+    bit<32> k_init_us;
+    bit<32> step_us;
+    bit<32> pmax;
+    bit<32> idle_bytes;
+    bit<1>  adapt;
+    bit<32> rand;               /* random(0..65535) for the marking ramp */
+}
+
+struct qos_md_t {
+    traffic_class_t traffic_class;
+    tenant_id_t     tenant;
+    bit<2>          colour;
+    queue_t         queue;
+}
+
+/* Reported when the sketch first classifies a flow as an elephant. */
+struct elephant_digest_t {
+    bit<32> src_addr;
+    bit<32> dst_addr;
+    bit<8>  protocol;
+    bit<32> l4_id;
+    bit<32> bytes;
+}
+
+/* Reported on a path change when config.report_path_changes is set. */
+struct path_change_digest_t {
+    bit<32> src_addr;
+    bit<32> dst_addr;
+    bit<8>  protocol;
+    bit<32> l4_id;
+    bit<16> old_port;
+    bit<16> new_port;
+    bit<8>  reason;
+}
+
+struct metadata_t {
+    config_md_t   cfg;
+    route_md_t    route;
+    flow_md_t     flow;
+    path_md_t     path;
+    elephant_md_t eleph;
+    qos_md_t      qos;
+    ecn_md_t      ecn;
+    bit<32>       reorder_slot;
+    bit<1>        ipv4_complete;  /* parser reached L4 (options all read) */
+    bit<1>        drop;
+    bit<8>        drop_reason;
+    bit<8>        malformed;
+    elephant_digest_t    elephant_report;
+    path_change_digest_t path_report;
+}
+
+#endif  /* _STELLAR_METADATA_P4_ */

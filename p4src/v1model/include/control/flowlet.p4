@@ -1,0 +1,163 @@
+/*
+ * flowlet.p4 -- per-flow state and flowlet-safe path switching with drain
+ * detection.
+ *
+ * Flow key: RoCEv2 (src IP, dst IP, dest QP); other traffic its 5-tuple
+ * (3-tuple without a whole L4 header).  The key hashes to a slot of the
+ * flow_* registers (registers.p4); a CRC-16 signature tells whether the slot
+ * holds this flow.
+ *
+ * A flow keeps its port unless
+ *   - it is new (or lost its slot)                 -> best member   (new)
+ *   - its port left the path set                   -> best member   (membership)
+ *   - its port is down                             -> best member   (failover)
+ *   - it is movable and a member beats the current one by more than the
+ *     hysteresis margin, where movable means
+ *       (a) gap:   idle for >= flowlet_timeout_us, or
+ *       (b) drain: an elephant whose packets have all left this switch
+ *                  (flow_departed_seq == flow_last_seq) at least
+ *                  drain_margin_us ago.
+ * (b) is what lets a flow leave a congested port as soon as doing so cannot
+ * reorder it here, instead of waiting out a worst-case timeout.  Mice are not
+ * moved at drain points (pinned), only at gaps.
+ *
+ * FlowLookup runs before elephant detection and path choice (they need the
+ * stored state); Flowlet decides and commits; DrainRecord is the egress half.
+ */
+#ifndef _STELLAR_FLOWLET_P4_
+#define _STELLAR_FLOWLET_P4_
+
+control FlowLookup(inout headers_t hdr,
+                   inout metadata_t meta,
+                   in standard_metadata_t standard_metadata) {
+    apply {
+        meta.flow.protocol = hdr.ipv4.protocol;
+        if (hdr.bth.isValid()) {
+            meta.flow.is_roce = 1;
+            meta.flow.l4_id = (bit<32>)hdr.bth.dest_qp;
+        } else if (hdr.udp.isValid()) {
+            meta.flow.l4_id = hdr.udp.src_port ++ hdr.udp.dst_port;
+        } else if (hdr.tcp.isValid()) {
+            meta.flow.l4_id = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+        } else {
+            meta.flow.l4_id = 0;
+        }
+
+        hash(meta.flow.slot, HashAlgorithm.crc32, 32w0,
+             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
+             (bit<32>)FLOW_SLOTS);
+        hash(meta.flow.sig, HashAlgorithm.crc16, 32w0,
+             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
+             32w65536);
+        meta.flow.sig = meta.flow.sig | FLOW_SIG_VALID;
+        /* Where a tie between equal members starts (see member_rank). */
+        hash(meta.flow.rot, HashAlgorithm.crc16, 32w0,
+             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
+             (bit<32>)meta.route.count);
+
+        bit<32> stored_sig;
+        flow_sig.read(stored_sig, meta.flow.slot);
+        /* The slot's sequence numbers continue across owners so that a
+         * departure of a previous owner's packet can never look like ours. */
+        flow_last_seq.read(meta.flow.last_seq, meta.flow.slot);
+        flow_departed_seq.read(meta.flow.departed_seq, meta.flow.slot);
+        flow_departed_stamp.read(meta.flow.departed_stamp, meta.flow.slot);
+        if (stored_sig == meta.flow.sig) {
+            meta.flow.known = 1;
+            flow_port.read(meta.flow.cur_port, meta.flow.slot);
+            flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
+            flow_state.read(meta.flow.state, meta.flow.slot);
+            meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
+            /* An elephant that went idle is a mouse again. */
+            if (meta.flow.gap_us >= (timestamp_t)meta.cfg.elephant_idle_us) {
+                meta.flow.state = 0;
+            }
+        } else {
+            meta.flow.known = 0;
+            meta.flow.state = 0;
+        }
+    }
+}
+
+control Flowlet(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
+     * placements.  Size: CHANGE_REASON_SLOTS. */
+    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) path_changes;
+
+    action choose_best(bit<8> reason) {
+        meta.path.chosen_port = meta.path.best_port;
+        meta.path.changed = 1;
+        meta.path.change_reason = reason;
+    }
+
+    apply {
+        timestamp_t now = standard_metadata.ingress_global_timestamp;
+        meta.path.chosen_port = (port_t)meta.flow.cur_port;
+
+        if (meta.path.best_rank == RANK_UNUSABLE) {
+            /* Every member is down (or absent). */
+            meta.drop = 1;
+            meta.drop_reason = DROP_NO_LIVE_MEMBER;
+            mark_to_drop(standard_metadata);
+        } else if (meta.flow.known == 0) {
+            choose_best(CHANGE_NEW);
+        } else if (meta.path.cur_member == 0) {
+            choose_best(CHANGE_MEMBERSHIP);
+        } else if (meta.path.cur_alive == 0) {
+            choose_best(CHANGE_FAILOVER);
+        } else {
+            bit<1> gap_ok = 0;
+            bit<1> drain_ok = 0;
+            if (meta.cfg.gap_moves == 1 &&
+                meta.flow.gap_us >= (timestamp_t)meta.cfg.flowlet_timeout_us) {
+                gap_ok = 1;
+            }
+            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 &&
+                meta.flow.departed_seq == meta.flow.last_seq &&
+                now - meta.flow.departed_stamp >= (timestamp_t)meta.cfg.drain_margin_us) {
+                drain_ok = 1;
+            }
+            /* Move only if the best member beats the current one by more
+             * than the hysteresis margin. */
+            if ((gap_ok == 1 || drain_ok == 1) &&
+                meta.path.best_score < meta.path.cur_score &&
+                meta.path.cur_score - meta.path.best_score > meta.cfg.hysteresis_us) {
+                if (gap_ok == 1) {
+                    choose_best(CHANGE_GAP);
+                } else {
+                    choose_best(CHANGE_DRAIN);
+                }
+            }
+        }
+
+        if (meta.drop == 0) {
+            standard_metadata.egress_spec = meta.path.chosen_port;
+            meta.flow.seq = meta.flow.last_seq + 1;
+            meta.flow.tracked = 1;
+            flow_sig.write(meta.flow.slot, meta.flow.sig);
+            flow_port.write(meta.flow.slot, (bit<16>)meta.path.chosen_port);
+            flow_last_arrival.write(meta.flow.slot, now);
+            flow_last_seq.write(meta.flow.slot, meta.flow.seq);
+            flow_state.write(meta.flow.slot, meta.flow.state);
+            if (meta.path.changed == 1) {
+                path_changes.count((bit<32>)meta.path.change_reason);
+            }
+        }
+    }
+}
+
+/* Egress half of drain detection: record which of the flow's packets left
+ * last, and when. */
+control DrainRecord(in metadata_t meta, in standard_metadata_t standard_metadata) {
+    apply {
+        if (meta.flow.tracked == 1) {
+            flow_departed_seq.write(meta.flow.slot, meta.flow.seq);
+            flow_departed_stamp.write(meta.flow.slot, standard_metadata.egress_global_timestamp);
+        }
+    }
+}
+
+#endif  /* _STELLAR_FLOWLET_P4_ */

@@ -1,0 +1,52 @@
+/*
+ * reorder.p4 -- receiver-side reordering detector (egress).
+ *
+ * Per RoCEv2 flow (src IP, dst IP, dest QP, hashed to REORDER_SLOTS) the
+ * highest PSN that has left this switch.  A departing packet whose PSN is
+ * lower (modulo 2^24, half-range comparison) is a reorder event: counted per
+ * egress port and in a total register.  On the destination leaf this sees
+ * exactly what the receiving NIC would; on a single switch it checks the
+ * merged departure order of all ports -- the metric ordering tests and
+ * benchmarks use.  An equal PSN (retransmission or a duplicate) is not a
+ * reorder.
+ */
+#ifndef _STELLAR_REORDER_P4_
+#define _STELLAR_REORDER_P4_
+
+control Reorder(inout headers_t hdr,
+                inout metadata_t meta,
+                in standard_metadata_t standard_metadata) {
+
+    /* PSN_SLOT_VALID | highest PSN.  Size: REORDER_SLOTS. */
+    register<bit<32>>(REORDER_SLOTS) max_psn;
+    /* Reorder events since start (index 0). */
+    register<bit<32>>(1) total;
+    /* Reorder events per egress port.  Size: PORT_SLOTS. */
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) events;
+
+    apply {
+        if (hdr.bth.isValid()) {
+            hash(meta.reorder_slot, HashAlgorithm.crc32, 32w0,
+                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp },
+                 (bit<32>)REORDER_SLOTS);
+            bit<32> stored;
+            max_psn.read(stored, meta.reorder_slot);
+            bit<32> current = PSN_SLOT_VALID | (bit<32>)hdr.bth.psn;
+            if ((stored & PSN_SLOT_VALID) == 0) {
+                max_psn.write(meta.reorder_slot, current);
+            } else {
+                bit<24> ahead = hdr.bth.psn - stored[23:0];
+                if (ahead != 0 && ahead < PSN_HALF_RANGE) {
+                    max_psn.write(meta.reorder_slot, current);
+                } else if (ahead >= PSN_HALF_RANGE) {
+                    bit<32> n;
+                    total.read(n, 0);
+                    total.write(0, n + 1);
+                    events.count((bit<32>)standard_metadata.egress_port);
+                }
+            }
+        }
+    }
+}
+
+#endif  /* _STELLAR_REORDER_P4_ */

@@ -1,0 +1,74 @@
+/*
+ * sanity.p4 -- classify malformed input and apply the drop policy.
+ *
+ * v1model does not drop a packet whose parse failed: ingress runs with
+ * standard_metadata.parser_error set and the headers extracted so far valid.
+ * This block turns that into one malformed kind (p4src/CONTRACT.md s.1) and a
+ * decision: broken L2/L3 is dropped; a truncated UDP/TCP/BTH is dropped or
+ * forwarded as non-RoCE traffic by policy (config.malformed_l4_forward).  It
+ * also drops non-IPv4 traffic and IPv4 headers with a bad checksum.  Counting
+ * happens in telemetry (meta.malformed, meta.drop_reason).
+ */
+#ifndef _STELLAR_SANITY_P4_
+#define _STELLAR_SANITY_P4_
+
+control Sanity(inout headers_t hdr,
+               inout metadata_t meta,
+               inout standard_metadata_t standard_metadata) {
+
+    action drop_packet(bit<8> reason) {
+        meta.drop = 1;
+        meta.drop_reason = reason;
+        mark_to_drop(standard_metadata);
+    }
+
+    apply {
+        if (standard_metadata.parser_error != error.NoError) {
+            /* Which header was cut short (or rejected)? */
+            if (!hdr.ethernet.isValid()) {
+                meta.malformed = MALFORMED_TRUNC_ETHERNET;
+            } else if (standard_metadata.parser_error == error.Ipv4BadVersion) {
+                meta.malformed = MALFORMED_BAD_VERSION;
+            } else if (standard_metadata.parser_error == error.Ipv4BadIhl) {
+                meta.malformed = MALFORMED_BAD_IHL;
+            } else if (standard_metadata.parser_error != error.PacketTooShort) {
+                meta.malformed = MALFORMED_OTHER;
+            } else if (!hdr.ipv4.isValid()) {
+                if (hdr.ethernet.ether_type == ETHERTYPE_VLAN && !hdr.vlan.isValid()) {
+                    meta.malformed = MALFORMED_TRUNC_ETHERNET;
+                } else {
+                    meta.malformed = MALFORMED_TRUNC_IPV4;
+                }
+            } else if (meta.ipv4_complete == 0) {
+                meta.malformed = MALFORMED_TRUNC_IPV4;      /* in the options */
+            } else if (hdr.ipv4.protocol == IP_PROTO_UDP && !hdr.udp.isValid()) {
+                meta.malformed = MALFORMED_TRUNC_UDP;
+            } else if (hdr.ipv4.protocol == IP_PROTO_TCP && !hdr.tcp.isValid()) {
+                meta.malformed = MALFORMED_TRUNC_TCP;
+            } else if (hdr.udp.isValid() && !hdr.bth.isValid()) {
+                meta.malformed = MALFORMED_TRUNC_BTH;
+            } else {
+                meta.malformed = MALFORMED_OTHER;
+            }
+
+            if ((meta.malformed == MALFORMED_TRUNC_UDP ||
+                 meta.malformed == MALFORMED_TRUNC_TCP ||
+                 meta.malformed == MALFORMED_TRUNC_BTH) &&
+                meta.cfg.malformed_l4_forward == 1) {
+                /* Forward on the IPv4 header alone (flow key without QP). */
+                hdr.bth.setInvalid();
+            } else {
+                drop_packet(DROP_MALFORMED);
+            }
+        } else if (!hdr.ipv4.isValid()) {
+            drop_packet(DROP_NOT_IPV4);
+        } else if (standard_metadata.checksum_error == 1) {
+            drop_packet(DROP_BAD_CHECKSUM);
+        } else if (hdr.ipv4.ihl != 5) {
+            /* Legal, rare in RoCE fabrics: counted, forwarded intact. */
+            meta.malformed = MALFORMED_IPV4_OPTIONS;
+        }
+    }
+}
+
+#endif  /* _STELLAR_SANITY_P4_ */

@@ -1,0 +1,45 @@
+/*
+ * registers.p4 -- registers shared between controls (top level).
+ *
+ * v1model lets a register instantiated at the top level of the program be
+ * used from several controls; Stellar uses that for the state egress writes
+ * and ingress reads (queue delay per port, departures per flow), and for the
+ * per-flow state that several ingress blocks read.  Sizes in size.p4, names
+ * and meanings in p4src/CONTRACT.md.
+ */
+#ifndef _STELLAR_REGISTERS_P4_
+#define _STELLAR_REGISTERS_P4_
+
+/* --- per port (index = port number) -------------------------------------- */
+
+/* Failover: 1 = port dead.  Written by the controller (or an operator); read
+ * by ingress for every member, so a dead port is skipped immediately. */
+register<bit<1>>(PORT_SLOTS) port_down;
+
+/* Queue delay (deq_timedelta, us) of the last packet that left each port,
+ * and when it left (egress_global_timestamp).  Written by egress, read by
+ * ingress path choice. */
+register<bit<32>>(PORT_SLOTS) port_qdelay_us;
+register<timestamp_t>(PORT_SLOTS) port_qdelay_stamp;
+
+/* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
+
+/* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */
+register<bit<32>>(FLOW_SLOTS) flow_sig;
+/* The flow's current egress port. */
+register<bit<16>>(FLOW_SLOTS) flow_port;
+/* Arrival time of the flow's last forwarded packet (flowlet gap). */
+register<timestamp_t>(FLOW_SLOTS) flow_last_arrival;
+/* Drain detection.  Ingress numbers the flow's forwarded packets
+ * (flow_last_seq); egress records the number and time of the flow's last
+ * packet that left (flow_departed_seq/_stamp).  All of the flow's packets
+ * have left this switch exactly when departed_seq == last_seq.  Sequence
+ * numbers instead of timestamps because many packets share one microsecond,
+ * which would make a timestamp comparison either unsafe or never true. */
+register<bit<32>>(FLOW_SLOTS) flow_last_seq;
+register<bit<32>>(FLOW_SLOTS) flow_departed_seq;
+register<timestamp_t>(FLOW_SLOTS) flow_departed_stamp;
+/* FLOW_STATE_* bits: elephant, reported, hinted. */
+register<bit<8>>(FLOW_SLOTS) flow_state;
+
+#endif  /* _STELLAR_REGISTERS_P4_ */
