@@ -130,7 +130,8 @@ class MappingReader:
         if exclusive_minimum and minimum is not None and value <= minimum:
             self.error((key,), f"must be greater than {minimum}; got {value}")
             return default
-        return float(self._range(key, value, minimum, maximum, default))
+        checked = self._range(key, value, minimum, maximum, default)
+        return None if checked is None else float(checked)
 
     def get_bool(self, key: str, default: bool) -> bool:
         value = self.raw(key)
