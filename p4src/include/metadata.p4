@@ -63,7 +63,7 @@ struct flow_md_t {
     bit<32>     last_seq;
     bit<32>     departed_seq;
     timestamp_t departed_stamp;
-    bit<8>      state;          /* FLOW_STATE_* bits */
+    bit<8>      status;         /* FLOW_STATE_* bits (register flow_state) */
     bit<1>      elephant;
     bit<32>     seq;            /* sequence number of this packet */
     bit<1>      tracked;        /* egress records this packet's departure */

@@ -109,17 +109,17 @@ control Elephant(inout headers_t hdr,
             meta.flow.elephant = 0;
         } else if (meta.eleph.hint_elephant == 1) {
             meta.flow.elephant = 1;
-            if ((meta.flow.state & FLOW_STATE_HINTED) == 0) {
+            if ((meta.flow.status & FLOW_STATE_HINTED) == 0) {
                 detections.count(1);
             }
-            meta.flow.state = meta.flow.state | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
-        } else if ((meta.flow.state & FLOW_STATE_ELEPHANT) != 0) {
+            meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
+        } else if ((meta.flow.status & FLOW_STATE_ELEPHANT) != 0) {
             meta.flow.elephant = 1;
         } else if (meta.eleph.bytes_estimate >= meta.cfg.elephant_bytes) {
             meta.flow.elephant = 1;
-            meta.flow.state = meta.flow.state | FLOW_STATE_ELEPHANT;
-            if ((meta.flow.state & FLOW_STATE_REPORTED) == 0) {
-                meta.flow.state = meta.flow.state | FLOW_STATE_REPORTED;
+            meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT;
+            if ((meta.flow.status & FLOW_STATE_REPORTED) == 0) {
+                meta.flow.status = meta.flow.status | FLOW_STATE_REPORTED;
                 meta.eleph.report = 1;
                 detections.count(0);
             }

@@ -66,15 +66,15 @@ control FlowLookup(inout headers_t hdr,
             meta.flow.known = 1;
             flow_port.read(meta.flow.cur_port, meta.flow.slot);
             flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
-            flow_state.read(meta.flow.state, meta.flow.slot);
+            flow_state.read(meta.flow.status, meta.flow.slot);
             meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
             /* An elephant that went idle is a mouse again. */
             if (meta.flow.gap_us >= (timestamp_t)meta.cfg.elephant_idle_us) {
-                meta.flow.state = 0;
+                meta.flow.status = 0;
             }
         } else {
             meta.flow.known = 0;
-            meta.flow.state = 0;
+            meta.flow.status = 0;
         }
     }
 }
@@ -141,7 +141,7 @@ control Flowlet(inout headers_t hdr,
             flow_port.write(meta.flow.slot, (bit<16>)meta.path.chosen_port);
             flow_last_arrival.write(meta.flow.slot, now);
             flow_last_seq.write(meta.flow.slot, meta.flow.seq);
-            flow_state.write(meta.flow.slot, meta.flow.state);
+            flow_state.write(meta.flow.slot, meta.flow.status);
             if (meta.path.changed == 1) {
                 path_changes.count((bit<32>)meta.path.change_reason);
             }

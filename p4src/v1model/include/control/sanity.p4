@@ -51,13 +51,15 @@ control Sanity(inout headers_t hdr,
                 meta.malformed = MALFORMED_OTHER;
             }
 
-            if ((meta.malformed == MALFORMED_TRUNC_UDP ||
-                 meta.malformed == MALFORMED_TRUNC_TCP ||
-                 meta.malformed == MALFORMED_TRUNC_BTH) &&
-                meta.cfg.malformed_l4_forward == 1) {
-                /* Forward on the IPv4 header alone (flow key without QP). */
-                hdr.bth.setInvalid();
-            } else {
+            /* Only a cut-short L4 header may still be forwarded (policy); the
+             * flow key then lacks the QP or the ports (flowlet.p4). */
+            bit<1> l4_only = 0;
+            if (meta.malformed == MALFORMED_TRUNC_UDP ||
+                meta.malformed == MALFORMED_TRUNC_TCP ||
+                meta.malformed == MALFORMED_TRUNC_BTH) {
+                l4_only = 1;
+            }
+            if (l4_only == 0 || meta.cfg.malformed_l4_forward == 0) {
                 drop_packet(DROP_MALFORMED);
             }
         } else if (!hdr.ipv4.isValid()) {
