@@ -1,0 +1,148 @@
+"""Python classes generated for P4 headers, structs and header stacks.
+
+Each P4 composite type becomes a class with ``__slots__`` (fast attribute access, no per-object
+dict) and generated ``_copy`` / ``_set`` / ``_eq`` methods, so copying a packet's headers for a
+clone or assigning ``hdr.a = hdr.b`` is straight-line code instead of a reflective walk.
+"""
+from __future__ import annotations
+
+import keyword
+
+from p4sim.frontend import ir
+
+
+def pyattr(name: str) -> str:
+    """The Python attribute for a P4 field name (P4 allows names that are Python keywords)."""
+    if name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_"):
+        return name
+    return "p4_" + "".join(c if c.isalnum() else "_" for c in name) + "_"
+
+
+def is_composite(t: ir.Type) -> bool:
+    return isinstance(t, (ir.HeaderT, ir.StructT, ir.StackT))
+
+
+def scalar_width(t: ir.Type) -> int:
+    """Bit width of a scalar type as it appears in packets, hashes and digests."""
+    if isinstance(t, ir.BitT):
+        return t.width
+    if isinstance(t, ir.BoolT):
+        return 1
+    if isinstance(t, ir.EnumT) and t.underlying is not None:
+        return t.underlying.width
+    raise TypeError(f"type {t} has no bit width")
+
+
+def default_scalar(t: ir.Type, error_default: int = 0) -> str:
+    if isinstance(t, ir.BoolT):
+        return "False"
+    if isinstance(t, ir.ErrorT):
+        return str(error_default)
+    return "0"
+
+
+def header_layout(t: ir.HeaderT) -> list[tuple[str, int, int, bool]]:
+    """(python attr, width, shift from the header's LSB, is_bool) per field, first field first."""
+    total = t.width
+    out = []
+    off = total
+    for f in t.fields:
+        w = scalar_width(f.type)
+        off -= w
+        out.append((pyattr(f.name), w, off, isinstance(f.type, ir.BoolT)))
+    return out
+
+
+class ClassFactory:
+    """Generates (as source text) and names one class per composite type, by identity."""
+
+    def __init__(self, error_default: int) -> None:
+        self.names: dict[int, str] = {}
+        self.types: dict[str, ir.Type] = {}
+        self.src: list[str] = []
+        self.error_default = error_default
+
+    def name(self, t: ir.Type) -> str:
+        key = id(t)
+        if key in self.names:
+            return self.names[key]
+        if isinstance(t, ir.StackT):
+            self.name(t.elem)
+        elif isinstance(t, (ir.StructT, ir.HeaderT)):
+            for f in t.fields:
+                if is_composite(f.type):
+                    self.name(f.type)
+        n = f"C{len(self.names)}_{pyattr(getattr(t, 'name', 'stack'))}"
+        self.names[key] = n
+        self.types[n] = t
+        if isinstance(t, ir.HeaderT):
+            self._header(n, t)
+        elif isinstance(t, ir.StructT):
+            self._struct(n, t)
+        elif isinstance(t, ir.StackT):
+            self._stack(n, t)
+        else:
+            raise TypeError(f"not a composite type: {t}")
+        return n
+
+    def _header(self, n: str, t: ir.HeaderT) -> None:
+        lay = header_layout(t)
+        attrs = [a for a, _, _, _ in lay]
+        L = [f"class {n}:", f"    __slots__ = {tuple(['_v'] + attrs)!r}", f"    WIDTH = {t.width}",
+             "    def __init__(self):", "        self._v = False"]
+        L += [f"        self.{a} = {'False' if b else '0'}" for a, _, _, b in lay]
+        L += ["    def _copy(self):", f"        n = _new({n})", "        n._v = self._v"]
+        L += [f"        n.{a} = self.{a}" for a in attrs]
+        L += ["        return n", "    def _set(self, o):", "        self._v = o._v"]
+        L += [f"        self.{a} = o.{a}" for a in attrs]
+        L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
+              "        return self._v == o._v" + "".join(f" and self.{a} == o.{a}" for a in attrs)]
+        # _pack/_unpack: the header as one integer, first field in the most significant bits
+        pack = " | ".join((f"(int(self.{a}) << {s})" if b else f"(self.{a} << {s})") if s else
+                          (f"int(self.{a})" if b else f"self.{a}") for a, _, s, b in lay) or "0"
+        L += ["    def _pack(self):", f"        return {pack}", "    def _unpack(self, x):"]
+        for a, w, s, b in lay:
+            v = f"(x >> {s}) & {(1 << w) - 1}" if s else f"x & {(1 << w) - 1}"
+            L.append(f"        self.{a} = {'bool(' + v + ')' if b else v}")
+        L += ["        self._v = True", "        return self", ""]
+        self.src.append("\n".join(L))
+
+    def _struct(self, n: str, t: ir.StructT) -> None:
+        attrs = [(pyattr(f.name), f.type) for f in t.fields]
+        L = [f"class {n}:", f"    __slots__ = {tuple(a for a, _ in attrs)!r}", "    def __init__(self):"]
+        for a, ft in attrs:
+            init = f"{self.names[id(ft)]}()" if is_composite(ft) else default_scalar(ft, self.error_default)
+            L.append(f"        self.{a} = {init}")
+        if not attrs:
+            L.append("        pass")
+        L += ["    def _copy(self):", f"        n = _new({n})"]
+        L += [f"        n.{a} = self.{a}._copy()" if is_composite(ft) else f"        n.{a} = self.{a}" for a, ft in attrs]
+        L += ["        return n", "    def _set(self, o):"]
+        L += [f"        self.{a}._set(o.{a})" if is_composite(ft) else f"        self.{a} = o.{a}" for a, ft in attrs]
+        if not attrs:
+            L.append("        pass")
+        cmp = " and ".join(f"self.{a}._eq(o.{a})" if is_composite(ft) else f"self.{a} == o.{a}" for a, ft in attrs)
+        L += ["    def _eq(self, o):", f"        return {cmp or 'True'}", ""]
+        self.src.append("\n".join(L))
+
+    def _stack(self, n: str, t: ir.StackT) -> None:
+        e = self.names[id(t.elem)]
+        L = [f"class {n}:", "    __slots__ = ('e', 'n')", f"    SIZE = {t.size}",
+             "    def __init__(self):", f"        self.e = [{e}() for _ in range({t.size})]", "        self.n = 0",
+             "    def _copy(self):", f"        c = _new({n})", "        c.e = [h._copy() for h in self.e]",
+             "        c.n = self.n", "        return c",
+             "    def _set(self, o):", "        for a, b in zip(self.e, o.e): a._set(b)", "        self.n = o.n",
+             "    def _eq(self, o):", "        return all(a._eq(b) for a, b in zip(self.e, o.e))",
+             "    def _at(self, i):",
+             f"        return self.e[i] if i < {t.size} else {e}()  # out of range: a scratch header",
+             "    def _push(self, k):",
+             f"        for i in range({t.size} - 1, -1, -1):",
+             "            if i >= k: self.e[i]._set(self.e[i - k])",
+             "            else: self.e[i]._v = False",
+             f"        self.n = min(self.n + k, {t.size})",
+             "    def _pop(self, k):",
+             f"        for i in range({t.size}):",
+             f"            if i + k < {t.size}: self.e[i]._set(self.e[i + k])",
+             "            else: self.e[i]._v = False",
+             "        self.n = max(self.n - k, 0)", ""]
+        self.src.append("\n".join(L))

@@ -1,0 +1,207 @@
+"""One loaded v1model program: generated code bound to this switch's tables and extern state,
+plus the per-packet context the generated code reaches through ``X``.
+"""
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from p4sim.errors import CompileError, RuntimeApiError
+from p4sim.frontend import ir
+from p4sim.runtime import codegen, support
+from p4sim.runtime.externs import Counter, Meter, Register
+from p4sim.runtime.objects import pyattr, scalar_width
+from p4sim.runtime.tables import Table
+
+log_msg_logger = logging.getLogger("p4sim.log_msg")
+
+SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
+             "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
+             "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error", "priority")
+
+
+@dataclass
+class Digest:
+    """One ``digest<T>()`` message: T's type name and its fields (name, bit width, value)."""
+
+    name: str
+    fields: list[tuple[str, int, int]]
+    timestamp_us: int
+
+
+class PacketContext:
+    """State the generated code shares with the switch while one packet is processed."""
+
+    def __init__(self, drop_port: int, seed: int) -> None:
+        self.sm: Any = None
+        self.now: float = 0.0
+        self.payload: bytes = b""
+        self.drop_port = drop_port
+        self.rng = random.Random(seed)
+        self.dmeter: dict[int, int] = {}
+        self.clone: Optional[tuple[str, int, Optional[int]]] = None
+        self.resubmit: Optional[tuple] = None
+        self.recirculate: Optional[tuple] = None
+        self.truncate: Optional[int] = None
+        self.digests: list[Digest] = []
+
+    def begin(self, sm: Any, now: float, payload: bytes = b"") -> None:
+        self.sm, self.now, self.payload = sm, now, payload
+        self.clone = self.resubmit = self.recirculate = self.truncate = None
+        if self.dmeter:
+            self.dmeter.clear()
+
+    # services called from generated code
+    def request_clone(self, kind: str, session: int, field_list: Optional[int]) -> None:
+        self.clone = (kind, session, field_list)
+
+    def digest(self, name: str, fields: tuple) -> None:
+        self.digests.append(Digest(name, [(n, w, v) for n, w, v in fields], int(self.now)))
+
+    def random(self, lo: int, hi: int) -> int:
+        if hi < lo:
+            return lo
+        return self.rng.randint(lo, hi)
+
+    def log(self, msg: str, values: tuple) -> None:
+        for v in values:
+            msg = msg.replace("{}", str(v), 1)
+        log_msg_logger.info("%s", msg)
+
+
+class Pipeline:
+    """A program loaded into one switch: its compiled blocks, tables and extern instances."""
+
+    def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
+        comp = code.compiler
+        prog: ir.Program = comp.prog
+        self.prog = prog
+        self.ctx = ctx
+        self.errors = prog.errors
+        base = codegen.base_namespace(comp.err)
+        base["X"] = ctx
+        # extern instances: created before the code runs, referenced by global name
+        self.registers: dict[str, Register] = {}
+        self.counters: dict[str, Counter] = {}
+        self.meters: dict[str, Meter] = {}
+        insts = {id(i): i for i in prog.externs}
+        for gname, inst in comp.externs.values():
+            insts.setdefault(id(inst), inst)
+        for inst in insts.values():
+            obj = self._make_extern(inst)
+            gname = comp.extern_name(inst)
+            base[gname] = obj
+        ns = code.namespace(base)
+        self.ns = ns
+        self.tables: dict[str, Table] = {}
+        for info in comp.tables.values():
+            t = Table(info, ns[info.key_fn_name], ctx, ns)
+            ns[info.global_name] = t
+            self.tables[t.name] = t
+        rf = code.role_fn
+        self.parser = ns[rf["parser"]]
+        self.verify = ns[rf["verify_checksum"]]
+        self.ingress = ns[rf["ingress"]]
+        self.egress = ns[rf["egress"]]
+        self.compute = ns[rf["compute_checksum"]]
+        self.deparser = ns[rf["deparser"]]
+        pparams = [v for v in prog.blocks["parser"].params
+                   if not (isinstance(v.type, ir.ExternT) and v.type.name == "packet_in")]
+        if len(pparams) != 3:
+            raise CompileError("the v1model parser must take (packet_in, out H, inout M, inout standard_metadata_t)")
+        cls = comp.classes.names
+        self.H = ns[cls[id(pparams[0].type)]]
+        self.M = ns[cls[id(pparams[1].type)]]
+        self.SM = ns[cls[id(pparams[2].type)]]
+        self.meta_type: ir.StructT = pparams[1].type
+        missing = [f for f in SM_FIELDS if f not in self.SM.__slots__]
+        if missing:
+            raise CompileError(f"standard_metadata_t lacks fields the runtime needs: {missing}")
+        self.no_error = comp.err.get("NoError", 0)
+        self.too_short = comp.err.get("PacketTooShort", -99)
+        self.uses_clone = comp.uses_clone
+        self.source = code.source
+
+    def _make_extern(self, inst: ir.ExternInstance) -> Any:
+        k, a = inst.extern, inst.ctor_args
+        name = inst.qualified_name
+        if k == "register":
+            t = inst.type_args[0] if inst.type_args else ir.BitT(32)
+            obj = Register(name, int(a[0]), scalar_width(t))
+            self.registers[name] = obj
+        elif k == "counter":
+            obj = Counter(name, int(a[0]), str(a[1]) if len(a) > 1 else "packets_and_bytes")
+            self.counters[name] = obj
+        elif k == "meter":
+            obj = Meter(name, int(a[0]), str(a[1]) if len(a) > 1 else "packets")
+            self.meters[name] = obj
+        elif k in ("direct_counter", "direct_meter"):
+            obj = None  # state lives on each table entry
+        else:
+            raise CompileError(f"unsupported by p4sim: extern {k}", inst.pos)
+        return obj
+
+    # ---------------------------------------------------------------- per-packet stages
+    def run_control(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except support.ExitBlock:
+            pass
+
+    def field_list_fields(self, index: Optional[int]) -> Optional[list[str]]:
+        """User-metadata fields a ``*_preserving_field_list(index)`` call keeps; None = all of them
+        (the deprecated forms, or a front end that gives no ``@field_list`` annotations)."""
+        if index is None:
+            return None
+        chosen = []
+        any_ann = False
+        for f in self.meta_type.fields:
+            ann = getattr(f, "annotations", None) or {}
+            if "field_list" in ann:
+                any_ann = True
+                idx = [int(x, 0) for x in str(ann["field_list"]).replace(" ", "").split(",") if x]
+                if index in idx:
+                    chosen.append(pyattr(f.name))
+        return chosen if any_ann else None
+
+    def preserved_meta(self, meta: Any, index: Optional[int]) -> Any:
+        fields = self.field_list_fields(index)
+        if fields is None:
+            return meta._copy()
+        m = self.M()
+        for a in fields:
+            v = getattr(meta, a)
+            setattr(m, a, v._copy() if hasattr(v, "_copy") else v)
+        return m
+
+    def error_name(self, code: int) -> str:
+        return self.errors[code] if 0 <= code < len(self.errors) else str(code)
+
+    def table(self, name: str) -> Table:
+        t = self.tables.get(name)
+        if t is None:
+            short = [x for x in self.tables.values() if x.decl.name == name]
+            if len(short) == 1:
+                return short[0]
+            raise RuntimeApiError("NOT_FOUND", f"no table {name!r} (tables: {sorted(self.tables)})")
+        return t
+
+    def _named(self, kind: str, d: dict, name: str) -> Any:
+        o = d.get(name)
+        if o is None:
+            short = [v for k, v in d.items() if k.split(".")[-1] == name]
+            if len(short) == 1:
+                return short[0]
+            raise RuntimeApiError("NOT_FOUND", f"no {kind} {name!r} (have: {sorted(d)})")
+        return o
+
+    def register(self, name: str) -> Register:
+        return self._named("register", self.registers, name)
+
+    def counter(self, name: str) -> Counter:
+        return self._named("counter", self.counters, name)
+
+    def meter(self, name: str) -> Meter:
+        return self._named("meter", self.meters, name)
