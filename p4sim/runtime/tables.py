@@ -263,7 +263,7 @@ class Table:
         info = self.actions.get(action) if isinstance(action, str) else None
         if info is None:
             raise RuntimeApiError("NOT_FOUND" if isinstance(action, str) else "INVALID_ARGUMENT",
-                                  f"table {self.name}: no action {action!r} (actions: {sorted(a.decl.qualified_name for a in set(self.actions.values()))})")
+                                  f"table {self.name}: no action {action!r} (actions: {sorted({a.decl.qualified_name for a in self.actions.values()})})")
         if id(info.decl) not in self.in_list:
             raise RuntimeApiError("INVALID_ARGUMENT", f"table {self.name}: action {action} is not in its actions list")
         ann = info.ref.annotations
