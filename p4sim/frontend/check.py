@@ -76,6 +76,29 @@ class ConstSym:
     lit: ir.Literal
 
 
+@dataclass(eq=False)
+class SubControl:
+    """A control instantiated inside another control (``MemberRank() member0;``).
+
+    p4sim inlines it: its body is checked once per instance, its tables/actions/externs join the
+    enclosing control, and ``member0.apply(args)`` becomes copy-in assignments, the body and
+    copy-out assignments (or the body alone when every argument is a distinct whole variable of
+    the right type, which cannot be observed to differ from copy-in/copy-out).
+    """
+
+    name: str
+    control: str
+    tree: Tree
+    params: list[Param]
+    prefix: str
+    owner: ir.ControlDecl
+    key: str  # prefix of its tables/actions in the enclosing ControlDecl's dicts
+    pos: Optional[Pos]
+    body: Optional[ir.Block] = None
+    param_vars: list = field(default_factory=list)
+    alias: bool = False
+
+
 class Scope:
     def __init__(self, parent: Optional["Scope"] = None) -> None:
         self.parent = parent
@@ -179,7 +202,11 @@ class Checker:
         self.in_parser = False
         self.cur_function: Optional[ir.FunctionDecl] = None
         self.cur_action = False
-        self.cur_tables: dict[str, ir.TableDecl] = {}
+        self.cur_control: Optional[ir.ControlDecl] = None
+        self.sub_instances: list[SubControl] = []
+        self.control_trees: dict[str, Tree] = {}
+        self.readonly_ids: frozenset[int] = frozenset()
+        self.key_prefix = ""
 
     # ------------------------------------------------------------------ positions & errors
     def pos(self, node: Any) -> Optional[Pos]:
@@ -642,9 +669,13 @@ class Checker:
                 raise self.err("a package can only be instantiated at the top level", d)
             self.package_instance(tname, args, name_node, d)
             return
+        if tname is not None and tname in self.controls and locals_out is not None \
+                and self.cur_control is not None:
+            self.declare_subcontrol(d, tname, scope)
+            return
         if tname is not None and (tname in self.parsers or tname in self.controls):
-            raise self.unsupported(f"instantiating parser/control '{tname}' (only the package "
-                                   "arguments may instantiate blocks)", d)
+            raise self.unsupported(f"instantiating parser/control '{tname}' here (controls "
+                                   "may be instantiated inside controls only)", d)
         t = self.resolve_type(tref)
         if not isinstance(t, ir.ExternT):
             raise self.err(f"cannot instantiate {type_name(t)}", tref)
@@ -947,9 +978,26 @@ class Checker:
         scope = Scope(self.global_scope)
         for v in vars_:
             self.declare(scope, v.name, v, d)
-        saved = (self.prefix, self.cur_tables)
+        saved = self.prefix
         self.prefix = self.qualify(name, cd.annotations) + "."
-        self.cur_tables = cd.tables
+        try:
+            cd.apply = self.control_body(d, scope, cd, "")
+        finally:
+            self.prefix = saved
+        self.control_trees[name] = d
+        self.controls[name] = cd
+
+    def control_body(self, d: Tree, scope: Scope, target: ir.ControlDecl,
+                     key_prefix: str) -> ir.Block:
+        """Check a control's locals and apply block into ``target``.
+
+        For a sub-control instance (see :class:`SubControl`) ``target`` is the *enclosing*
+        control: the instance's tables, actions, extern instances and variables become the
+        enclosing control's, under ``key_prefix`` (the instance name) and with P4Info names
+        ``Outer.instance.table`` as p4c gives them.
+        """
+        saved = (self.cur_control, self.sub_instances, self.key_prefix)
+        self.cur_control, self.sub_instances, self.key_prefix = target, [], key_prefix
         try:
             for c in d.children:
                 if not isinstance(c, Tree):
@@ -957,24 +1005,109 @@ class Checker:
                 if c.data == "const_decl":
                     self.decl_const_decl(c, scope)
                 elif c.data == "var_decl":
-                    cd.locals.append(self.var_decl(c, scope))
+                    target.locals.append(self.var_decl(c, scope))
                 elif c.data == "instantiation":
-                    self.decl_instantiation(c, scope, cd.locals)
+                    self.decl_instantiation(c, scope, target.locals)
                 elif c.data == "action_decl":
                     act = self.decl_action_decl(c, scope)
-                    cd.actions[act.name] = act
+                    target.actions[key_prefix + act.name] = act
                 elif c.data == "table_decl":
                     t = self.table(c, scope)
-                    cd.tables[t.name] = t
+                    target.tables[key_prefix + t.name] = t
                 elif c.data == "function_decl":
                     raise self.unsupported("functions declared inside a control", c)
                 elif c.data == "abstract_instantiation":
                     raise self.unsupported("instantiations with abstract method "
                                            "implementations", c)
-            cd.apply = self.block(d.children[-1], Scope(scope))
+            body = self.block(d.children[-1], Scope(scope))
+            # an instance that is never applied still owns its tables (as with p4c)
+            for inst in self.sub_instances:
+                if inst.body is None:
+                    self.instantiate_subcontrol(inst, None)
         finally:
-            self.prefix, self.cur_tables = saved
-        self.controls[name] = cd
+            self.cur_control, self.sub_instances, self.key_prefix = saved
+        return body
+
+    def declare_subcontrol(self, d: Tree, tname: str, scope: Scope) -> None:
+        annots, _tref, args, name_node = d.children
+        if self.cur_control is None:
+            raise self.unsupported(f"instantiating control '{tname}' outside a control", d)
+        if args.children:
+            raise self.unsupported("control constructor arguments", args)
+        name = self.ident(name_node)
+        a = self.annotations(annots)
+        tree = self.control_trees[tname]
+        params = self.params(self.child(tree, "params"))
+        inst = SubControl(name, tname, tree, params, self.qualify(name, a) + ".",
+                          self.cur_control, self.key_prefix + name + ".", self.pos(d))
+        self.declare(scope, name, inst, name_node)
+        self.sub_instances.append(inst)
+
+    def instantiate_subcontrol(self, inst: "SubControl", alias: Optional[list[ir.Var]]) -> None:
+        """Check the instance's control body once, with its parameters bound either to the
+        caller's variables (``alias``) or to fresh variables of the enclosing control."""
+        scope = Scope(self.global_scope)
+        ro: set[int] = set()
+        inst.param_vars = []
+        for i, prm in enumerate(inst.params):
+            if alias is not None:
+                v = alias[i]
+            else:
+                v = ir.Var(f"{inst.name}.{prm.name}", prm.type, "local", None, inst.pos)
+                inst.owner.locals.append(ir.VarDecl(inst.pos, v, None))
+            if prm.direction == "in" or prm.direction is None:
+                ro.add(id(v))
+            inst.param_vars.append(v)
+            scope.names[prm.name] = v
+        inst.alias = alias is not None
+        saved = (self.prefix, self.readonly_ids)
+        self.prefix, self.readonly_ids = inst.prefix, self.readonly_ids | ro
+        try:
+            inst.body = self.control_body(inst.tree, scope, inst.owner, inst.key)
+        finally:
+            self.prefix, self.readonly_ids = saved
+        if self.returns_in(inst.body):
+            raise self.unsupported("'return' in the apply block of a control that is "
+                                   "instantiated inside another control", inst.tree)
+
+    def apply_subcontrol(self, inst: "SubControl", arg_nodes: list, scope: Scope,
+                         n: Tree) -> ir.Stmt:
+        if self.cur_action or self.cur_function or self.in_parser:
+            raise self.err("a control can only be applied from a control's apply block", n)
+        sig = Sig(inst.name, [], inst.params, ir.VoidT())
+        args, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, f"{inst.name}.apply")
+        whole = [a.var for a in args if isinstance(a, ir.VarRef)]
+        can_alias = len(whole) == len(args) and len({id(v) for v in whole}) == len(whole) \
+            and all(same_type(a.type, p.type) for a, p in zip(args, inst.params))
+        if inst.body is None:
+            self.instantiate_subcontrol(inst, whole if can_alias else None)
+        if inst.alias:
+            if not (can_alias and all(a is b for a, b in zip(whole, inst.param_vars))):
+                raise self.unsupported(f"applying control instance '{inst.name}' again with "
+                                       "different argument variables", n)
+            return ir.Block(self.pos(n), [inst.body])
+        pos = self.pos(n)
+        stmts: list[ir.Stmt] = []
+        for prm, v, a in zip(inst.params, inst.param_vars, args):
+            if prm.direction != "out":
+                stmts.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), a))
+        stmts.append(inst.body)
+        for prm, v, a in zip(inst.params, inst.param_vars, args):
+            if prm.direction in ("out", "inout"):
+                stmts.append(ir.Assign(pos, a, ir.VarRef(v.type, pos, v)))
+        return ir.Block(pos, stmts)
+
+    def returns_in(self, st: Any) -> bool:
+        if isinstance(st, ir.Return):
+            return True
+        if isinstance(st, ir.Block):
+            return any(self.returns_in(x) for x in st.stmts)
+        if isinstance(st, ir.If):
+            return self.returns_in(st.then) or (st.other is not None and
+                                                self.returns_in(st.other))
+        if isinstance(st, ir.SwitchStmt):
+            return any(c.body is not None and self.returns_in(c.body) for c in st.cases)
+        return False
 
     def table(self, d: Tree, scope: Scope) -> ir.TableDecl:
         annots, name_node = d.children[:2]
@@ -1201,6 +1334,16 @@ class Checker:
             rhs = self.coerce(self.expr(rhs_t, scope, lhs.type), lhs.type, rhs_t)
             return ir.Assign(self.pos(s), lhs, rhs)
         if kind == "call_stmt":
+            callee = s.children[1]
+            if callee.data == "call" and callee.children[0].data == "member":
+                base_n, mname_n = callee.children[0].children
+                sym = self.expr_symbol(base_n, scope) \
+                    if base_n.data in ("name_ref", "top_name_ref") else None
+                if isinstance(sym, SubControl):
+                    if self.ident(mname_n) != "apply":
+                        raise self.err(f"controls only have 'apply'", mname_n)
+                    return self.apply_subcontrol(sym, list(callee.children[1].children), scope,
+                                                 callee)
             e = self.expr(s.children[1], scope, None)
             if isinstance(e, ir.ApplyResult):
                 if e.field is not None:
@@ -1297,6 +1440,9 @@ class Checker:
         while True:
             if isinstance(base, ir.VarRef):
                 v = base.var
+                if id(v) in self.readonly_ids:
+                    raise self.err(f"cannot assign to read-only parameter "
+                                   f"'{v.name.split('.')[-1]}'", node)
                 if v.kind == "param" and (v.direction == "in" or v.direction is None):
                     raise self.err(f"cannot assign to read-only parameter '{v.name}'", node)
                 if isinstance(v.type, ir.ExternT):

@@ -30,7 +30,7 @@ class _TokenListLexer(_LarkLexer):
 @functools.lru_cache(maxsize=1)
 def _build() -> tuple[Lark, Lexer]:
     lark = Lark(_GRAMMAR.read_text(), parser="lalr", lexer=_TokenListLexer,
-                propagate_positions=True, maybe_placeholders=False)
+                propagate_positions=True, maybe_placeholders=False, cache=True)
     literals: dict[str, str] = {}
     for term in lark.terminals:
         if isinstance(term.pattern, PatternStr):
