@@ -1,0 +1,166 @@
+"""`stellarctl`: the operator's command line for fabrics.
+
+Offline commands (no switch needed):
+  stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
+  stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
+  stellarctl analyze-scheduler FABRIC JOB    which paths a job got, and why
+
+Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, TextIO
+
+from .errors import FabricError
+from .model import Fabric, load_fabric
+from .paths import Assignment, assign_jobs
+from .plan import plan_fabric
+from .render import RenderError, render_fabric, write_fabric
+
+
+def _load(path: str, err: TextIO) -> Optional[Fabric]:
+    try:
+        return load_fabric(path)
+    except FabricError as exc:
+        print(f"error: {exc}", file=err)
+        return None
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fabric = _load(args.fabric, err)
+    if fabric is None:
+        return 1
+    leaves, spines = len(fabric.leaves), len(fabric.spines)
+    print(f"ok: {args.fabric}: fabric '{fabric.name}': {leaves + spines} switches ({spines} spines, {leaves} leaves), "
+          f"{len(fabric.links)} links, {len(fabric.hosts)} hosts, {len(fabric.tenants)} tenants, "
+          f"{len(fabric.jobs)} jobs", file=out)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    started = time.perf_counter()
+    fabric = _load(args.fabric, err)
+    if fabric is None:
+        return 1
+    try:
+        result = render_fabric(fabric)
+    except RenderError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    written = write_fabric(result, fabric, Path(args.output))
+    for name, doc in result.documents.items():
+        print(f"{name:>12}  {doc['switch']['role']:<5}  {len(doc['entries']):5d} entries  "
+              f"{len(doc['path_sets']):3d} path sets  {len(doc['meters'])} meters  -> {args.output}/{name}.json",
+              file=out)
+    if result.assignment is not None:
+        a = result.assignment
+        print(f"placement: peak link utilisation {a.max_utilisation:.1%} vs ECMP expected "
+              f"{a.ecmp.expected_max_utilisation:.1%}; jobs {'isolated' if a.isolated else 'NOT isolated'}",
+              file=out)
+    print(f"wrote {len(written)} files in {time.perf_counter() - started:.2f}s", file=out)
+    return 0
+
+
+def cmd_analyze_scheduler(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fabric = _load(args.fabric, err)
+    if fabric is None:
+        return 1
+    if args.job not in fabric.jobs:
+        print(f"error: {args.fabric}: no job '{args.job}' (jobs: {', '.join(fabric.jobs) or 'none'})", file=err)
+        return 1
+    assignment = assign_jobs(fabric, limit=args.limit)
+    out.write(explain_job(fabric, assignment, args.job))
+    return 0
+
+
+def explain_job(fabric: Fabric, assignment: Assignment, job_name: str) -> str:
+    """A readable account of one job's placement: demand, spines, per leaf pair, links, why."""
+    job = fabric.jobs[job_name]
+    flows = [f for f in assignment.flows if f.job == job_name]
+    crossing = [f for f in flows if f.crosses_fabric]
+    placement = assignment.placement
+    lines = [
+        f"job {job.name}: {job.collective}, {len(job.hosts)} GPUs, {job.bandwidth_gbps:g} Gbps per GPU"
+        + (f", tenant {job.tenant}" if job.tenant else "") + (f", root {job.root}" if job.root else "")
+        + f", starts at {job.start_s:g} s",
+        f"  demand: {len(flows)} flows, {len(crossing)} cross the fabric "
+        f"({sum(f.gbps for f in crossing):.1f} Gbps reserved)",
+        f"  placement: {'isolated' if assignment.isolated else 'shared'}; spines given: "
+        + (", ".join(assignment.partition.get(job_name, ())) or "none (no partition)")
+        + f"; spines used: {', '.join(sorted(placement.job_spines(job_name))) or 'none'}",
+    ]
+    bottleneck = placement.bottleneck
+    lines.append(f"  fabric peak utilisation: {assignment.max_utilisation:.1%}"
+                 + (f" on {bottleneck[0]} port {bottleneck[1]}" if bottleneck else "")
+                 + f" | shared placement {assignment.shared.max_utilisation:.1%}"
+                 + f" | ECMP hashing expected {assignment.ecmp.expected_max_utilisation:.1%}"
+                 + f" (even split {assignment.ecmp.fluid_max_utilisation:.1%}, {assignment.ecmp.trials} trials)")
+    lines.append("  why:")
+    lines.extend(f"    - {note}" for note in assignment.notes)
+    spilled = [f for f in placement.spilled if f.job == job_name]
+    if spilled:
+        lines.append(f"    - {len(spilled)} of this job's flows left its spines because staying would exceed "
+                     f"{assignment.limit:.0%}")
+    overlaps = [(a, b, s) for a, b, s in assignment.overlapping_jobs() if job_name in (a, b)]
+    for a, b, shared in overlaps:
+        other = b if a == job_name else a
+        lines.append(f"    - shares {', '.join(shared)} with job {other}")
+
+    plans = plan_fabric(fabric, assignment) if fabric.dataplane.reservations else {}
+    pairs: dict[tuple[str, str], dict[str, float]] = {}
+    for flow in crossing:
+        spine = placement.paths_of[flow].spine
+        per = pairs.setdefault((flow.src_leaf, flow.dst_leaf), {})
+        per[spine] = per.get(spine, 0.0) + flow.gbps
+    lines.append("  leaf pair            spines (Gbps)                         path set on the source leaf")
+    for (src, dst), per in sorted(pairs.items()):
+        spines = ", ".join(f"{s} {g:.1f}" for s, g in sorted(per.items()))
+        where = ""
+        plan = plans.get(src)
+        if plan is not None:
+            ids = {r.path_set for r in plan.reservations if r.job == job_name and r.dst == fabric.switches[dst].subnet}
+            for ident in sorted(ids):
+                ports = " ".join(str(m.port) for m in plan.path_set(ident).slots)
+                where += f"#{ident} [ports {ports}] "
+        lines.append(f"  {src + ' -> ' + dst:<20} {spines:<37} {where.strip() or '(no reservation)'}")
+    used = sorted({link for f in crossing for link in placement.paths_of[f].links})
+    lines.append("  links this job uses (utilisation with every job's reservations):")
+    for link in used:
+        mine = sum(f.gbps for f in crossing if link in placement.paths_of[f].links)
+        lines.append(f"    {link[0]} port {link[1]:<4} {placement.utilisation(link):6.1%}  "
+                     f"(this job {mine:.1f} of {placement.capacity[link]:g} Gbps)")
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stellarctl", description="Stellar fabric control: validate, render, "
+                                     "and explain job placement.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("validate", help="check a fabric file")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("render", help="write per-switch table entries")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("-o", "--output", required=True, help="output directory")
+    p.set_defaults(func=cmd_render)
+    p = sub.add_parser("analyze-scheduler", help="which paths a job got, and why")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("job", help="job name")
+    p.add_argument("--limit", type=float, default=1.0,
+                   help="highest link utilisation an isolated placement may reach (default 1.0)")
+    p.set_defaults(func=cmd_analyze_scheduler)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
+    return handler(args, out, err)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
