@@ -85,6 +85,9 @@ def preprocess(path: str | os.PathLike, include_dirs: Iterable[str] = (),
     for d in include_dirs:
         pp.add_path(str(d))
     pp.add_path(os.path.dirname(os.path.abspath(path)))
+    # pcpp rewrites included paths relative to each include directory ("../../x.p4"); keep only
+    # its rule for the working directory so positions read like the paths the user typed.
+    pp.rewrite_paths = [(re.escape(os.path.abspath("") + os.sep) + "(.*)", "\\1")]
     for name, value in _normalise_defines(defines):
         pp.define(f"{name} {value}")
     pp.parse(text, source=path)
