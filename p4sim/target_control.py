@@ -13,6 +13,7 @@ op                    args                                        result
 ``set_queue_rate``    ``pps``, optional ``port``, ``priority``    --
 ``set_queue_depth``   ``pkts``, optional ``port``, ``priority``   --
 ``set_port``          ``port``, ``up`` (bool)                     --
+``stats``             --                                          the switch's packet tallies
 ====================  ==========================================  ==========================
 
 Why JSON over TCP and not another gRPC service: the messages are tiny, the client must be
@@ -54,6 +55,11 @@ def dispatch(device: Device, op: str, args: dict[str, Any]) -> Any:
     if op == "info":
         return {"clock": device.options.clock, "device_id": device.device_id,
                 "cpu_port": device.cpu_port, "pipeline": device.switch is not None}
+    if op == "stats":
+        with device.lock:
+            tallies = dict(device.switch.stats) if device.switch is not None else {}
+        tallies["dropped_no_pipeline"] = device.dropped_no_pipeline
+        return tallies
     if op == "now_us":
         return device.now_us()
     if op == "advance":

@@ -43,9 +43,7 @@ def _core_entry_to_p4rt(pipe: Pipeline, table: TableInfo, e, want: p4runtime_pb2
     if want.HasField("counter_data") and table.direct_counter_id and e.counter is not None:
         out.counter_data.packet_count, out.counter_data.byte_count = e.counter
     if want.HasField("meter_config") and table.direct_meter_id and e.meter_config:
-        cir, cburst, pir, pburst = tuple(e.meter_config)[:4]
-        out.meter_config.cir, out.meter_config.cburst = cir, cburst
-        out.meter_config.pir, out.meter_config.pburst = pir, pburst
+        _set_meter_config(out.meter_config, e.meter_config)
     return out
 
 
@@ -62,6 +60,18 @@ def _entries(pipe: Pipeline, table: TableInfo, want: p4runtime_pb2.TableEntry):
     return [e for e in entries if e.match == key.match and (e.priority or None) == key.priority]
 
 
+def meter_tuple(config) -> tuple[int, int, int, int]:
+    """A core meter config (dataclass with cir/cburst/pir/pburst, or a 4-tuple) as a tuple."""
+    if hasattr(config, "cir"):
+        return config.cir, config.cburst, config.pir, config.pburst
+    cir, cburst, pir, pburst = tuple(config)[:4]
+    return cir, cburst, pir, pburst
+
+
+def _set_meter_config(msg: p4runtime_pb2.MeterConfig, config) -> None:
+    msg.cir, msg.cburst, msg.pir, msg.pburst = meter_tuple(config)
+
+
 def _read_table_entry(pipe: Pipeline, want: p4runtime_pb2.TableEntry) -> Iterator[Entity]:
     tables = _tables(pipe, want.table_id)
     for table in tables:
@@ -69,7 +79,8 @@ def _read_table_entry(pipe: Pipeline, want: p4runtime_pb2.TableEntry) -> Iterato
             with pipe.core(f"table {table.name} default action") as sw:
                 action, params = sw.get_default_action(table.name)
             out = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
-            out.action.action.CopyFrom(action_from_core(pipe.index, action, params))
+            if action is not None:
+                out.action.action.CopyFrom(action_from_core(pipe.index, action, params))
             yield Entity(table_entry=out)
             continue
         for e in _entries(pipe, table, want):
@@ -102,9 +113,7 @@ def _read_direct_meter(pipe: Pipeline, want: p4runtime_pb2.DirectMeterEntry) -> 
             te.match.extend(match_from_core(table, e.match))
             out = p4runtime_pb2.DirectMeterEntry(table_entry=te)
             if e.meter_config:
-                cir, cburst, pir, pburst = tuple(e.meter_config)[:4]
-                out.config.cir, out.config.cburst, out.config.pir, out.config.pburst = (
-                    cir, cburst, pir, pburst)
+                _set_meter_config(out.config, e.meter_config)
             yield Entity(direct_meter_entry=out)
 
 
@@ -138,9 +147,7 @@ def _read_meter(pipe: Pipeline, want: p4runtime_pb2.MeterEntry) -> Iterator[Enti
             out = p4runtime_pb2.MeterEntry(meter_id=info.id)
             out.index.index = i
             if config:
-                cir, cburst, pir, pburst = tuple(config)[:4]
-                out.config.cir, out.config.cburst, out.config.pir, out.config.pburst = (
-                    cir, cburst, pir, pburst)
+                _set_meter_config(out.config, config)
             yield Entity(meter_entry=out)
 
 

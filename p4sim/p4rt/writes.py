@@ -90,6 +90,8 @@ def _write_default_entry(pipe: Pipeline, utype: int, entry: p4runtime_pb2.TableE
         name, params = call.action.name, call.params
     else:  # spec: a default-entry MODIFY without an action restores the P4 default
         name, params = pipe.initial_defaults[table.name]
+        if name is None:
+            raise P4RTError("FAILED_PRECONDITION", f"table {table.name} has no P4 default action")
     with pipe.core(f"table {table.name} default action") as sw:
         sw.set_default_action(table.name, name, params)
 
@@ -135,10 +137,16 @@ def _write_meter(pipe: Pipeline, utype: int, entry: p4runtime_pb2.MeterEntry) ->
     _only_modify(utype, "meter entries")
     info = pipe.index.meter(entry.meter_id)
     what = f"meter {info.name}"
-    if not entry.HasField("config"):
-        raise P4RTError("UNIMPLEMENTED", f"{what}: resetting a meter to its unconfigured state")
-    args = _meter_args(entry.config, what)
     indices = _index_range(entry, info.size, what)
+    if not entry.HasField("config"):
+        # The spec: a MeterEntry without config resets the meter to "all packets green".
+        with pipe.core(what) as sw:
+            if not hasattr(sw, "meter_reset_config"):
+                raise P4RTError("UNIMPLEMENTED", f"{what}: this target cannot reset a meter")
+            for i in indices:
+                sw.meter_reset_config(info.name, i)
+        return
+    args = _meter_args(entry.config, what)
     with pipe.core(what) as sw:
         for i in indices:
             sw.meter_set_config(info.name, i, *args)

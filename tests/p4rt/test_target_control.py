@@ -93,3 +93,9 @@ def test_advance_on_wall_clock_is_not_supported():
         client.close()
     finally:
         server.stop()
+
+
+def test_stats_reports_switch_tallies(control):
+    dev, client = control
+    dev.switch.stats = {"received": 3}
+    assert client.call("stats") == {"received": 3, "dropped_no_pipeline": 0}
