@@ -23,31 +23,39 @@ bit<16> csum16_replace(in bit<16> csum, in bit<16> old_word, in bit<16> new_word
 /*
  * Rank of one path-set member; the lowest rank wins.
  *
- * rank = score << 3 | tiebreak, where score is the member's congestion in
- * us (local queue delay + the controller's level, clamped) and tiebreak =
- * (position - rotation) mod 8.  rotation is the flow's hash modulo the member
- * count, so among equal scores the first member at or after `rotation`
- * (cyclically) wins: equal paths are shared out by flow hash, and in ECMP
- * mode, where every score is 0, the rank reduces to plain hash-based ECMP.
- * Absent or dead members get RANK_UNUSABLE and are never chosen.
+ * rank = score << 3 | tiebreak.  score is the member's congestion in us: the
+ * queue delay its port last showed the egress pipeline (qdelay_us, taken as
+ * 0 when that reading is older than max_age_us: nothing has left the port
+ * since, so its queue is empty) plus the controller's level, clamped below
+ * 2^28.  tiebreak = (position - rotation) mod 8, where rotation is the
+ * flow's hash modulo the member count, so among equal scores the first
+ * member at or after `rotation` (cyclically) wins: equal paths are shared
+ * out by flow hash, and in ECMP mode, where every score is 0, the rank is
+ * plain hash-based ECMP.  Members at or beyond `count`, and dead ones, get
+ * RANK_UNUSABLE and are never chosen.
  */
-bit<32> member_rank(in bit<1> present, in bit<1> alive, in bit<1> ecmp,
-                    in bit<32> qdelay_us, in bit<16> level,
-                    in bit<3> position, in bit<3> rotation) {
+bit<32> member_rank(in bit<4> position, in bit<4> count, in bit<1> alive,
+                    in bit<1> ecmp, in bit<32> qdelay_us, in timestamp_t stamp,
+                    in timestamp_t now, in bit<32> max_age_us, in bit<16> level,
+                    in bit<3> rotation) {
     bit<32> rank = RANK_UNUSABLE;
-    if (present == 1 && alive == 1) {
+    if (position < count && alive == 1) {
+        bit<32> delay = qdelay_us;
+        if (now > stamp && now - stamp > (timestamp_t)max_age_us) {
+            delay = 0;
+        }
         bit<32> score = 0;
         if (ecmp == 0) {
-            if (qdelay_us >= SCORE_CLAMP) {
+            if (delay >= SCORE_CLAMP) {
                 score = SCORE_CLAMP;
             } else {
-                score = qdelay_us + (bit<32>)level;
+                score = delay + (bit<32>)level;
                 if (score > SCORE_CLAMP) {
                     score = SCORE_CLAMP;
                 }
             }
         }
-        rank = (score << 3) | (bit<32>)(position - rotation);
+        rank = (score << 3) | (bit<32>)(position[2:0] - rotation);
     }
     return rank;
 }

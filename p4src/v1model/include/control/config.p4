@@ -1,26 +1,26 @@
 /*
- * config.p4 -- switch-wide parameters set by the controller.
+ * config.p4 -- switch-wide parameters set by the controller (ingress).
  *
  * A keyless table: its default action carries the parameters, so the
  * controller changes them with one default-entry MODIFY and the program has
  * working defaults (define.p4) before the controller has spoken.
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_CONFIG_P4_
-#define _STELLAR_CONFIG_P4_
+#if defined(STELLAR_INGRESS_DECLS)
 
-control Config(inout metadata_t meta) {
-
-    action set_params(bit<32> flowlet_timeout_us,
-                      bit<32> drain_margin_us,
-                      bit<32> hysteresis_us,
-                      bit<1>  gap_moves,
-                      bit<1>  drain_moves,
-                      bit<32> qdelay_max_age_us,
-                      bit<32> elephant_bytes,
-                      bit<32> elephant_window_us,
-                      bit<32> elephant_idle_us,
-                      bit<1>  malformed_l4_forward,
-                      bit<1>  report_path_changes) {
+    @name("config.set_params")
+    action config_set_params(bit<32> flowlet_timeout_us,
+                             bit<32> drain_margin_us,
+                             bit<32> hysteresis_us,
+                             bit<1>  gap_moves,
+                             bit<1>  drain_moves,
+                             bit<32> qdelay_max_age_us,
+                             bit<32> elephant_bytes,
+                             bit<32> elephant_window_us,
+                             bit<32> elephant_idle_us,
+                             bit<1>  malformed_l4_forward,
+                             bit<1>  report_path_changes) {
         meta.cfg.flowlet_timeout_us = flowlet_timeout_us;
         meta.cfg.drain_margin_us = drain_margin_us;
         meta.cfg.hysteresis_us = hysteresis_us;
@@ -35,26 +35,26 @@ control Config(inout metadata_t meta) {
     }
 
     /* One (default) entry: the parameters of this switch. */
-    table params {
+    @name("config.params")
+    table config_params {
         actions = {
-            set_params;
+            config_set_params;
         }
-        default_action = set_params(DEFAULT_FLOWLET_TIMEOUT_US,
-                                    DEFAULT_DRAIN_MARGIN_US,
-                                    DEFAULT_HYSTERESIS_US,
-                                    DEFAULT_GAP_MOVES,
-                                    DEFAULT_DRAIN_MOVES,
-                                    DEFAULT_QDELAY_MAX_AGE_US,
-                                    DEFAULT_ELEPHANT_BYTES,
-                                    DEFAULT_ELEPHANT_WINDOW_US,
-                                    DEFAULT_ELEPHANT_IDLE_US,
-                                    DEFAULT_MALFORMED_L4_FORWARD,
-                                    DEFAULT_REPORT_PATH_CHANGES);
+        default_action = config_set_params(DEFAULT_FLOWLET_TIMEOUT_US,
+                                           DEFAULT_DRAIN_MARGIN_US,
+                                           DEFAULT_HYSTERESIS_US,
+                                           DEFAULT_GAP_MOVES,
+                                           DEFAULT_DRAIN_MOVES,
+                                           DEFAULT_QDELAY_MAX_AGE_US,
+                                           DEFAULT_ELEPHANT_BYTES,
+                                           DEFAULT_ELEPHANT_WINDOW_US,
+                                           DEFAULT_ELEPHANT_IDLE_US,
+                                           DEFAULT_MALFORMED_L4_FORWARD,
+                                           DEFAULT_REPORT_PATH_CHANGES);
     }
 
-    apply {
-        params.apply();
+#elif defined(STELLAR_STEP_CONFIG)
+    {
+        config_params.apply();
     }
-}
-
-#endif  /* _STELLAR_CONFIG_P4_ */
+#endif

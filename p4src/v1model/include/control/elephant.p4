@@ -6,68 +6,76 @@
  * start (impossible per packet), each cell remembers the window it was last
  * written in; a cell from an older window reads as zero.  A flow whose
  * estimate reaches config.elephant_bytes becomes an elephant and stays one
- * until it is idle for config.elephant_idle_us (FlowLookup clears the state);
+ * until it is idle for config.elephant_idle_us (the flow-lookup step clears the state);
  * it is reported by digest once.  The controller's hint table overrides the
  * sketch both ways.  Elephants get a lower queue (queue_map) and may be moved
  * at drain points (flowlet.p4); mice stay pinned in a higher queue.
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_ELEPHANT_P4_
-#define _STELLAR_ELEPHANT_P4_
-
-control Elephant(inout headers_t hdr,
-                 inout metadata_t meta,
-                 in standard_metadata_t standard_metadata) {
+#if defined(STELLAR_INGRESS_DECLS)
 
     /* Sketch rows (bytes this window) and the window each cell belongs to.
      * Size: CMS_WIDTH each (size.p4). */
-    register<bit<32>>(CMS_WIDTH) cms_row0;
-    register<bit<32>>(CMS_WIDTH) cms_row1;
-    register<bit<32>>(CMS_WIDTH) cms_epoch0;
-    register<bit<32>>(CMS_WIDTH) cms_epoch1;
+    @name("elephant.cms_row0")
+    register<bit<32>>(CMS_WIDTH) elephant_cms_row0;
+    @name("elephant.cms_row1")
+    register<bit<32>>(CMS_WIDTH) elephant_cms_row1;
+    @name("elephant.cms_epoch0")
+    register<bit<32>>(CMS_WIDTH) elephant_cms_epoch0;
+    @name("elephant.cms_epoch1")
+    register<bit<32>>(CMS_WIDTH) elephant_cms_epoch1;
     /* Start and number of the current window (one switch-wide window). */
-    register<timestamp_t>(1) window_start;
-    register<bit<32>>(1) window_id;
+    @name("elephant.window_start")
+    register<timestamp_t>(1) elephant_window_start;
+    @name("elephant.window_id")
+    register<bit<32>>(1) elephant_window_id;
     /* Elephants found: index 0 by the sketch, 1 by a hint (once per flow). */
-    counter(2, CounterType.packets_and_bytes) detections;
+    @name("elephant.detections")
+    counter(2, CounterType.packets_and_bytes) elephant_detections;
 
-    action hint_elephant() {
+    @name("elephant.hint_elephant")
+    action elephant_hint_elephant() {
         meta.eleph.hint_elephant = 1;
     }
 
-    action hint_mouse() {
+    @name("elephant.hint_mouse")
+    action elephant_hint_mouse() {
         meta.eleph.hint_mouse = 1;
     }
 
     /* Controller knowledge: flows or job address pairs that are known
      * elephants (or must be treated as mice).  Size: HINT_SIZE. */
-    table hint {
+    @name("elephant.hint")
+    table elephant_hint {
         key = {
             hdr.ipv4.src_addr: ternary;
             hdr.ipv4.dst_addr: ternary;
             meta.flow.l4_id: ternary;
         }
         actions = {
-            hint_elephant;
-            hint_mouse;
+            elephant_hint_elephant;
+            elephant_hint_mouse;
             NoAction;
         }
         default_action = NoAction();
         size = HINT_SIZE;
     }
 
-    apply {
+#elif defined(STELLAR_STEP_ELEPHANT)
+    {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
 
         /* Roll the window. */
         timestamp_t opened;
         bit<32> epoch;
-        window_start.read(opened, 0);
-        window_id.read(epoch, 0);
+        elephant_window_start.read(opened, 0);
+        elephant_window_id.read(epoch, 0);
         if (now - opened >= (timestamp_t)meta.cfg.elephant_window_us) {
             opened = now;
             epoch = epoch + 1;
-            window_start.write(0, opened);
-            window_id.write(0, epoch);
+            elephant_window_start.write(0, opened);
+            elephant_window_id.write(0, epoch);
         }
 
         /* Add this packet to both rows; the estimate is the smaller cell. */
@@ -82,10 +90,10 @@ control Elephant(inout headers_t hdr,
         bit<32> count1;
         bit<32> cell_epoch0;
         bit<32> cell_epoch1;
-        cms_row0.read(count0, meta.eleph.row0_index);
-        cms_epoch0.read(cell_epoch0, meta.eleph.row0_index);
-        cms_row1.read(count1, meta.eleph.row1_index);
-        cms_epoch1.read(cell_epoch1, meta.eleph.row1_index);
+        elephant_cms_row0.read(count0, meta.eleph.row0_index);
+        elephant_cms_epoch0.read(cell_epoch0, meta.eleph.row0_index);
+        elephant_cms_row1.read(count1, meta.eleph.row1_index);
+        elephant_cms_epoch1.read(cell_epoch1, meta.eleph.row1_index);
         if (cell_epoch0 != epoch) {
             count0 = 0;
         }
@@ -94,23 +102,23 @@ control Elephant(inout headers_t hdr,
         }
         count0 = count0 + standard_metadata.packet_length;
         count1 = count1 + standard_metadata.packet_length;
-        cms_row0.write(meta.eleph.row0_index, count0);
-        cms_epoch0.write(meta.eleph.row0_index, epoch);
-        cms_row1.write(meta.eleph.row1_index, count1);
-        cms_epoch1.write(meta.eleph.row1_index, epoch);
+        elephant_cms_row0.write(meta.eleph.row0_index, count0);
+        elephant_cms_epoch0.write(meta.eleph.row0_index, epoch);
+        elephant_cms_row1.write(meta.eleph.row1_index, count1);
+        elephant_cms_epoch1.write(meta.eleph.row1_index, epoch);
         meta.eleph.bytes_estimate = count0;
         if (count1 < count0) {
             meta.eleph.bytes_estimate = count1;
         }
 
         /* Classify: hint first, then the sticky state, then the sketch. */
-        hint.apply();
+        elephant_hint.apply();
         if (meta.eleph.hint_mouse == 1) {
             meta.flow.elephant = 0;
         } else if (meta.eleph.hint_elephant == 1) {
             meta.flow.elephant = 1;
             if ((meta.flow.status & FLOW_STATE_HINTED) == 0) {
-                detections.count(1);
+                elephant_detections.count(1);
             }
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
         } else if ((meta.flow.status & FLOW_STATE_ELEPHANT) != 0) {
@@ -121,10 +129,8 @@ control Elephant(inout headers_t hdr,
             if ((meta.flow.status & FLOW_STATE_REPORTED) == 0) {
                 meta.flow.status = meta.flow.status | FLOW_STATE_REPORTED;
                 meta.eleph.report = 1;
-                detections.count(0);
+                elephant_detections.count(0);
             }
         }
     }
-}
-
-#endif  /* _STELLAR_ELEPHANT_P4_ */
+#endif

@@ -1,17 +1,16 @@
 /*
- * failover.p4 -- port liveness for path choice and flow moves.
+ * failover.p4 -- port liveness for path choice and flow moves (ingress).
  *
  * The controller (or an operator) writes port_down[port] = 1 the moment it
  * learns a port or link is dead.  From the next packet on, the data plane
  * never chooses a member on that port and moves every flow still using it
  * (reason failover) -- without waiting for the controller to recompute and
  * push new path sets, which it does afterwards.
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_FAILOVER_P4_
-#define _STELLAR_FAILOVER_P4_
-
-control Failover(inout metadata_t meta) {
-    apply {
+#if defined(STELLAR_STEP_FAILOVER)
+    {
         bit<1> down;
         port_down.read(down, (bit<32>)meta.route.port0);
         meta.path.alive0 = ~down;
@@ -33,6 +32,4 @@ control Failover(inout metadata_t meta) {
         port_down.read(down, (bit<32>)meta.flow.cur_port[8:0]);
         meta.path.cur_alive = ~down;
     }
-}
-
-#endif  /* _STELLAR_FAILOVER_P4_ */
+#endif

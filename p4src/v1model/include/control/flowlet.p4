@@ -11,26 +11,36 @@
  *   - it is new (or lost its slot)                 -> best member   (new)
  *   - its port left the path set                   -> best member   (membership)
  *   - its port is down                             -> best member   (failover)
- *   - it is movable and a member beats the current one by more than the
- *     hysteresis margin, where movable means
+ *   - it is movable and the best member beats the current one by more than
+ *     the hysteresis margin, where movable means
  *       (a) gap:   idle for >= flowlet_timeout_us, or
  *       (b) drain: an elephant whose packets have all left this switch
  *                  (flow_departed_seq == flow_last_seq) at least
  *                  drain_margin_us ago.
- * (b) is what lets a flow leave a congested port as soon as doing so cannot
- * reorder it here, instead of waiting out a worst-case timeout.  Mice are not
- * moved at drain points (pinned), only at gaps.
+ * (b) lets a flow leave a congested port as soon as doing so cannot reorder
+ * it here, instead of waiting out a worst-case timeout.  Mice are not moved
+ * at drain points (pinned), only at gaps.
  *
- * FlowLookup runs before elephant detection and path choice (they need the
- * stored state); Flowlet decides and commits; DrainRecord is the egress half.
+ * Steps: FLOW_LOOKUP (before elephant detection and path choice, which need
+ * the stored state), FLOWLET (decide and commit), DRAIN_RECORD (egress).
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_FLOWLET_P4_
-#define _STELLAR_FLOWLET_P4_
+#if defined(STELLAR_INGRESS_DECLS)
 
-control FlowLookup(inout headers_t hdr,
-                   inout metadata_t meta,
-                   in standard_metadata_t standard_metadata) {
-    apply {
+    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
+     * placements.  Size: CHANGE_REASON_SLOTS. */
+    @name("flowlet.path_changes")
+    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) flowlet_path_changes;
+
+    action flowlet_choose_best(in bit<8> reason) {
+        meta.path.chosen_port = meta.path.best_port;
+        meta.path.changed = 1;
+        meta.path.change_reason = reason;
+    }
+
+#elif defined(STELLAR_STEP_FLOW_LOOKUP)
+    {
         meta.flow.protocol = hdr.ipv4.protocol;
         if (hdr.bth.isValid()) {
             meta.flow.is_roce = 1;
@@ -57,8 +67,8 @@ control FlowLookup(inout headers_t hdr,
 
         bit<32> stored_sig;
         flow_sig.read(stored_sig, meta.flow.slot);
-        /* The slot's sequence numbers continue across owners so that a
-         * departure of a previous owner's packet can never look like ours. */
+        /* The slot's sequence numbers continue across owners, so that a
+         * departure of a previous owner's packet never looks like ours. */
         flow_last_seq.read(meta.flow.last_seq, meta.flow.slot);
         flow_departed_seq.read(meta.flow.departed_seq, meta.flow.slot);
         flow_departed_stamp.read(meta.flow.departed_stamp, meta.flow.slot);
@@ -77,37 +87,20 @@ control FlowLookup(inout headers_t hdr,
             meta.flow.status = 0;
         }
     }
-}
-
-control Flowlet(inout headers_t hdr,
-                inout metadata_t meta,
-                inout standard_metadata_t standard_metadata) {
-
-    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
-     * placements.  Size: CHANGE_REASON_SLOTS. */
-    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) path_changes;
-
-    action choose_best(bit<8> reason) {
-        meta.path.chosen_port = meta.path.best_port;
-        meta.path.changed = 1;
-        meta.path.change_reason = reason;
-    }
-
-    apply {
+#elif defined(STELLAR_STEP_FLOWLET)
+    {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
         meta.path.chosen_port = (port_t)meta.flow.cur_port;
 
         if (meta.path.best_rank == RANK_UNUSABLE) {
-            /* Every member is down (or absent). */
-            meta.drop = 1;
-            meta.drop_reason = DROP_NO_LIVE_MEMBER;
-            mark_to_drop(standard_metadata);
+            /* Every member is down. */
+            drop_packet(DROP_NO_LIVE_MEMBER);
         } else if (meta.flow.known == 0) {
-            choose_best(CHANGE_NEW);
+            flowlet_choose_best(CHANGE_NEW);
         } else if (meta.path.cur_member == 0) {
-            choose_best(CHANGE_MEMBERSHIP);
+            flowlet_choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
-            choose_best(CHANGE_FAILOVER);
+            flowlet_choose_best(CHANGE_FAILOVER);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
@@ -126,9 +119,9 @@ control Flowlet(inout headers_t hdr,
                 meta.path.best_score < meta.path.cur_score &&
                 meta.path.cur_score - meta.path.best_score > meta.cfg.hysteresis_us) {
                 if (gap_ok == 1) {
-                    choose_best(CHANGE_GAP);
+                    flowlet_choose_best(CHANGE_GAP);
                 } else {
-                    choose_best(CHANGE_DRAIN);
+                    flowlet_choose_best(CHANGE_DRAIN);
                 }
             }
         }
@@ -143,21 +136,17 @@ control Flowlet(inout headers_t hdr,
             flow_last_seq.write(meta.flow.slot, meta.flow.seq);
             flow_state.write(meta.flow.slot, meta.flow.status);
             if (meta.path.changed == 1) {
-                path_changes.count((bit<32>)meta.path.change_reason);
+                flowlet_path_changes.count((bit<32>)meta.path.change_reason);
             }
         }
     }
-}
-
-/* Egress half of drain detection: record which of the flow's packets left
- * last, and when. */
-control DrainRecord(in metadata_t meta, in standard_metadata_t standard_metadata) {
-    apply {
+#elif defined(STELLAR_STEP_DRAIN_RECORD)
+    {
+        /* Egress half of drain detection: which of the flow's packets left
+         * last, and when. */
         if (meta.flow.tracked == 1) {
             flow_departed_seq.write(meta.flow.slot, meta.flow.seq);
             flow_departed_stamp.write(meta.flow.slot, standard_metadata.egress_global_timestamp);
         }
     }
-}
-
-#endif  /* _STELLAR_FLOWLET_P4_ */
+#endif

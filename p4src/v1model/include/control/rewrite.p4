@@ -4,33 +4,33 @@
  * In a leaf-spine fabric each port has exactly one neighbour (a spine, a
  * leaf, or one GPU NIC), so the next hop's MAC is a property of the egress
  * port and needs no per-route next-hop table.
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_REWRITE_P4_
-#define _STELLAR_REWRITE_P4_
+#if defined(STELLAR_EGRESS_DECLS)
 
-control Rewrite(inout headers_t hdr, in standard_metadata_t standard_metadata) {
-
-    action set_macs(mac_addr_t src_mac, mac_addr_t dst_mac) {
+    @name("rewrite.set_macs")
+    action rewrite_set_macs(mac_addr_t src_mac, mac_addr_t dst_mac) {
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
     }
 
     /* One entry per port.  Size: PORT_SLOTS. */
-    table port_mac {
+    @name("rewrite.port_mac")
+    table rewrite_port_mac {
         key = {
             standard_metadata.egress_port: exact;
         }
         actions = {
-            set_macs;
+            rewrite_set_macs;
             NoAction;
         }
         default_action = NoAction();
         size = PORT_SLOTS;
     }
 
-    apply {
-        port_mac.apply();
+#elif defined(STELLAR_STEP_REWRITE)
+    {
+        rewrite_port_mac.apply();
     }
-}
-
-#endif  /* _STELLAR_REWRITE_P4_ */
+#endif

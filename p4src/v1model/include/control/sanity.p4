@@ -1,28 +1,18 @@
 /*
- * sanity.p4 -- classify malformed input and apply the drop policy.
+ * sanity.p4 -- classify malformed input and apply the drop policy (ingress).
  *
  * v1model does not drop a packet whose parse failed: ingress runs with
  * standard_metadata.parser_error set and the headers extracted so far valid.
- * This block turns that into one malformed kind (p4src/CONTRACT.md s.1) and a
+ * This step turns that into one malformed kind (p4src/CONTRACT.md s.1) and a
  * decision: broken L2/L3 is dropped; a truncated UDP/TCP/BTH is dropped or
  * forwarded as non-RoCE traffic by policy (config.malformed_l4_forward).  It
  * also drops non-IPv4 traffic and IPv4 headers with a bad checksum.  Counting
  * happens in telemetry (meta.malformed, meta.drop_reason).
+ *
+ * Block file: included once per section (see stellar.p4, "Block files").
  */
-#ifndef _STELLAR_SANITY_P4_
-#define _STELLAR_SANITY_P4_
-
-control Sanity(inout headers_t hdr,
-               inout metadata_t meta,
-               inout standard_metadata_t standard_metadata) {
-
-    action drop_packet(bit<8> reason) {
-        meta.drop = 1;
-        meta.drop_reason = reason;
-        mark_to_drop(standard_metadata);
-    }
-
-    apply {
+#if defined(STELLAR_STEP_SANITY)
+    {
         if (standard_metadata.parser_error != error.NoError) {
             /* Which header was cut short (or rejected)? */
             if (!hdr.ethernet.isValid()) {
@@ -71,6 +61,4 @@ control Sanity(inout headers_t hdr,
             meta.malformed = MALFORMED_IPV4_OPTIONS;
         }
     }
-}
-
-#endif  /* _STELLAR_SANITY_P4_ */
+#endif

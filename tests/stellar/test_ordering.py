@@ -1,0 +1,134 @@
+"""Flowlet-safe path switching with drain detection (issue 4, "Ordering").
+
+Scenario, on the virtual clock:
+  * uplink 3 sends at 100 kpps (one packet per 10 us), uplink 4 is unlimited;
+  * a RoCE elephant (hinted) is placed on port 3 (port 4 starts expensive: controller level 1000);
+  * it sends a burst of 20 packets, then keeps sending 2 packets every 40 us: slower than port 3
+    drains, so the backlog shrinks and is gone after ~400 us, but the flow never pauses for long;
+  * right after the burst the controller makes port 4 the cheap path (levels 3 -> 100, 4 -> 0).
+
+Drain detection moves the flow at the first burst after its last packet left port 3 (plus the
+margin): no reordering, and far sooner than a safe flowlet timeout (which never fires here,
+because the flow never idles).  Negative controls: a flowlet timeout shorter than the queue
+delay reorders; a safe timeout without drain detection never leaves the congested port.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tests.stellar.leaf import (CHANGE_DRAIN, CHANGE_GAP, UPLINK_PATH_SET, Leaf, psns_in_order,
+                                roce)
+
+SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x4242
+SLOW_PORT, FAST_PORT = 3, 4
+BURST, ROUND_PKTS, ROUND_GAP_US, ROUNDS = 20, 2, 40, 25
+
+
+@dataclass
+class Run:
+    departures: list
+    drain_moves: int
+    gap_moves: int
+    reorders: int
+    first_fast_send_us: int | None
+
+    @property
+    def psns(self) -> list[int]:
+        return psns_in_order(self.departures, QP)
+
+    def ports(self) -> list[int]:
+        return [d.port for d in self.departures if d.qp == QP]
+
+
+def _run(leaf: Leaf) -> Run:
+    sw = leaf.sw
+    sw.set_queue_rate(100_000, port=SLOW_PORT)
+    leaf.hint("hint_elephant", SRC, DST, QP)
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [0, 1000], modify=True)
+
+    psn = 0
+    for _ in range(BURST):
+        leaf.send(1, roce(SRC, DST, QP, psn))
+        psn += 1
+    leaf.advance(1)
+    # The cheaper path appears.
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [100, 0], modify=True)
+
+    departures = []
+    first_fast = None
+    for _ in range(ROUNDS):
+        leaf.advance(ROUND_GAP_US - 1)
+        sent_at = int(sw.now_us)
+        for _ in range(ROUND_PKTS):
+            leaf.send(1, roce(SRC, DST, QP, psn))
+            psn += 1
+        leaf.advance(1)
+        out = leaf.drain_output()
+        if first_fast is None and any(d.port == FAST_PORT for d in out):
+            first_fast = sent_at
+        departures += out
+    departures += leaf.drain_output(settle_us=2000)
+    return Run(departures, leaf.path_changes(CHANGE_DRAIN), leaf.path_changes(CHANGE_GAP),
+               leaf.reorder_total(), first_fast)
+
+
+def test_drain_detection_moves_the_flow_without_reordering(leaf):
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1, gap_moves=1, drain_margin_us=8)
+    run = _run(leaf)
+    total = BURST + ROUND_PKTS * ROUNDS
+    assert len(run.psns) == total, "packets were lost"
+    assert run.psns == sorted(run.psns), "PSNs left the switch out of order"
+    assert run.reorders == 0
+    assert run.drain_moves == 1 and run.gap_moves == 0
+    ports = run.ports()
+    # Moved exactly once, from the slow port to the fast one, and only after the slow port's
+    # last packet of this flow had left.
+    last_slow = max(i for i, p in enumerate(ports) if p == SLOW_PORT)
+    first_fast = min(i for i, p in enumerate(ports) if p == FAST_PORT)
+    assert last_slow < first_fast
+    # ... while the backlog still existed a move would have reordered, so the move waited for it
+    # (the 20-packet burst plus arrivals needs ~400 us at 10 us/packet) ...
+    assert run.first_fast_send_us is not None and run.first_fast_send_us >= 300
+    # ... and happened long before a safe flowlet timeout (1000 us) could ever apply.
+    assert run.first_fast_send_us < 1000
+
+
+def test_control_short_flowlet_timeout_without_drain_check_reorders(leaf):
+    # Timeout (20 us) shorter than the queue delay (up to ~200 us): moves while packets are queued.
+    leaf.set_params(flowlet_timeout_us=20, drain_moves=0, gap_moves=1)
+    run = _run(leaf)
+    assert run.gap_moves >= 1
+    assert run.reorders > 0
+    assert run.psns != sorted(run.psns)
+
+
+def test_control_safe_flowlet_timeout_never_leaves_the_congested_port(leaf):
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=0, gap_moves=1)
+    run = _run(leaf)
+    assert run.reorders == 0
+    assert run.gap_moves == 0 and run.drain_moves == 0
+    assert set(run.ports()) == {SLOW_PORT}
+
+
+def test_drain_move_waits_for_the_margin(leaf):
+    # With a margin longer than any gap in this flow, drain moves can never happen.
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1, drain_margin_us=500)
+    run = _run(leaf)
+    assert run.drain_moves == 0
+    assert set(run.ports()) == {SLOW_PORT}
+
+
+def test_hysteresis_blocks_a_move_that_gains_too_little(leaf):
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1, hysteresis_us=10_000)
+    run = _run(leaf)
+    assert run.drain_moves == 0
+    assert set(run.ports()) == {SLOW_PORT}
+
+
+def test_mice_are_not_moved_at_drain_points(leaf):
+    # Same traffic, but the flow is hinted as a mouse: pinned except at flowlet gaps.
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1)
+    leaf.hint("hint_mouse", SRC, DST, QP, priority=20)  # outranks the elephant hint in _run
+    run = _run(leaf)
+    assert run.drain_moves == 0
+    assert set(run.ports()) == {SLOW_PORT}
