@@ -3,7 +3,7 @@
 Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
-  stellarctl analyze-scheduler FABRIC JOB    which paths a job got, and why
+  stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs)
 
 Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
 """
@@ -69,12 +69,31 @@ def cmd_analyze_scheduler(args: argparse.Namespace, out: TextIO, err: TextIO) ->
     fabric = _load(args.fabric, err)
     if fabric is None:
         return 1
-    if args.job not in fabric.jobs:
+    if args.job is not None and args.job not in fabric.jobs:
         print(f"error: {args.fabric}: no job '{args.job}' (jobs: {', '.join(fabric.jobs) or 'none'})", file=err)
         return 1
     assignment = assign_jobs(fabric, limit=args.limit)
-    out.write(explain_job(fabric, assignment, args.job))
+    out.write(explain_job(fabric, assignment, args.job) if args.job else summarize(fabric, assignment))
     return 0
+
+
+def summarize(fabric: Fabric, assignment: Assignment) -> str:
+    """One line per job plus the fabric-wide comparison with ECMP."""
+    a = assignment
+    lines = [f"fabric {fabric.name}: {len(fabric.jobs)} jobs, {sum(f.crosses_fabric for f in a.flows)} reserved flows "
+             f"cross the fabric",
+             f"  peak link utilisation: placement {a.max_utilisation:.1%} | shared placement "
+             f"{a.shared.max_utilisation:.1%} | ECMP hashing expected {a.ecmp.expected_max_utilisation:.1%} "
+             f"(even split {a.ecmp.fluid_max_utilisation:.1%})",
+             f"  jobs {'isolated on disjoint spines' if a.isolated else 'NOT isolated'}:"]
+    lines.extend(f"    - {note}" for note in a.notes)
+    lines.append("  job              collective        GPUs  Gbps/GPU  reserved Gbps  spines used")
+    for job in fabric.jobs.values():
+        crossing = [f for f in a.flows if f.job == job.name and f.crosses_fabric]
+        spines = ", ".join(sorted(a.placement.job_spines(job.name))) or "-"
+        lines.append(f"  {job.name:<16} {job.collective:<17} {len(job.hosts):4d}  {job.bandwidth_gbps:8g}  "
+                     f"{sum(f.gbps for f in crossing):13.1f}  {spines}")
+    return "\n".join(lines) + "\n"
 
 
 def explain_job(fabric: Fabric, assignment: Assignment, job_name: str) -> str:
@@ -149,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("analyze-scheduler", help="which paths a job got, and why")
     p.add_argument("fabric", help="fabric YAML file")
-    p.add_argument("job", help="job name")
+    p.add_argument("job", nargs="?", help="job name (omit for a summary of every job)")
     p.add_argument("--limit", type=float, default=1.0,
                    help="highest link utilisation an isolated placement may reach (default 1.0)")
     p.set_defaults(func=cmd_analyze_scheduler)

@@ -91,3 +91,11 @@ def test_python_dash_m_control_plane() -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "fabric 'lab'" in done.stdout
+
+
+def test_analyze_scheduler_summary_of_all_jobs() -> None:
+    code, out, _ = run("analyze-scheduler", str(ROOT / "fabrics" / "pod.yaml"))
+    assert code == 0
+    assert "fabric pod: 4 jobs" in out and "jobs isolated on disjoint spines" in out
+    for job in ("moe", "dp", "ps", "ckpt"):
+        assert f"\n  {job} " in out
