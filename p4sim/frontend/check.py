@@ -1239,20 +1239,32 @@ class Checker:
         if ref is None:
             raise self.err(f"action '{sym.name}' is not in the actions of table "
                            f"'{listed.name}'", pn)
-        if len(args_nodes) != len(sym.params):
-            if not (arg_tree is None and not sym.params):
-                raise self.err(f"action '{sym.name}' takes {len(sym.params)} argument(s), "
-                               f"{len(args_nodes)} given", node)
+        data = [v for v in sym.params if v.direction is None]
+        if len(args_nodes) == len(data) and directional:
+            # only the action data given: directional arguments are the listed ones
+            it = iter(args_nodes)
+            args_nodes = [None if v.direction is not None else next(it) for v in sym.params]
+        elif len(args_nodes) != len(sym.params):
+            raise self.err(f"action '{sym.name}' takes {len(sym.params)} argument(s), "
+                           f"{len(args_nodes)} given", node)
         args = []
-        for v, an in zip(sym.params, args_nodes):
+        for i, (v, an) in enumerate(zip(sym.params, args_nodes)):
             if v.direction is not None:
-                args.append(self.arg_for(v.direction, v.type, an, scope))
+                args.append(ref.args[i] if an is None else
+                            self.arg_for(v.direction, v.type, an, scope))
             else:
                 e = self.coerce(self.expr(an, scope, v.type), v.type, an)
                 if not isinstance(e, ir.Literal):
                     raise self.err("action data here must be a compile-time constant", an)
                 args.append(e)
         return ir.ActionRef(sym, args, dict(ref.annotations), self.pos(node))
+
+    def arg_for(self, direction: Optional[str], t: ir.Type, node: Tree,
+                scope: Scope) -> ir.Expr:
+        e = self.coerce(self.expr(node, scope, t), t, node)
+        if direction in ("out", "inout"):
+            self.check_lvalue(e, node)
+        return e
 
     def default_action(self, value: Tree, t: ir.TableDecl, scope: Scope) -> ir.ActionRef:
         if value.data == "call":
