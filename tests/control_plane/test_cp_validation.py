@@ -276,3 +276,12 @@ def test_empty_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(FabricError) as caught:
         load_fabric(tmp_path / "missing.yaml")
     assert "cannot read file" in str(caught.value)
+
+
+def test_wrong_shapes(tmp_path: Path) -> None:
+    _, problems = problems_of(tmp_path, "- just\n- a list\n")
+    assert problems[0].key == "<document>" and "expected a mapping, got list" in problems[0].reason
+    text = MINI.replace("hosts:\n  - {name: h1", "hosts:\n  h0: 1\nxhosts:\n  - {name: h1")
+    _, problems = problems_of(tmp_path, text)
+    assert "expected a list, got mapping" in only(problems, "hosts").reason
+    assert "unknown key" in only(problems, "xhosts").reason
