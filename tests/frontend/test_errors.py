@@ -1,0 +1,115 @@
+"""Positions and messages of syntax errors, type errors and unsupported constructs."""
+import pytest
+
+from p4sim.errors import CompileError, Unsupported
+from tests.frontend.conftest import HEADER, make_program
+
+DECL_LINE = HEADER.count("\n") + 1  # decls snippets start on this line
+
+
+def _err(compile_src, text, exc=CompileError):
+    with pytest.raises(exc) as ei:
+        compile_src(text)
+    return ei.value
+
+
+def test_syntax_error_position_and_text(compile_src):
+    e = _err(compile_src, make_program(decls="const bit<8> X = 1 +;\n"))
+    assert e.pos.line == DECL_LINE and e.pos.col == 21
+    assert str(e) == f"{e.pos.file}:{DECL_LINE}:21: error: syntax error: unexpected ';'"
+
+
+def test_syntax_error_at_end_of_input(compile_src):
+    e = _err(compile_src, HEADER + "control C(inout m_t m) { apply {")
+    assert "unexpected end of input" in e.message
+
+
+def test_error_in_included_file_points_into_that_file(compile_src, tmp_path):
+    (tmp_path / "inc.p4").write_text("// helper\n\nconst bit<8> BAD = 1 + true;\n")
+    e = _err(compile_src, make_program(decls='#include "inc.p4"\n'))
+    assert e.pos.file.endswith("inc.p4") and e.pos.line == 3
+    assert "cannot use a value of type int where bool is expected" in e.message
+    assert e.pos.col == 20
+
+
+@pytest.mark.parametrize("decls,what,col", [
+    ("header V { bit<8> a; varbit<32> opts; }\n", "varbit types", 22),
+    ("header_union U { h_t a; }\n", "header unions", 1),
+    ("action_selector(HashAlgorithm.crc16, 16, 8) sel;\n", "action_selector", 1),
+    ("bit<8> ident<T>(in bit<8> x) { return x; }\n", "generic functions", 13),
+    ("extern Foo { void bar(); }\n", "extern declarations in user programs", 1),
+    ("struct G<T> { T f; }\n", "generic struct declarations", 9),
+])
+def test_unsupported_declarations(compile_src, decls, what, col):
+    e = _err(compile_src, make_program(decls=decls), Unsupported)
+    assert what in e.message and e.message.startswith("unsupported by p4sim: ")
+    assert (e.pos.line, e.pos.col) == (DECL_LINE, col)
+
+
+def test_unsupported_value_set(compile_src):
+    src = make_program(parser_body="value_set<bit<16>>(4) vs;\n"
+                                   "state start { transition accept; }")
+    e = _err(compile_src, src, Unsupported)
+    assert "value_set" in e.message and e.pos.col == 1
+
+
+def test_unsupported_table_implementation(compile_src):
+    src = make_program(ingress_locals="action a() { }\n"
+                       "table t { key = { meta.x : exact; } actions = { a; }\n"
+                       "  implementation = 3; }")
+    e = _err(compile_src, src, Unsupported)
+    assert "action profiles/selectors" in e.message and e.pos.col == 3
+
+
+def test_unsupported_selector_match_kind(compile_src):
+    src = make_program(ingress_locals="action a() { }\n"
+                       "table t { key = { meta.x : selector; } actions = { a; } }")
+    e = _err(compile_src, src, Unsupported)
+    assert "selector match kind" in e.message
+
+
+def test_unsupported_parser_instantiation_in_parser(compile_src):
+    src = make_program(decls="parser Sub(packet_in p) { state start { transition accept; } }\n",
+                       parser_body="Sub() s;\nstate start { transition accept; }")
+    e = _err(compile_src, src, Unsupported)
+    assert "instantiating parser/control 'Sub'" in e.message
+
+
+def test_unsupported_non_const_entries(compile_src):
+    src = make_program(ingress_locals="action a() { }\n"
+                       "table t { key = { meta.x : exact; } actions = { a; }\n"
+                       "  entries = { 1 : a(); } }")
+    e = _err(compile_src, src, Unsupported)
+    assert "non-const table 'entries'" in e.message
+
+
+def test_unsupported_extract_varbit_form(compile_src):
+    src = make_program(parser_body="state start { pkt.extract(hdr.h, 32); transition accept; }")
+    e = _err(compile_src, src, Unsupported)
+    assert "varbit" in e.message
+
+
+def test_unsupported_v1model_field_list_forms(compile_src):
+    e = _err(compile_src, make_program(ingress_apply="resubmit({ meta.x });"), Unsupported)
+    assert "resubmit_preserving_field_list" in e.message
+
+
+def test_typed_register_index_needs_newer_v1model(compile_src):
+    e = _err(compile_src, make_program(decls="register<bit<8>, bit<4>>(16) r;\n"))
+    assert "takes 1 type argument(s), not 2" in e.message
+
+
+def test_missing_package_is_reported(compile_src):
+    e = _err(compile_src, HEADER)
+    assert "no package instance" in e.message
+
+
+def test_wrong_block_kind_in_package(compile_src):
+    src = make_program().replace("V1Switch(P(), VC(),", "V1Switch(VC(), VC(),")
+    e = _err(compile_src, src)
+    assert "must be a parser" in e.message
+
+
+def test_duplicate_declaration(compile_src):
+    e = _err(compile_src, make_program(ingress_locals="bit<8> a; bit<16> a;"))
+    assert "'a' is already declared" in e.message
