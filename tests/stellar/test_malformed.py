@@ -87,7 +87,7 @@ def test_ipv4_options_are_counted_and_forwarded_intact_with_a_correct_checksum(l
     assert raw(got.options[0]) == raw(pkt[IP].options[0])
     assert ip_checksum_ok(out[0].pkt), "options are covered by the checksum; update was wrong"
     # Everything after the IPv4 header is unchanged.
-    ihl_bytes = pkt[IP].ihl * 4
+    ihl_bytes = Ether(frame)[IP].ihl * 4
     assert out[0].frame[ETH + ihl_bytes:] == frame[ETH + ihl_bytes:]
 
 
