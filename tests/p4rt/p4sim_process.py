@@ -1,0 +1,83 @@
+"""Start ``python -m p4sim run`` as a user would, on free loopback ports, and stop it cleanly."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def compile_program(program: Path, out_dir: Path) -> tuple[Path, Path]:
+    """``python -m p4sim compile``; returns (device config JSON, P4Info text)."""
+    out_json = out_dir / (program.stem + ".json")
+    out_info = out_dir / (program.stem + ".p4info.txtpb")
+    subprocess.run([sys.executable, "-m", "p4sim", "compile", str(program), "-o", str(out_json),
+                    "--p4runtime-files", str(out_info)], check=True, cwd=REPO, timeout=300)
+    return out_json, out_info
+
+
+@dataclass
+class P4simProcess:
+    proc: subprocess.Popen
+    grpc_addr: str
+    control_addr: str
+    ipc_addr: str
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_p4sim(tmp: Path, *extra: str, device_id: int = 1, cpu_port: int = 255,
+                clock: str = "virtual", config: Path | None = None) -> P4simProcess:
+    grpc_addr = f"127.0.0.1:{free_port()}"
+    control_addr = f"127.0.0.1:{free_port()}"
+    ipc_addr = f"ipc://{tmp}/p4sim-{os.getpid()}-{free_port()}.ipc"
+    log_path = tmp / "p4sim.log"
+    head = [str(config)] if config else ["--no-p4"]
+    cmd = [sys.executable, "-m", "p4sim", "run", *head, "--device-id", str(device_id),
+           "--packet-in", ipc_addr, "--log-console", *extra, "--",
+           "--grpc-server-addr", grpc_addr, "--cpu-port", str(cpu_port), "--clock", clock,
+           "--control-addr", control_addr]
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    handle = P4simProcess(proc, grpc_addr, control_addr, ipc_addr, log_path)
+    channel = grpc.insecure_channel(grpc_addr)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # bounded poll until the server accepts connections
+            if proc.poll() is not None:
+                raise RuntimeError(f"p4sim run exited {proc.returncode}:\n{handle.log()}")
+            try:
+                grpc.channel_ready_future(channel).result(timeout=0.5)
+                break
+            except grpc.FutureTimeoutError:
+                if time.monotonic() > deadline:
+                    handle.stop()
+                    raise RuntimeError(f"p4sim run did not come up:\n{handle.log()}")
+    finally:
+        channel.close()
+    return handle

@@ -1,0 +1,72 @@
+"""``p4sim compile`` / ``p4sim run`` command lines (flags of p4c-bm2-ss / simple_switch_grpc)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from p4sim.cli import DEFAULT_GRPC_ADDR, parse_run_args
+from tests.p4rt.p4sim_process import REPO, free_port
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "p4sim", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_run_flags_split_at_double_dash_like_simple_switch_grpc():
+    args = parse_run_args(["--no-p4", "-i", "0@veth0", "-i", "1@veth2", "--device-id", "3",
+                           "--", "--grpc-server-addr", "127.0.0.1:50001", "--cpu-port", "255",
+                           "--priority-queues", "8"])
+    assert args.interface == ["0@veth0", "1@veth2"] and args.device_id == 3
+    assert (args.grpc_server_addr, args.cpu_port, args.priority_queues) == ("127.0.0.1:50001", 255, 8)
+    assert args.clock == "wall"
+
+
+def test_default_grpc_address_is_loopback_only():
+    assert DEFAULT_GRPC_ADDR == "127.0.0.1:9559"
+    assert parse_run_args(["--no-p4"]).grpc_server_addr == DEFAULT_GRPC_ADDR
+
+
+def test_run_needs_a_program_or_no_p4():
+    with pytest.raises(SystemExit):
+        parse_run_args([])
+    with pytest.raises(SystemExit):
+        parse_run_args(["x.json", "--no-p4"])
+
+
+def test_compile_error_is_file_line_col_and_exit_1(tmp_path):
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <core.p4>\n#include <v1model.p4>\n\nheader h_t { bit<8> f; }\nthis is not p4;\n")
+    res = run_cli("compile", str(bad), "-o", str(tmp_path / "o.json"),
+                  "--p4runtime-files", str(tmp_path / "o.txtpb"))
+    assert res.returncode == 1
+    assert f"{bad}:5:" in res.stderr or "bad.p4:5:" in res.stderr, res.stderr
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_compile_writes_config_and_p4info(tmp_path):
+    res = run_cli("compile", "p4src/examples/l3.p4", "-o", str(tmp_path / "l3.json"),
+                  "--p4runtime-files", str(tmp_path / "l3.txtpb"))
+    assert res.returncode == 0, res.stderr
+    assert "MyIngress.ipv4_lpm" in (tmp_path / "l3.txtpb").read_text()
+    assert (tmp_path / "l3.json").stat().st_size > 0
+
+
+def test_run_reports_an_address_in_use(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        res = run_cli("run", "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{port}", timeout=60)
+    assert res.returncode == 1 and "cannot listen" in res.stderr
+
+
+def test_run_reports_a_bad_device_config(tmp_path):
+    cfg = tmp_path / "x.json"
+    cfg.write_text("{not a config")
+    res = run_cli("run", str(cfg), "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", timeout=60)
+    assert res.returncode == 1 and "cannot load" in res.stderr
