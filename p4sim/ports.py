@@ -82,6 +82,7 @@ class RawInterfacePort:
     ETH_P_ALL = 0x0003
     PACKET_OUTGOING = 4
     PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20; older kernels: filter on pkttype instead
+    SOL_PACKET = getattr(socket, "SOL_PACKET", 263)  # not exported by every Python build
 
     def __init__(self, port: int, ifname: str) -> None:
         self.port = port
@@ -89,7 +90,7 @@ class RawInterfacePort:
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(self.ETH_P_ALL))
         self.sock.bind((ifname, 0))
         try:
-            self.sock.setsockopt(socket.SOL_PACKET, self.PACKET_IGNORE_OUTGOING, 1)
+            self.sock.setsockopt(self.SOL_PACKET, self.PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             pass
         self._thread: threading.Thread | None = None
