@@ -340,7 +340,7 @@ class Checker:
         fields = []
         names = set()
         for f in self.children(d, "struct_field"):
-            _a, tref, fname = f.children
+            fannots, tref, fname = f.children
             t = self.resolve_type(tref)
             n = self.ident(fname)
             if n in names:
@@ -352,7 +352,7 @@ class Checker:
                 else:
                     raise self.err(f"header field '{n}' must be bit<W>, int<W> or bool, "
                                    f"not {type_name(t)}", tref)
-            fields.append(ir.Field(n, t))
+            fields.append(ir.Field(n, t, self.annotations(fannots)))
         return fields
 
     def _declare_type(self, name_node: Node, t: ir.Type) -> None:

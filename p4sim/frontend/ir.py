@@ -89,6 +89,8 @@ class EnumT(Type):
 class Field:
     name: str
     type: Type
+    # e.g. {"field_list": "1"} for v1model's *_preserving_field_list; not part of equality.
+    annotations: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(eq=False)

@@ -243,3 +243,13 @@ def test_sub_control_with_whole_variable_arguments_aliases(build):
     assert isinstance(blk, ir.Block) and not any(isinstance(s, ir.Assign) for s in blk.stmts)
     key = ingress(prog).tables["one.st"].keys[0].expr
     assert key.base.var is prog.blocks["ingress"].params[1]
+
+
+def test_field_list_annotations_reach_the_ir(build):
+    prog = build(decls="struct keep_t { @field_list(1) bit<8> a; bit<8> b; }\n",
+                 ingress_locals="keep_t k;",
+                 ingress_apply="resubmit_preserving_field_list(1);")
+    t = prog.types["keep_t"]
+    assert t.fields[0].annotations == {"field_list": "1"} and t.fields[1].annotations == {}
+    call = ingress(prog).apply.stmts[0].call
+    assert call.name == "resubmit_preserving_field_list" and call.args[0].type == ir.BitT(8)
