@@ -178,7 +178,11 @@ class Switch:
         X.begin(sm, now)
         try:
             pos, err = p.parser(data, len(data) << 3, hdr, meta, sm)
-            if err is not None and err >= 0:
+            if err is not None and err < 0:
+                # explicit ``transition reject`` without an error: ingress still runs, as for
+                # any parser stop in v1model; parser_error keeps what verify() set (NoError)
+                self.stats["parser_reject"] += 1
+            elif err is not None:
                 sm.parser_error = err
                 self.stats["parser_error"] += 1
                 self.stats["parser_error." + p.error_name(err)] += 1
@@ -258,7 +262,7 @@ class Switch:
             if sm.egress_spec == self.drop_port:
                 self.stats["dropped"] += 1
                 return
-            X.sm = sm
+            X.begin(sm, t, pkt.payload)  # a clone's egress may have run in between
             p.compute(hdr, meta)
             acc, nb = p.deparser(hdr)
         except support.AssertFailed as e:
