@@ -307,3 +307,28 @@ def test_verify_checksum_with_payload_covers_the_unparsed_bytes(sw):
     for value, err in ((good, 0), (good ^ 0x100, 1)):
         sw.send(0, pack([(27, 8), (9, 32), (0, 32), (0, 32), (value, 16), (0, 8), (0, 8), (0, 16)]) + CHECK + b"PAY")
         assert ctl(sw.take_output()[0][1])["color"] == err
+
+
+# ------------------------------------------------------------------ direct meter
+DMETER = Path(__file__).parent / "p4" / "direct_meter.p4"
+
+
+def test_direct_meter_colours_by_the_matched_entry():
+    sw = p4sim.Switch(p4sim.compile(str(DMETER)))
+    sw.insert_entry("I.t", {"hdr.m.key": 1}, "I.colour")
+    sw.insert_entry("I.t", {"hdr.m.key": 2}, "I.colour")
+    sw.direct_meter_set_config("I.t", {"hdr.m.key": 1}, 1000, 1, 1000, 2)
+
+    def colours(key, n):
+        res = []
+        for _ in range(n):
+            sw.send(0, bytes([key, 0xFF, 0]))
+            [(_, d)] = sw.take_output()
+            assert d[2] == 1
+            res.append(d[1])
+        return res
+
+    assert colours(1, 3) == [0, 1, 2]  # GREEN, then YELLOW (peak bucket only), then RED
+    assert colours(2, 3) == [0, 0, 0]  # another entry's meter is unconfigured: GREEN
+    assert sw.direct_meter_get_config("I.t", {"hdr.m.key": 1}).pburst == 2
+    assert [e.meter_config is not None for e in sw.table_entries("I.t")] == [True, False]
