@@ -47,9 +47,9 @@ class Program:
         from p4sim import compiler
 
         loaded = compiler.load_device_config(data)
-        if isinstance(loaded, Program):
-            return loaded
-        return cls(loaded)
+        p = loaded if isinstance(loaded, Program) else cls(loaded)
+        p.code()  # runtime-unsupported constructs fail here, not when a switch loads it
+        return p
 
 
 def compile(path: str, include_dirs: "tuple[str, ...] | list[str]" = (), defines: Optional[dict] = None) -> Program:

@@ -925,6 +925,11 @@ class ProgramCompiler:
         return fn
 
     def compile_table(self, t: ir.TableDecl, c: ir.ControlDecl, fvars: dict[int, str]) -> None:
+        for k in t.keys:
+            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+                raise Unsupported(f"match kind {k.match_kind!r} (table {t.qualified_name})", k.pos or t.pos)
+        if sum(k.match_kind == "lpm" for k in t.keys) > 1:
+            raise CompileError(f"table {t.qualified_name} has more than one lpm key", t.pos)
         gname = self.gname(t, "T", t.qualified_name)
         kfn = f"K_{gname}"
         sc = Scope(vars=dict(fvars), frame="F")

@@ -405,7 +405,9 @@ class Table:
         e.meter = TwoRateMeter() if self.has_meter else None
         ref = self.decl.default_action
         info, args = None, ()
-        if ref is not None:
+        if ref is None:  # no default_action: P4 says NoAction, so action_run can match it
+            info = self.actions.get("NoAction")
+        else:
             info = next(a for a in self.actions.values() if a.decl is ref.action)
             args = tuple(self._literal(x) for p, x in zip(ref.action.params, ref.args) if p.direction is None)
         self._set_action(e, info, args, hit=False)
