@@ -96,12 +96,16 @@ class P4RuntimeClient:
         finally:
             self.arbitrations.put(None)
 
-    def connect(self, timeout: float = 5.0) -> p4runtime_pb2.MasterArbitrationUpdate:
-        """Open the stream and arbitrate; returns the server's arbitration answer."""
+    def open_stream(self, timeout: float = 5.0) -> None:
+        """Open the StreamChannel without arbitrating (``connect`` does both)."""
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self._stream = self.stub.StreamChannel(self._requests())
         self._reader = threading.Thread(target=self._read_stream, daemon=True)
         self._reader.start()
+
+    def connect(self, timeout: float = 5.0) -> p4runtime_pb2.MasterArbitrationUpdate:
+        """Open the stream and arbitrate; returns the server's arbitration answer."""
+        self.open_stream(timeout)
         self.send_arbitration(self.election_id)
         return self.next_arbitration(timeout)
 

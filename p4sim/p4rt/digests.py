@@ -10,6 +10,7 @@ Ack timeouts use the wall clock: acks are a control-plane conversation, not data
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ class DigestEngine:
     _pending: dict[tuple[int, int], _Pending] = field(default_factory=dict)
     unconfigured_dropped: int = 0
     duplicates_suppressed: int = 0
+    # The switch thread offers digests while stream threads ack them.
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _outstanding(self, digest_id: int) -> set[tuple]:
         now = time.monotonic()
@@ -46,6 +49,10 @@ class DigestEngine:
 
     def lists_for(self, digests) -> list[p4runtime_pb2.DigestList]:
         """Turn core ``Digest`` records into DigestLists ready to send (maybe none)."""
+        with self._lock:
+            return self._lists_for_locked(digests)
+
+    def _lists_for_locked(self, digests) -> list[p4runtime_pb2.DigestList]:
         by_id: dict[int, list] = {}
         for d in digests:
             info = self.pipe.index.digest_by_name.get(d.name)
@@ -85,4 +92,5 @@ class DigestEngine:
 
     def ack(self, digest_id: int, list_id: int) -> bool:
         """Acknowledge a list; returns False if no such list is pending."""
-        return self._pending.pop((digest_id, list_id), None) is not None
+        with self._lock:
+            return self._pending.pop((digest_id, list_id), None) is not None

@@ -546,3 +546,48 @@ def test_duplicate_digest_suppressed_until_acked(harness):
     else:
         pytest.fail("digest not re-sent after ack")
     assert again.list_id > first.list_id
+
+
+# -- roles, atomicity, who gets packet-ins --------------------------------------------------
+
+def test_roles_elect_their_own_primary(harness):
+    default_primary = harness.client(election_id=(0, 9))
+    r1 = harness.client(election_id=(0, 1), role="r1", connect=False)
+    assert r1.connect().status.code == code_pb2.OK  # primary of role r1 despite a lower id
+    assert r1.p4info is not None
+    default_primary.set_pipeline(fake_p4info(), FAKE_CONFIG)
+    r1.write(update("INSERT", table_entry=r1.table_entry(
+        "MyIngress.t_lpm", {"hdr.ipv4.dst": (0x0A000000, 8)}, "MyIngress.drop")))
+    r1b = harness.client(election_id=(0, 0), role="r1", connect=False)
+    assert r1b.connect().status.code == code_pb2.ALREADY_EXISTS
+
+
+def test_rollback_atomicity_is_unimplemented_and_changes_nothing(harness):
+    c = harness.primary_with_pipeline()
+    req = p4runtime_pb2.WriteRequest(device_id=1, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    req.election_id.low = 1
+    req.updates.append(update("INSERT", table_entry=lpm_entry(c, 0x0A000000, 8)))
+    with pytest.raises(grpc.RpcError) as e:
+        c.stub.Write(req)
+    assert rpc_code(e) == grpc.StatusCode.UNIMPLEMENTED
+    assert harness.switch.table_entries("MyIngress.t_lpm") == []
+
+
+def test_packet_in_goes_to_the_primary_only(harness):
+    primary = harness.primary_with_pipeline()
+    backup = harness.client(election_id=(0, 0))
+    harness.device.inject(7, b"pkt")
+    assert primary.packet_in()[0] == b"pkt"
+    with pytest.raises(queue.Empty):
+        backup.packets.get(timeout=0.2)
+
+
+def test_stream_message_before_arbitration_closes_the_stream(harness):
+    c = harness.client(connect=False)
+    c.open_stream()
+    req = p4runtime_pb2.StreamMessageRequest()
+    req.packet.payload = b"x"
+    c.stream_send(req)
+    with pytest.raises(ConnectionError):
+        c.next_arbitration()
+    assert c.stream_status.code() == grpc.StatusCode.FAILED_PRECONDITION
