@@ -4,6 +4,7 @@
 #   TARGET=p4sim|bmv2   which switch (default p4sim; bmv2 needs p4c-bm2-ss + simple_switch_grpc)
 #   TRANSPORT=nn|veth   packet ports: nanomsg socket (default, no root) or veth pairs (root)
 #   VPY=...             the Python with the project installed (default .venv/bin/python)
+#   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they skip)
 #   PTF_ARGS=...        extra ptf arguments (e.g. a test name filter)
 # Exits non-zero if the switch does not come up or any test fails.
 set -euo pipefail
@@ -13,6 +14,7 @@ TARGET=${TARGET:-p4sim}
 TRANSPORT=${TRANSPORT:-nn}
 VPY=${VPY:-.venv/bin/python}
 NPORTS=${NPORTS:-8}
+CLOCK=${CLOCK:-virtual}
 CPU_PORT=255
 DEVICE_ID=1
 PROG=ptf_tests/p4/ptf_basic.p4
@@ -80,7 +82,7 @@ if [ "$TARGET" = bmv2 ]; then
   TARGET_PARAMS="thrift_port=$THRIFT_PORT"
 else
   "$VPY" -m p4sim run --no-p4 --device-id $DEVICE_ID "${PORT_ARGS[@]}" --log-console -- \
-    --grpc-server-addr "$GRPC_ADDR" --cpu-port $CPU_PORT --clock virtual \
+    --grpc-server-addr "$GRPC_ADDR" --cpu-port $CPU_PORT --clock "$CLOCK" \
     --control-addr "127.0.0.1:$CONTROL_PORT" >"$LOG" 2>&1 &
   TARGET_PARAMS="control_addr='127.0.0.1:$CONTROL_PORT'"
 fi
