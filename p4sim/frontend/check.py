@@ -1347,8 +1347,9 @@ class Checker:
             return ir.Assign(self.pos(s), lhs, rhs)
         if kind == "call_stmt":
             callee = s.children[1]
-            if callee.data == "call" and callee.children[0].data == "member":
-                base_n, mname_n = callee.children[0].children
+            head = self.value_view(callee.children[0], scope) if callee.data == "call" else None
+            if head is not None and head.data == "member":
+                base_n, mname_n = head.children
                 sym = self.expr_symbol(base_n, scope) \
                     if base_n.data in ("name_ref", "top_name_ref") else None
                 if isinstance(sym, SubControl):
@@ -1523,9 +1524,24 @@ class Checker:
         return t
 
     # ------------------------------------------------------------------ expressions
+    def value_view(self, node: Tree, scope: Scope) -> Tree:
+        """``x.f`` where ``x`` is lexed as a type name but a value named ``x`` is in scope (the
+        tokenizer's type-name table is program-wide): read it as a member of the value."""
+        if isinstance(node, Tree) and node.data == "type_member":
+            name = self.ident(node.children[0])
+            if not isinstance(self.types.get(name), ir.EnumT) and scope.lookup(name) is not None:
+                tok = node.children[0]
+                ident = Token("IDENTIFIER", str(tok), start_pos=tok.start_pos, line=tok.line,
+                              column=tok.column, end_pos=tok.end_pos)
+                return Tree("member", [Tree("name_ref", [ident], node.meta), node.children[1]],
+                            node.meta)
+        return node
+
     def expr(self, node: Node, scope: Scope, expected: Optional[ir.Type]) -> ir.Expr:
         if isinstance(node, Token):
             raise self.err(f"unexpected '{node}'", node)
+        if node.data == "type_member":
+            node = self.value_view(node, scope)
         handler = getattr(self, "x_" + node.data, None)
         if handler is None:
             raise self.err(f"unexpected expression ({node.data})", node)
@@ -1835,6 +1851,7 @@ class Checker:
     # ---- postfix
     def x_member(self, n: Tree, scope: Scope, expected) -> ir.Expr:
         base_n, fname_n = n.children
+        base_n = self.value_view(base_n, scope)
         fname = self.ident(fname_n)
         sym = self.expr_symbol(base_n, scope) if base_n.data in ("name_ref", "top_name_ref") \
             else None
@@ -1910,8 +1927,10 @@ class Checker:
              scope: Scope) -> ir.Expr:
         arg_nodes = list(args.children)
         pos = self.pos(n)
+        callee = self.value_view(callee, scope)
         if callee.data == "member":
             base_n, mname_n = callee.children
+            base_n = self.value_view(base_n, scope)
             mname = self.ident(mname_n)
             sym = self.expr_symbol(base_n, scope) \
                 if base_n.data in ("name_ref", "top_name_ref") else None

@@ -196,3 +196,14 @@ def test_unknown_names(build):
 def test_if_needs_bool(build):
     with pytest.raises(CompileError, match="cannot use a value of type bit<8> where bool"):
         build(ingress_apply="if (meta.x) { meta.x = 1; }")
+
+
+def test_value_named_like_a_type_is_still_a_value(build):
+    # `eth` is both a header type and (below) a variable: the tokenizer sees a type name
+    prog = build(decls="header eth { bit<8> t; }\nstruct with_eth_t { eth eth; }\n",
+                 ingress_locals="with_eth_t w; eth eth;",
+                 ingress_apply="eth.setValid(); eth.t = 1; w.eth.t = eth.t;")
+    s = stmts(prog)
+    assert isinstance(s[0].call, ir.HeaderCall) and s[0].call.target.var.name == "eth"
+    assert isinstance(s[1].lhs, ir.Member) and s[1].lhs.base.var.name == "eth"
+    assert isinstance(s[2].rhs, ir.Member)
