@@ -16,13 +16,17 @@ CPU_PORT = 64
 class Harness:
     """A running server plus what the data plane put on its (non-CPU) ports."""
 
-    def __init__(self) -> None:
+    def __init__(self, real: bool = False) -> None:
         self.sent: list[tuple[int, bytes]] = []
-        self.device = Device(
-            DeviceOptions(device_id=1, clock="virtual", cpu_port=CPU_PORT),
-            program_loader=FakeProgram.from_device_config,
-            switch_factory=lambda prog, opts: FakeSwitch(prog, clock=opts.clock, cpu_port=opts.cpu_port),
-        )
+        if real:  # the p4sim core itself (default loader and switch factory)
+            self.device = Device(DeviceOptions(device_id=1, clock="virtual", cpu_port=CPU_PORT))
+        else:
+            self.device = Device(
+                DeviceOptions(device_id=1, clock="virtual", cpu_port=CPU_PORT),
+                program_loader=FakeProgram.from_device_config,
+                switch_factory=lambda prog, opts: FakeSwitch(prog, clock=opts.clock,
+                                                             cpu_port=opts.cpu_port),
+            )
         self._sent_cv = threading.Condition()
         self.device.transmit = self._transmit
         self.server = P4RuntimeServer(self.device, "127.0.0.1:0")
@@ -67,5 +71,13 @@ class Harness:
 @pytest.fixture
 def harness():
     h = Harness()
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def real_harness():
+    """The same server in-process on the real p4sim core (push a real program yourself)."""
+    h = Harness(real=True)
     yield h
     h.close()
