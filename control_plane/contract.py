@@ -9,6 +9,7 @@ that p4sim generates from stellar.p4 when the program compiles.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -130,6 +131,7 @@ def table_size(table: Table, known: Optional[dict[str, int]] = None) -> int:
 # ---------------------------------------------------------------------------------------------
 # Values
 # ---------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=65536)  # the same addresses recur in thousands of entries
 def value_to_int(value: Any) -> int:
     """An entry value as an unsigned int: ints as is, dotted IPv4, colon MAC."""
     if isinstance(value, bool):

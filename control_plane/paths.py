@@ -68,15 +68,14 @@ def equal_cost_paths(fabric: Fabric) -> dict[tuple[str, str], tuple[Path, ...]]:
     leaves = sorted(s.name for s in fabric.leaves)
     result: dict[tuple[str, str], tuple[Path, ...]] = {}
     for src in leaves:
+        # one BFS per source (networkx's predecessor map) serves every destination; calling
+        # all_shortest_paths per pair would redo it for each of them
+        predecessors = nx.predecessor(graph, src)
         for dst in leaves:
             if src == dst:
                 continue
             found: list[Path] = []
-            try:
-                node_paths = list(nx.all_shortest_paths(graph, src, dst))
-            except nx.NetworkXNoPath:
-                node_paths = []
-            for nodes in node_paths:
+            for nodes in _shortest(predecessors, src, dst):
                 if len(nodes) != 3 or fabric.switches[nodes[1]].role != "spine":
                     continue  # the model allows only leaf-spine links, so this is defensive
                 spine = nodes[1]
@@ -85,6 +84,13 @@ def equal_cost_paths(fabric: Fabric) -> dict[tuple[str, str], tuple[Path, ...]]:
                                   down_port=graph.edges[spine, dst]["ports"][spine]))
             result[(src, dst)] = tuple(sorted(found))
     return result
+
+
+def _shortest(predecessors: dict[str, list[str]], src: str, dst: str) -> list[list[str]]:
+    """Every shortest node path src..dst from a BFS predecessor map."""
+    if dst == src:
+        return [[src]]
+    return [path + [dst] for before in sorted(predecessors.get(dst, ())) for path in _shortest(predecessors, src, before)]
 
 
 def link_capacities(fabric: Fabric) -> dict[LinkId, float]:
@@ -119,8 +125,8 @@ def ecmp_estimate(flows: list[Flow], paths: dict[tuple[str, str], tuple[Path, ..
             for link in path.links:
                 fluid[link] = fluid.get(link, 0.0) + flow.gbps / len(options)
     fluid_peak = max(load / capacity[link] for link, load in fluid.items())
-    if trials is None:  # bound the work (about 400k flow draws) so big fabrics stay fast
-        trials = max(50, min(1000, 400_000 // len(crossing)))
+    if trials is None:  # bound the work (about 200k flow draws) so big fabrics stay fast
+        trials = max(50, min(1000, 200_000 // len(crossing)))
     rng = random.Random(seed)
     link_ids = sorted(capacity)
     position = {link: i for i, link in enumerate(link_ids)}
@@ -129,10 +135,11 @@ def ecmp_estimate(flows: list[Flow], paths: dict[tuple[str, str], tuple[Path, ..
                    for f in crossing]
     rates = [f.gbps for f in crossing]
     total = 0.0
+    draw = rng.random  # int(random() * k) is uniform enough here and several times faster than randrange
     for _ in range(trials):
         load = [0.0] * len(link_ids)
         for choices, rate in zip(options_idx, rates):
-            up, down = choices[rng.randrange(len(choices))]
+            up, down = choices[int(draw() * len(choices))]
             load[up] += rate
             load[down] += rate
         total += max(l * c for l, c in zip(load, inv_cap))
@@ -180,6 +187,7 @@ class Assignment:
     ecmp: EcmpEstimate
     flows: list[Flow]
     limit: float
+    paths: dict[tuple[str, str], tuple[Path, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def max_utilisation(self) -> float:
@@ -269,11 +277,11 @@ def assign_jobs(fabric: Fabric, limit: float = 1.0, ecmp_trials: Optional[int] =
 
     if len(jobs) <= 1:
         notes.append("one job crosses the fabric, so there is nothing to isolate; placed on all spines")
-        return Assignment(shared, True, {j: tuple(spines) for j in jobs}, notes, shared, ecmp, flows, limit)
+        return Assignment(shared, True, {j: tuple(spines) for j in jobs}, notes, shared, ecmp, flows, limit, paths)
     if len(jobs) > len(spines):
         notes.append(f"{len(jobs)} jobs cross the fabric but there are only {len(spines)} spines: "
                      "disjoint paths are impossible; jobs share spines")
-        return Assignment(shared, False, {}, notes, shared, ecmp, flows, limit)
+        return Assignment(shared, False, {}, notes, shared, ecmp, flows, limit, paths)
 
     best: Optional[tuple[float, Placement, dict[str, tuple[str, ...]]]] = None
     # Try spine splits nearest the demand-proportional one first; a tie in peak keeps the nearer
@@ -308,12 +316,12 @@ def assign_jobs(fabric: Fabric, limit: float = 1.0, ecmp_trials: Optional[int] =
         if shared.max_utilisation < peak - 1e-9:
             notes.append(f"isolation costs {peak - shared.max_utilisation:.1%} of peak utilisation "
                          f"(shared placement would peak at {shared.max_utilisation:.1%})")
-        return Assignment(placement, True, partition, notes, shared, ecmp, flows, limit)
+        return Assignment(placement, True, partition, notes, shared, ecmp, flows, limit, paths)
 
     if best is None:
         notes.append("no spine partition gives every job a path between its leaves: "
                      + (failures[0] if failures else "unknown reason"))
-        return Assignment(shared, False, {}, notes, shared, ecmp, flows, limit)
+        return Assignment(shared, False, {}, notes, shared, ecmp, flows, limit, paths)
 
     peak, isolated_try, partition = best
     link = isolated_try.bottleneck
@@ -330,4 +338,4 @@ def assign_jobs(fabric: Fabric, limit: float = 1.0, ecmp_trials: Optional[int] =
         notes.append(f"jobs share all spines: shared placement peaks at {shared.max_utilisation:.1%}, "
                      f"partial isolation would peak at {spilling.max_utilisation:.1%}")
         chosen = shared
-    return Assignment(chosen, False, partition, notes, shared, ecmp, flows, limit)
+    return Assignment(chosen, False, partition, notes, shared, ecmp, flows, limit, paths)

@@ -135,7 +135,7 @@ class _PathSetTable:
 
 def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, SwitchPlan]:
     """The plan of every switch, in the fabric's switch order."""
-    paths = equal_cost_paths(fabric)
+    paths = assignment.paths if assignment is not None and assignment.paths else equal_cost_paths(fabric)
     ecmp = fabric.dataplane.path_mode == "ecmp"
     plans: dict[str, SwitchPlan] = {}
     leaves = sorted(fabric.leaves, key=lambda s: s.name)
