@@ -65,3 +65,13 @@ def test_path_change_digest_reports_failover_moves(leaf):
     assert sorted(r["l4_id"] for r in reports) == moved
     assert all(r["old_port"] == 3 and r["new_port"] == 4 and r["reason"] == CHANGE_FAILOVER
                for r in reports)
+
+
+def test_controller_membership_change_moves_flows_off_removed_ports(leaf):
+    before = _send_round(leaf, 0)
+    on_3 = [qp for qp, port in before.items() if port == 3]
+    leaf.set_path_set(UPLINK_PATH_SET, [4, 5], modify=True)   # the controller's recomputed set
+    after = _send_round(leaf, 1)
+    assert 3 not in after.values() and len(after) == len(QPS)
+    from tests.stellar.leaf import CHANGE_MEMBERSHIP
+    assert leaf.path_changes(CHANGE_MEMBERSHIP) == len(on_3)

@@ -65,3 +65,14 @@ def test_a_flow_stays_on_one_uplink_without_congestion(leaf):
         leaf.advance(1)
     ports = {d.port for d in leaf.drain_output(settle_us=10)}
     assert len(ports) == 1
+
+
+def test_vlan_tagged_packet_is_routed_with_its_tag(leaf):
+    from scapy.all import UDP, Dot1Q, Ether, Raw, raw
+    frame = raw(Ether() / Dot1Q(vlan=42, prio=3) / IP(src="10.0.1.1", dst="10.0.2.7")
+                / UDP(sport=1, dport=2) / Raw(b"\x00" * 20))
+    leaf.send(1, frame)
+    out = leaf.drain_output(settle_us=10)
+    assert len(out) == 1 and out[0].port in UPLINKS
+    assert out[0].pkt[Dot1Q].vlan == 42 and out[0].pkt[IP].ttl == 63
+    assert ip_checksum_ok(out[0].pkt)

@@ -132,3 +132,22 @@ def test_mice_are_not_moved_at_drain_points(leaf):
     run = _run(leaf)
     assert run.drain_moves == 0
     assert set(run.ports()) == {SLOW_PORT}
+
+
+def test_idle_gap_longer_than_the_timeout_moves_the_flow_safely(leaf):
+    # The classic flowlet case: the flow pauses longer than the timeout (and than the queue
+    # delay), so it may move with no drain check at all, and nothing is reordered.
+    leaf.set_params(flowlet_timeout_us=300, drain_moves=0, gap_moves=1)
+    leaf.sw.set_queue_rate(100_000, port=SLOW_PORT)
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [0, 1000], modify=True)
+    for psn in range(20):
+        leaf.send(1, roce(SRC, DST, QP, psn))
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [100, 0], modify=True)
+    leaf.advance(400)                               # > timeout, > 200 us of backlog
+    for psn in range(20, 30):
+        leaf.send(1, roce(SRC, DST, QP, psn))
+    out = leaf.drain_output(settle_us=1000)
+    assert psns_in_order(out, QP) == list(range(30))
+    assert leaf.path_changes(CHANGE_GAP) == 1
+    assert {d.port for d in out if d.psn >= 20} == {FAST_PORT}
+    assert leaf.reorder_total() == 0
