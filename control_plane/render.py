@@ -88,6 +88,39 @@ def write_fabric(result: RenderResult, fabric: Fabric, out_dir: Path) -> list[Pa
     return written
 
 
+def read_documents(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Read back what `write_fabric` wrote: switch name -> document, in index order."""
+    index = json.loads((Path(out_dir) / "index.json").read_text())
+    if index.get("format") != FORMAT:
+        raise RenderError(f"{out_dir}/index.json: format {index.get('format')!r}, expected {FORMAT}")
+    documents = {}
+    for item in index["switches"]:
+        doc = json.loads((Path(out_dir) / item["file"]).read_text())
+        if doc.get("format") != FORMAT:
+            raise RenderError(f"{out_dir}/{item['file']}: format {doc.get('format')!r}, expected {FORMAT}")
+        documents[item["name"]] = doc
+    return documents
+
+
+def entry_identity(entry: dict[str, Any]) -> tuple:
+    """What identifies an entry on the switch (table, match as ints, priority): the reconcile key.
+
+    Matches are normalised to ints so a document entry and one read back from a switch compare
+    equal whatever text form (IP, MAC, number) each used.
+    """
+    if entry.get("default_action"):
+        return (entry["table"], "default")
+    match = []
+    for field, value in sorted(entry.get("match", {}).items()):
+        if isinstance(value, dict) and "prefix_len" in value:
+            match.append((field, contract.value_to_int(value["value"]), value["prefix_len"]))
+        elif isinstance(value, dict):
+            match.append((field, contract.value_to_int(value["value"]), contract.value_to_int(value["mask"])))
+        else:
+            match.append((field, contract.value_to_int(value)))
+    return (entry["table"], tuple(match), entry.get("priority"))
+
+
 # ---------------------------------------------------------------------------------------------
 # Context: plain values for the templates
 # ---------------------------------------------------------------------------------------------
@@ -234,8 +267,10 @@ def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, An
     for position, entry in enumerate(entries):
         for issue in contract.check_entry(entry):
             problems.append(f"entry {position} ({entry.get('comment', '')}): {issue}")
-        key = (entry["table"], bool(entry.get("default_action")), json.dumps(entry.get("match", {}), sort_keys=True),
-               entry.get("priority"))
+        try:
+            key = entry_identity(entry)
+        except (KeyError, ValueError):
+            continue  # already reported by check_entry
         if key in seen:
             problems.append(f"entry {position} duplicates entry {seen[key]} (same table, match and priority)")
         seen.setdefault(key, position)

@@ -301,3 +301,19 @@ def test_cluster512_renders_in_seconds(tmp_path: Path) -> None:
     assert len(fabric.hosts) == 512
     assert elapsed < 60.0
     assert result.assignment is not None and result.assignment.isolated
+
+
+def test_written_documents_read_back_identically(lab: Fabric, lab_render, tmp_path: Path) -> None:
+    write_fabric(lab_render, lab, tmp_path)
+    assert render.read_documents(tmp_path) == lab_render.documents
+
+
+def test_entry_identity_ignores_text_form_and_detects_duplicates(lab: Fabric) -> None:
+    a = {"table": "StellarIngress.routing.lpm", "match": {"hdr.ipv4.dst_addr": {"value": "10.0.2.0", "prefix_len": 24}},
+         "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": 1}}
+    b = {**a, "match": {"hdr.ipv4.dst_addr": {"value": 0x0A000200, "prefix_len": 24}}, "params": {"path_set_id": 2}}
+    assert render.entry_identity(a) == render.entry_identity(b)
+    c = {**a, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.2.0", "prefix_len": 23}}}
+    assert render.entry_identity(a) != render.entry_identity(c)
+    with pytest.raises(RenderError, match="duplicates entry"):
+        render._check("leafX", [a, b], [], [], {})
