@@ -139,6 +139,7 @@ def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, S
     ecmp = fabric.dataplane.path_mode == "ecmp"
     plans: dict[str, SwitchPlan] = {}
     leaves = sorted(fabric.leaves, key=lambda s: s.name)
+    link_capacity = {(link.leaf, link.spine): link.capacity_gbps for link in fabric.links}
     for switch in fabric.switches.values():
         table = _PathSetTable(ecmp)
         plan = SwitchPlan(switch)
@@ -155,7 +156,8 @@ def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, S
                 if other.name == switch.name:
                     continue
                 options = paths[(switch.name, other.name)]
-                members = [(Member(p.up_port, p.spine), min(caps[p.up_port], _down_capacity(fabric, p)))
+                # weight = the path's bottleneck capacity (equal links -> one slot each)
+                members = [(Member(p.up_port, p.spine), min(caps[p.up_port], link_capacity[(p.dst_leaf, p.spine)]))
                            for p in options]
                 ident = table.get(weighted_slots(members), f"to {other.name}")
                 plan.routes.append(Route(other.subnet, ident, f"{other.name} subnet"))
@@ -168,11 +170,6 @@ def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, S
         plan.routes.sort(key=lambda r: (int(r.prefix.network_address), r.prefix.prefixlen))
         plans[switch.name] = plan
     return plans
-
-
-def _down_capacity(fabric: Fabric, path) -> float:
-    link = fabric.link(path.dst_leaf, path.spine)
-    return link.capacity_gbps if link is not None else 0.0
 
 
 def _reservations(fabric: Fabric, assignment: Assignment, leaf: Switch, table: _PathSetTable,
