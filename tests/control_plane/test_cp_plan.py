@@ -63,3 +63,17 @@ def test_no_assignment_means_no_reservations() -> None:
     plans = plan_fabric(lab, None)
     assert all(not p.reservations for p in plans.values())
     assert all(len(p.path_sets) == 5 for name, p in plans.items() if name.startswith("leaf"))
+
+
+def test_faster_spine_gets_more_slots_in_the_default_path_set() -> None:
+    """spine2's links are 200G, spine1's 100G: uplink path sets weight spine2 2:1 by repetition."""
+    import re
+    text = (FABRICS / "lab.yaml").read_text()
+    text = re.sub(r'(\d+): \{peer: "(leaf\d):10"\}', r'\1: {peer: "\2:10", capacity_gbps: 200}', text)
+    text = re.sub(r'10: \{peer: "(spine2:\d)"\}', r'10: {peer: "\1", capacity_gbps: 200}', text)
+    fabric = load_fabric_text(text, "fast-spine2.yaml")
+    uplinks = plan_fabric(fabric, None)["leaf1"].path_set(1)
+    weights = uplinks.weights
+    assert set(weights) == {9, 10}
+    assert weights[10] > weights[9] and len(uplinks.slots) == 8
+    assert abs(weights[10] / 8 - 2 / 3) < 0.15
