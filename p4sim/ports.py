@@ -128,6 +128,11 @@ class NanomsgPorts:
         self.address = address
         self.sock = pynng.Pair0(listen=address)
         self.sock.recv_timeout = 200  # ms, so close() is noticed
+        # Bursts (multicast, a queue draining) must not be lost while the peer reads: buffer
+        # messages, and block (bounded) in the sender thread rather than drop.
+        self.sock.send_buffer_size = 8192
+        self.sock.recv_buffer_size = 8192
+        self.sock.send_timeout = 1000  # ms; no reader for that long = no peer, drop
         self.removed: set[int] = set()
         self.rx: Counter[int] = Counter()
         self.tx: Counter[int] = Counter()
@@ -139,9 +144,9 @@ class NanomsgPorts:
     def _send(self, msg: bytes) -> bool:
         with self._send_lock:
             try:
-                self.sock.send(msg, block=False)
+                self.sock.send(msg)
                 return True
-            except self._pynng.TryAgain:
+            except (self._pynng.Timeout, self._pynng.TryAgain):
                 self.dropped_no_peer += 1
                 return False
             except self._pynng.Closed:

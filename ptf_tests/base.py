@@ -106,6 +106,27 @@ class P4RuntimeTest(BaseTest):
         self.p4rt.write(do)
         self._undo.append(undo)
 
+    def add_mcast_group(self, group_id: int, ports: list[int], rid: int = 0) -> None:
+        pre = p4runtime_pb2.PacketReplicationEngineEntry()
+        pre.multicast_group_entry.multicast_group_id = group_id
+        for port in ports:
+            pre.multicast_group_entry.replicas.add(egress_port=port, instance=rid)
+        undo = p4runtime_pb2.PacketReplicationEngineEntry()
+        undo.multicast_group_entry.multicast_group_id = group_id
+        self.write_undoable(update("INSERT", packet_replication_engine_entry=pre),
+                            update("DELETE", packet_replication_engine_entry=undo))
+
+    def add_clone_session(self, session_id: int, ports: list[int], truncate: int = 0) -> None:
+        pre = p4runtime_pb2.PacketReplicationEngineEntry()
+        pre.clone_session_entry.session_id = session_id
+        pre.clone_session_entry.packet_length_bytes = truncate
+        for port in ports:
+            pre.clone_session_entry.replicas.add(egress_port=port, instance=0)
+        undo = p4runtime_pb2.PacketReplicationEngineEntry()
+        undo.clone_session_entry.session_id = session_id
+        self.write_undoable(update("INSERT", packet_replication_engine_entry=pre),
+                            update("DELETE", packet_replication_engine_entry=undo))
+
     # -- reads by name ------------------------------------------------------------------------
     def read_counter(self, name: str, index: int) -> tuple[int, int]:
         ce = p4runtime_pb2.CounterEntry(counter_id=self.p4rt.object_id("counters", name))

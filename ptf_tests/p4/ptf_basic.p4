@@ -5,6 +5,7 @@
  *   - ipv4_lpm   (lpm)      : L3 forwarding, MAC rewrite, TTL decrement, checksum update
  *   - acl        (ternary)  : priorities; "punt" sends a packet to the CPU (packet-in)
  *   - smac       (exact)    : MAC learning; a miss emits a learn_t digest
+ *   - l2_special (exact)    : multicast groups and I2E mirroring (clone sessions) via the PRE
  *   - port_pkts  (counter)  : packets/bytes per ingress port
  *   - last_len   (register) : length of the last packet per ingress port
  *   - packet_out / packet_in @controller_header headers on CPU_PORT
@@ -166,6 +167,27 @@ control BasicIngress(inout headers hdr,
         default_action = learn();
     }
 
+    action set_mcast_grp(bit<16> grp) {
+        standard_metadata.mcast_grp = grp;
+    }
+
+    action mirror(bit<32> session) {
+        clone(CloneType.I2E, session);
+    }
+
+    table l2_special {
+        key = {
+            hdr.ethernet.dstAddr: exact;
+        }
+        actions = {
+            set_mcast_grp;
+            mirror;
+            NoAction;
+        }
+        size = 16;
+        default_action = NoAction();
+    }
+
     apply {
         if (hdr.packet_out.isValid()) {
             /* From the controller: leave on the port it names, untouched. */
@@ -176,11 +198,14 @@ control BasicIngress(inout headers hdr,
             last_len.write((bit<32>) standard_metadata.ingress_port, standard_metadata.packet_length);
             if (hdr.ethernet.isValid()) {
                 smac.apply();
+                /* Before routing rewrites the destination MAC it matches on. */
+                l2_special.apply();
             }
             if (hdr.ipv4.isValid()) {
                 ipv4_lpm.apply();
                 acl.apply();
-            } else {
+            } else if (standard_metadata.mcast_grp == 0) {
+                /* Non-IP frames are dropped unless l2_special multicast them. */
                 drop();
             }
         }

@@ -21,6 +21,8 @@ NEXT_HOP_MAC = "00:00:00:00:02:02"
 LPM = "BasicIngress.ipv4_lpm"
 ACL = "BasicIngress.acl"
 SMAC = "BasicIngress.smac"
+L2 = "BasicIngress.l2_special"
+BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 
 def mac_int(mac: str) -> int:
@@ -247,3 +249,31 @@ class PortDownTest(P4RuntimeTest):
         pkt = udp_packet()
         tu.send_packet(self, 1, pkt)
         tu.verify_packet(self, routed(pkt), 2)
+
+
+class MulticastTest(P4RuntimeTest):
+    """A multicast group written through the PRE replicates to each member port, once."""
+
+    def runTest(self):
+        self.add_mcast_group(1, [1, 3, 5])
+        self.insert(L2, {"hdr.ethernet.dstAddr": mac_int(BROADCAST)}, "BasicIngress.set_mcast_grp", {"grp": 1})
+        frame = Ether(dst=BROADCAST, src="00:00:00:00:00:07", type=0x88B5) / (b"m" * 50)
+        tu.send_packet(self, 0, frame)
+        tu.verify_packets(self, frame, [1, 3, 5])
+        # Negative control: a frame for another MAC is not replicated (and, non-IP, dropped).
+        self.send_settled(0, Ether(dst="00:00:00:00:00:99", src="00:00:00:00:00:07", type=0x88B5) / (b"n" * 50))
+        tu.verify_no_other_packets(self)
+
+
+class MirrorTest(P4RuntimeTest):
+    """An I2E clone to a clone session: the original is routed, its copy leaves on the mirror port."""
+
+    def runTest(self):
+        self.add_clone_session(100, [7])
+        self.insert(LPM, {"hdr.ipv4.dstAddr": (ip_int("10.0.2.0"), 24)}, "BasicIngress.ipv4_forward",
+                    {"dstAddr": mac_int(NEXT_HOP_MAC), "port": 2})
+        self.insert(L2, {"hdr.ethernet.dstAddr": mac_int(ROUTER_MAC)}, "BasicIngress.mirror", {"session": 100})
+        pkt = udp_packet()
+        tu.send_packet(self, 1, pkt)
+        tu.verify_each_packet_on_each_port(self, [routed(pkt), pkt], [2, 7])
+        tu.verify_no_other_packets(self)
