@@ -8,8 +8,9 @@
  *   (b) the controller's congestion level for that member (routing.path_set),
  *   (c) liveness (failover.p4),
  * with ties shared out by flow hash.  In ECMP mode only liveness and the hash
- * count.  This step finds the best member and the flow's current member;
- * flowlet.p4 decides which one the flow uses.  The eight members are
+ * count.  Members beyond the set's count are not read at all.  This step
+ * finds the best member and the flow's current member; flowlet.p4 decides
+ * which one the flow uses.  The eight members are
  * unrolled by hand: P4 has no loops, and p4sim does not instantiate
  * sub-controls (which would otherwise hold one member's logic).
  *
@@ -27,34 +28,55 @@
         port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port0);
         meta.path.rank0 = member_rank(0, n, meta.path.alive0, meta.route.ecmp, qdelay, stamp,
                                       now, age, meta.route.level0, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port1);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port1);
-        meta.path.rank1 = member_rank(1, n, meta.path.alive1, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level1, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port2);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port2);
-        meta.path.rank2 = member_rank(2, n, meta.path.alive2, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level2, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port3);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port3);
-        meta.path.rank3 = member_rank(3, n, meta.path.alive3, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level3, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port4);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port4);
-        meta.path.rank4 = member_rank(4, n, meta.path.alive4, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level4, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port5);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port5);
-        meta.path.rank5 = member_rank(5, n, meta.path.alive5, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level5, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port6);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port6);
-        meta.path.rank6 = member_rank(6, n, meta.path.alive6, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level6, rot);
-        port_qdelay_us.read(qdelay, (bit<32>)meta.route.port7);
-        port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port7);
-        meta.path.rank7 = member_rank(7, n, meta.path.alive7, meta.route.ecmp, qdelay, stamp,
-                                      now, age, meta.route.level7, rot);
+        meta.path.rank1 = RANK_UNUSABLE;
+        if (n > 1) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port1);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port1);
+            meta.path.rank1 = member_rank(1, n, meta.path.alive1, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level1, rot);
+        }
+        meta.path.rank2 = RANK_UNUSABLE;
+        if (n > 2) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port2);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port2);
+            meta.path.rank2 = member_rank(2, n, meta.path.alive2, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level2, rot);
+        }
+        meta.path.rank3 = RANK_UNUSABLE;
+        if (n > 3) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port3);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port3);
+            meta.path.rank3 = member_rank(3, n, meta.path.alive3, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level3, rot);
+        }
+        meta.path.rank4 = RANK_UNUSABLE;
+        if (n > 4) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port4);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port4);
+            meta.path.rank4 = member_rank(4, n, meta.path.alive4, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level4, rot);
+        }
+        meta.path.rank5 = RANK_UNUSABLE;
+        if (n > 5) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port5);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port5);
+            meta.path.rank5 = member_rank(5, n, meta.path.alive5, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level5, rot);
+        }
+        meta.path.rank6 = RANK_UNUSABLE;
+        if (n > 6) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port6);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port6);
+            meta.path.rank6 = member_rank(6, n, meta.path.alive6, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level6, rot);
+        }
+        meta.path.rank7 = RANK_UNUSABLE;
+        if (n > 7) {
+            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port7);
+            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port7);
+            meta.path.rank7 = member_rank(7, n, meta.path.alive7, meta.route.ecmp, qdelay,
+                                          stamp, now, age, meta.route.level7, rot);
+        }
 
         /* Best member: the lowest rank (ranks of usable members differ). */
         meta.path.best_rank = meta.path.rank0;
