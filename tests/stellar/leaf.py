@@ -142,14 +142,15 @@ def ip_checksum_ok(pkt) -> bool:
 class Leaf:
     """A p4sim switch running stellar.p4 with the test leaf's entries."""
 
-    def __init__(self, p4sim_module, program, *, priority_queues: int = PRIORITY_QUEUES) -> None:
+    def __init__(self, p4sim_module, program, *, priority_queues: int = PRIORITY_QUEUES,
+                 queue_map: bool = True) -> None:
         self.sw = p4sim_module.Switch(program, clock="virtual", priority_queues=priority_queues)
         self.params = dict(BASE_PARAMS)
         self.ecn_default = dict(BASE_ECN)
-        self._install_base()
+        self._install_base(queue_map)
 
     # ------------------------------------------------------------- configuration
-    def _install_base(self) -> None:
+    def _install_base(self, queue_map: bool) -> None:
         sw = self.sw
         self.set_params()
         self.set_ecn_default(enabled=False)
@@ -164,7 +165,7 @@ class Leaf:
             sw.insert_entry(f"{EGR}.rewrite.port_mac", {"standard_metadata.egress_port": port},
                             f"{EGR}.rewrite.set_macs",
                             {"src_mac": mac_of(port), "dst_mac": neighbour_mac(port)})
-        for (cls, eleph), queue in QUEUE_MAP.items():
+        for (cls, eleph), queue in (QUEUE_MAP.items() if queue_map else ()):
             sw.insert_entry(f"{ING}.queueing.queue_map",
                             {"meta.qos.traffic_class": cls, "meta.flow.elephant": eleph},
                             f"{ING}.queueing.set_queue", {"queue": queue})

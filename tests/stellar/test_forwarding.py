@@ -76,3 +76,15 @@ def test_vlan_tagged_packet_is_routed_with_its_tag(leaf):
     assert len(out) == 1 and out[0].port in UPLINKS
     assert out[0].pkt[Dot1Q].vlan == 42 and out[0].pkt[IP].ttl == 63
     assert ip_checksum_ok(out[0].pkt)
+
+
+def test_switch_without_priority_queues_works_with_an_empty_queue_map(stellar_program):
+    """BMv2's default is one queue per port; an unconfigured queue_map must then keep every
+    packet in queue 0 (priority >= the number of queues would be dropped)."""
+    import p4sim
+
+    from tests.stellar.leaf import Leaf
+    single = Leaf(p4sim, stellar_program, priority_queues=1, queue_map=False)
+    for dscp in (0, 8, 46, 48):
+        single.send(1, roce("10.0.1.1", "10.0.2.7", qp=dscp, psn=0, dscp=dscp))
+    assert len(single.drain_output(settle_us=10)) == 4
