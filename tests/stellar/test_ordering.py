@@ -151,3 +151,12 @@ def test_idle_gap_longer_than_the_timeout_moves_the_flow_safely(leaf):
     assert leaf.path_changes(CHANGE_GAP) == 1
     assert {d.port for d in out if d.psn >= 20} == {FAST_PORT}
     assert leaf.reorder_total() == 0
+
+
+def test_drain_move_is_reported_by_digest_when_enabled(leaf):
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1, report_path_changes=1)
+    _run(leaf)
+    reports = [dict((n, v) for n, _, v in d.fields) for d in leaf.sw.digests()
+               if d.name == "path_change_digest_t"]
+    assert [(r["l4_id"], r["old_port"], r["new_port"], r["reason"]) for r in reports] == \
+        [(QP, SLOW_PORT, FAST_PORT, CHANGE_DRAIN)]
