@@ -352,6 +352,8 @@ class Checker:
                 else:
                     raise self.err(f"header field '{n}' must be bit<W>, int<W> or bool, "
                                    f"not {type_name(t)}", tref)
+            if isinstance(t, (ir.TupleT, ir.IntT, ir.StringT, ir.MatchKindT, ir.ExternT)):
+                raise self.unsupported(f"fields of type {type_name(t)}", tref)
             fields.append(ir.Field(n, t, self.annotations(fannots)))
         return fields
 
@@ -652,6 +654,10 @@ class Checker:
     def make_vars(self, params: list[Param], p_trees: list[Tree]) -> list[ir.Var]:
         out = []
         for prm, tree in zip(params, p_trees):
+            if isinstance(prm.type, (ir.IntT, ir.StringT, ir.TupleT, ir.MatchKindT)):
+                raise self.unsupported(f"parameters of type {type_name(prm.type)}", tree)
+            if prm.default is not None:
+                raise self.unsupported("default parameter values", tree)
             out.append(ir.Var(prm.name, prm.type, "param", prm.direction, self.pos(tree),
                               self.annotations(tree.children[0])))
         return out
@@ -1321,6 +1327,8 @@ class Checker:
         t = self.resolve_type(tref)
         if isinstance(t, (ir.ExternT, ir.IntT, ir.StringT, ir.MatchKindT)):
             raise self.err(f"cannot declare a variable of type {type_name(t)}", tref)
+        if isinstance(t, ir.TupleT):
+            raise self.unsupported("variables of tuple type", tref)
         init = None
         if len(d.children) > 3:
             init = self.coerce(self.expr(d.children[3], scope, t), t, d.children[3])

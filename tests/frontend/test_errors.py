@@ -113,3 +113,46 @@ def test_wrong_block_kind_in_package(compile_src):
 def test_duplicate_declaration(compile_src):
     e = _err(compile_src, make_program(ingress_locals="bit<8> a; bit<16> a;"))
     assert "'a' is already declared" in e.message
+
+
+@pytest.mark.parametrize("decls,what", [
+    ("struct T2 { tuple<bit<8>, bit<8>> t; }\n", "fields of type tuple<bit<8>, bit<8>>"),
+    ("bit<8> f(in int x) { return 1; }\n", "parameters of type int"),
+    ("bit<8> f(in bit<8> x = 1) { return x; }\n", "default parameter values"),
+])
+def test_unsupported_types_in_declarations(compile_src, decls, what):
+    e = _err(compile_src, make_program(decls=decls), Unsupported)
+    assert what in e.message and e.pos.line == DECL_LINE
+
+
+def test_unsupported_tuple_variable(compile_src):
+    e = _err(compile_src, make_program(ingress_apply="tuple<bit<8>> t;"), Unsupported)
+    assert "variables of tuple type" in e.message
+
+
+def test_unsupported_abstract_instantiation(compile_src):
+    e = _err(compile_src, make_program(
+        decls="register<bit<8>>(1) r = { void run() { } };\n"), Unsupported)
+    assert "abstract method implementations" in e.message and e.pos.line == DECL_LINE
+
+
+def test_control_instantiated_in_a_parser_is_unsupported(compile_src):
+    src = make_program(decls="control Sub(inout m_t m) { apply { } }\n",
+                       parser_body="Sub() s;\nstate start { transition accept; }")
+    e = _err(compile_src, src, Unsupported)
+    assert "instantiating parser/control 'Sub' here" in e.message
+
+
+def test_return_in_an_inlined_control_is_unsupported(compile_src):
+    src = make_program(decls="control Sub(inout m_t m) { apply { if (m.x == 1) { return; } "
+                             "m.x = 2; } }\n",
+                       ingress_locals="Sub() s;", ingress_apply="s.apply(meta);")
+    e = _err(compile_src, src, Unsupported)
+    assert "'return' in the apply block" in e.message
+
+
+def test_sub_control_in_parameter_is_read_only(compile_src):
+    src = make_program(decls="control Sub(in m_t m) { apply { m.x = 2; } }\n",
+                       ingress_locals="Sub() s;", ingress_apply="s.apply(meta);")
+    e = _err(compile_src, src)
+    assert "read-only parameter 'm'" in e.message
