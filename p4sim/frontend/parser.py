@@ -38,6 +38,21 @@ def _build() -> tuple[Lark, Lexer]:
     return lark, Lexer(literals)
 
 
+_FRIENDLY = {"IDENTIFIER": "a name", "TYPE_IDENTIFIER": "a type name", "INTEGER": "an integer",
+             "STRING_LITERAL": "a string", "ANNOTATION": "an annotation", "TARGS_LT": "'<'",
+             "SHR_FIRST": "'>'"}
+
+
+def _expected_hint(expected, lexer: Lexer) -> str:
+    """" (expected ';' or ')')" when the parser expected only a few kinds of token."""
+    if not expected or len(expected) > 4:
+        return ""
+    by_name = {v: k for k, v in lexer.literals.items()}
+    shown = sorted({_FRIENDLY.get(e) or (f"'{by_name[e]}'" if e in by_name else e)
+                    for e in expected})
+    return " (expected " + " or ".join(shown) + ")"
+
+
 class ParsedText:
     """A parse tree plus what is needed to report positions in the original files."""
 
@@ -60,7 +75,8 @@ def parse_text(text: str, filename: str) -> ParsedText:
                 last = tokens[-1] if tokens else None
                 pos = linemap.pos(last.line, last.column) if last else linemap.pos(1, 1)
                 raise CompileError("syntax error: unexpected end of input", pos) from None
-            raise CompileError(f"syntax error: unexpected '{tok.value}'",
+            raise CompileError(f"syntax error: unexpected '{tok.value}'"
+                               + _expected_hint(exc.expected, lexer),
                                linemap.pos(tok.line, tok.column)) from None
         except UnexpectedInput as exc:  # pragma: no cover - other lark failures
             raise CompileError(f"syntax error: {exc}",
