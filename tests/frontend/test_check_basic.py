@@ -207,3 +207,45 @@ def test_value_named_like_a_type_is_still_a_value(build):
     assert isinstance(s[0].call, ir.HeaderCall) and s[0].call.target.var.name == "eth"
     assert isinstance(s[1].lhs, ir.Member) and s[1].lhs.base.var.name == "eth"
     assert isinstance(s[2].rhs, ir.Member)
+
+
+def test_annotations_everywhere_are_accepted_and_kept(build):
+    prog = build(decls="""
+@my_tag("x") typedef bit<8> tag_t;
+@hidden const bit<8> HC = 1;
+struct ann_t { @field_list(1, 2) bit<8> f; }
+@brief("a") @description("long text, with (parens)")
+action top_act(@my_param bit<8> v) { }
+""", ingress_locals="""
+@name("renamed") @id(0x10) table t {
+    @my_prop key = { meta.x : exact @name("mx"); }
+    actions = { @tableonly top_act; @defaultonly NoAction; }
+    @other default_action = NoAction();
+}
+@hidden register<bit<8>>(4) r;
+""", ingress_apply="@atomic { r.write(0, 1); } @unknown_thing t.apply();")
+    ing = prog.blocks["ingress"]
+    t = ing.tables["t"]
+    assert t.qualified_name == "I.renamed" and t.annotations["id"] == "0x10"
+    assert t.keys[0].name == "mx"
+    assert prog.actions["top_act"].annotations["description"] == "long text, with (parens)"
+    assert prog.actions["top_act"].params[0].annotations == {"my_param": ""}
+    assert prog.types["ann_t"].fields[0].annotations == {"field_list": "1, 2"}
+    assert isinstance(ing.apply.stmts[0], ir.Block)
+
+
+def test_explicit_type_arguments_and_nested_closing_angles(build):
+    prog = build(ingress_apply="""
+hash<bit<16>, bit<16>, tuple<bit<8>, bit<16>>, bit<32>>(meta.y, HashAlgorithm.crc16, 0,
+    { hdr.h.a, hdr.h.b }, 1024);
+if (meta.x < hdr.h.a && hdr.h.a > (meta.x >> 1)) { meta.x = meta.x >> 2; }""")
+    h, cond = stmts(prog)
+    assert h.call.type_args[2] == ir.TupleT([ir.BitT(8), ir.BitT(16)]) or \
+        [e for e in h.call.type_args[2].elems] == [ir.BitT(8), ir.BitT(16)]
+    assert h.call.args[2].type == ir.BitT(16) and h.call.args[4].type == ir.BitT(32)
+    assert cond.cond.op == "&&" and cond.cond.right.right.op == ">>"
+
+
+def test_syntax_error_lists_expected_tokens(build):
+    with pytest.raises(CompileError, match=r"unexpected '\}' \(expected "):
+        build(ingress_apply="meta.x = (meta.x + 1 };")
