@@ -1,7 +1,6 @@
 """Python classes generated for P4 headers, structs and header stacks.
 
-Each P4 composite type becomes a class with ``__slots__`` (fast attribute access, no per-object
-dict) and generated ``_copy`` / ``_set`` / ``_eq`` methods, so copying a packet's headers for a
+Each P4 composite type becomes a class with generated ``_copy`` / ``_set`` / ``_eq`` methods, so copying a packet's headers for a
 clone or assigning ``hdr.a = hdr.b`` is straight-line code instead of a reflective walk.
 """
 from __future__ import annotations
@@ -85,16 +84,20 @@ class ClassFactory:
             raise TypeError(f"not a composite type: {t}")
         return n
 
+    # Scalar fields are class attributes holding the zero value, so creating a header or
+    # struct does not touch its scalar fields at all (a packet's parsed representation is built
+    # for every packet; with dozens of headers and metadata fields that matters), and a write
+    # shadows the default in the instance dict.  ``_set`` therefore clears the dict before copying
+    # so a field the source never wrote reads as the default again.
+
     def _header(self, n: str, t: ir.HeaderT) -> None:
         lay = header_layout(t)
         attrs = [a for a, _, _, _ in lay]
-        L = [f"class {n}:", f"    __slots__ = {tuple(['_v'] + attrs)!r}", f"    WIDTH = {t.width}",
-             "    def __init__(self):", "        self._v = False"]
-        L += [f"        self.{a} = {'False' if b else '0'}" for a, _, _, b in lay]
-        L += ["    def _copy(self):", f"        n = _new({n})", "        n._v = self._v"]
-        L += [f"        n.{a} = self.{a}" for a in attrs]
-        L += ["        return n", "    def _set(self, o):", "        self._v = o._v"]
-        L += [f"        self.{a} = o.{a}" for a in attrs]
+        L = [f"class {n}:", f"    _FIELDS = {tuple(attrs)!r}", f"    _WIDTH = {t.width}", "    _v = False"]
+        L += [f"    {a} = {'False' if b else '0'}" for a, _, _, b in lay]
+        L += ["    def _copy(self):", f"        n = _new({n})", "        n.__dict__.update(self.__dict__)",
+              "        return n",
+              "    def _set(self, o):", "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
         L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
               "        return self._v == o._v" + "".join(f" and self.{a} == o.{a}" for a in attrs)]
         # _pack/_unpack: the header as one integer, first field in the most significant bits
@@ -109,18 +112,22 @@ class ClassFactory:
 
     def _struct(self, n: str, t: ir.StructT) -> None:
         attrs = [(pyattr(f.name), f.type) for f in t.fields]
-        L = [f"class {n}:", f"    __slots__ = {tuple(a for a, _ in attrs)!r}", "    def __init__(self):"]
-        for a, ft in attrs:
-            init = f"{self.names[id(ft)]}()" if is_composite(ft) else default_scalar(ft, self.error_default)
-            L.append(f"        self.{a} = {init}")
-        if not attrs:
-            L.append("        pass")
-        L += ["    def _copy(self):", f"        n = _new({n})"]
-        L += [f"        n.{a} = self.{a}._copy()" if is_composite(ft) else f"        n.{a} = self.{a}" for a, ft in attrs]
+        comp = [(a, ft) for a, ft in attrs if is_composite(ft)]
+        L = [f"class {n}:", f"    _FIELDS = {tuple(a for a, _ in attrs)!r}"]
+        L += [f"    {a} = {default_scalar(ft, self.error_default)}" for a, ft in attrs if not is_composite(ft)]
+        if comp:
+            L.append("    def __init__(self):")
+            L += [f"        self.{a} = {self.names[id(ft)]}()" for a, ft in comp]
+        L += ["    def _copy(self):", f"        n = _new({n})", "        n.__dict__.update(self.__dict__)"]
+        L += [f"        n.{a} = self.{a}._copy()" for a, _ in comp]
         L += ["        return n", "    def _set(self, o):"]
-        L += [f"        self.{a}._set(o.{a})" if is_composite(ft) else f"        self.{a} = o.{a}" for a, ft in attrs]
-        if not attrs:
-            L.append("        pass")
+        if comp:
+            L += ["        keep = (" + "".join(f"self.{a}, " for a, _ in comp) + ")",
+                  "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
+            L += [f"        self.{a} = keep[{i}]" for i, (a, _) in enumerate(comp)]
+            L += [f"        keep[{i}]._set(o.{a})" for i, (a, _) in enumerate(comp)]
+        else:
+            L += ["        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
         cmp = " and ".join(f"self.{a}._eq(o.{a})" if is_composite(ft) else f"self.{a} == o.{a}" for a, ft in attrs)
         L += ["    def _eq(self, o):", f"        return {cmp or 'True'}", ""]
         self.src.append("\n".join(L))
@@ -128,7 +135,7 @@ class ClassFactory:
     def _stack(self, n: str, t: ir.StackT) -> None:
         e = self.names[id(t.elem)]
         L = [f"class {n}:", "    __slots__ = ('e', 'n')", f"    SIZE = {t.size}",
-             "    def __init__(self):", f"        self.e = [{e}() for _ in range({t.size})]", "        self.n = 0",
+             "    def __init__(self):", f"        self.e = [{', '.join([e + '()'] * t.size)}]", "        self.n = 0",
              "    def _copy(self):", f"        c = _new({n})", "        c.e = [h._copy() for h in self.e]",
              "        c.n = self.n", "        return c",
              "    def _set(self, o):", "        for a, b in zip(self.e, o.e): a._set(b)", "        self.n = o.n",

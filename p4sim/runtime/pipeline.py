@@ -116,7 +116,7 @@ class Pipeline:
         self.M = ns[cls[id(pparams[1].type)]]
         self.SM = ns[cls[id(pparams[2].type)]]
         self.meta_type: ir.StructT = pparams[1].type
-        missing = [f for f in SM_FIELDS if f not in self.SM.__slots__]
+        missing = [f for f in SM_FIELDS if f not in self.SM._FIELDS]
         if missing:
             raise CompileError(f"standard_metadata_t lacks fields the runtime needs: {missing}")
         self.no_error = comp.err.get("NoError", 0)
