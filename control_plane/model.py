@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from .errors import FabricError, Problem
 from .reader import MappingReader, parse_subnet
@@ -193,6 +193,27 @@ class Fabric:
 
     def hosts_on(self, leaf: str) -> list[Host]:
         return sorted((h for h in self.hosts.values() if h.leaf == leaf), key=lambda h: h.port)
+
+    def without_links(self, pairs: Iterable[tuple[str, str]]) -> "Fabric":
+        """This fabric after the given links failed (each a pair of switch names, either order).
+
+        Both ports and the link disappear, so planning and rendering on the result give the
+        entries the controller must converge to.  Reachability is not re-checked: a failure may
+        partition leaves, and the plan then leaves the unreachable subnets unrouted.
+        """
+        dead: set[frozenset[str]] = set()
+        for a, b in pairs:
+            key = frozenset((a, b))
+            if not any(frozenset((l.leaf, l.spine)) == key for l in self.links):
+                raise ValueError(f"no link between {a} and {b} in fabric {self.name}")
+            dead.add(key)
+        links = tuple(l for l in self.links if frozenset((l.leaf, l.spine)) not in dead)
+        switches: dict[str, Switch] = {}
+        for name, switch in self.switches.items():
+            ports = {n: p for n, p in switch.ports.items()
+                     if p.peer_switch is None or frozenset((name, p.peer_switch)) not in dead}
+            switches[name] = replace(switch, ports=ports)
+        return replace(self, switches=switches, links=links)
 
     def link(self, leaf: str, spine: str) -> Optional[Link]:
         for candidate in self.links:

@@ -3,10 +3,10 @@
 This is the bridge between the placement (paths.py, abstract: flows on leaf-spine-leaf paths)
 and the table entries (render.py, concrete: P4Info names).  It decides per switch:
 
-* path sets (`routing.path_set`): a leaf has one per distinct uplink set towards other leaves,
-  one per attached host (a single member, the host port), and one per distinct job member set;
-  a spine has one per leaf (its downlink).  Ids are 1.. in that order, so adding a job never
-  renumbers the path sets that plain routing uses.
+* path sets (`routing.path_set`): a leaf has one per other leaf (id = that leaf's position in
+  name order, 1..), one per attached host (id 0x1000 + port) and one per distinct job member set
+  (ids from 0x2000); a spine has one per leaf (same numbering).  Stable ids keep the delta
+  small when a link fails or a job changes.
 * weights: the data plane has no weight field, so a weight is carried by repeating a member in
   the 8 slots (it biases ECMP hashing; the adaptive choice is by score and ignores repeats).
   Members with equal weight take one slot each.
@@ -109,28 +109,43 @@ def weighted_slots(weights: list[tuple[Member, float]], total_slots: int = MAX_P
     return tuple(slots)
 
 
+HOST_SET_BASE = 0x1000  # + host port: a host's one-member set
+JOB_SET_BASE = 0x2000  # + k: the job sets of a switch, in (job, destination leaf) order
+
+
 class _PathSetTable:
-    """Allocates ids for a switch's path sets, sharing one id per distinct member list."""
+    """A switch's path sets under stable ids.
+
+    Routing sets are numbered by destination leaf (its 1-based position in name order) and host
+    sets by port, so a failure or a job change alters members of existing ids instead of
+    renumbering everything: the controller's delta stays small.  Job sets with the same member
+    list share one id.
+    """
 
     def __init__(self, ecmp: bool):
         self.ecmp = ecmp
-        self.by_slots: dict[tuple[Member, ...], int] = {}
-        self.sets: list[PathSet] = []
+        self.sets: dict[int, PathSet] = {}
+        self.job_ids: dict[tuple[Member, ...], int] = {}
         self.purposes: dict[int, list[str]] = {}
 
-    def get(self, slots: tuple[Member, ...], purpose: str) -> int:
-        if slots in self.by_slots:
-            ident = self.by_slots[slots]
-            self.purposes[ident].append(purpose)
-            return ident
-        ident = len(self.sets) + 1
-        self.by_slots[slots] = ident
+    def fixed(self, ident: int, slots: tuple[Member, ...], purpose: str) -> int:
+        assert ident not in self.sets, f"path set id {ident} used twice"
+        self.sets[ident] = PathSet(ident, slots, self.ecmp, purpose)
         self.purposes[ident] = [purpose]
-        self.sets.append(PathSet(ident, slots, self.ecmp, purpose))
         return ident
 
+    def job(self, slots: tuple[Member, ...], purpose: str) -> int:
+        if slots in self.job_ids:
+            ident = self.job_ids[slots]
+            self.purposes[ident].append(purpose)
+            return ident
+        ident = JOB_SET_BASE + len(self.job_ids)
+        self.job_ids[slots] = ident
+        return self.fixed(ident, slots, purpose)
+
     def finished(self) -> list[PathSet]:
-        return [PathSet(p.id, p.slots, p.ecmp, "; ".join(self.purposes[p.id])) for p in self.sets]
+        return [PathSet(p.id, p.slots, p.ecmp, "; ".join(self.purposes[p.id]))
+                for _, p in sorted(self.sets.items())]
 
 
 def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, SwitchPlan]:
@@ -139,6 +154,7 @@ def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, S
     ecmp = fabric.dataplane.path_mode == "ecmp"
     plans: dict[str, SwitchPlan] = {}
     leaves = sorted(fabric.leaves, key=lambda s: s.name)
+    leaf_set_id = {leaf.name: i for i, leaf in enumerate(leaves, start=1)}
     link_capacity = {(link.leaf, link.spine): link.capacity_gbps for link in fabric.links}
     for switch in fabric.switches.values():
         table = _PathSetTable(ecmp)
@@ -147,22 +163,25 @@ def plan_fabric(fabric: Fabric, assignment: Optional[Assignment]) -> dict[str, S
             for leaf in leaves:
                 port = next((p for p in switch.uplinks if p.peer_switch == leaf.name), None)
                 if port is None:
-                    continue
-                ident = table.get((Member(port.number, leaf.name),), f"down to {leaf.name}")
+                    continue  # not wired (or failed): no route, so the leaves avoid this spine
+                ident = table.fixed(leaf_set_id[leaf.name], (Member(port.number, leaf.name),), f"down to {leaf.name}")
                 plan.routes.append(Route(leaf.subnet, ident, f"{leaf.name} subnet"))
         else:
             caps = {p.number: p.capacity_gbps for p in switch.uplinks}
             for other in leaves:
                 if other.name == switch.name:
                     continue
-                options = paths[(switch.name, other.name)]
+                options = paths.get((switch.name, other.name), ())
+                if not options:
+                    plan.notes.append(f"no path to {other.name}: its subnet is not routed")
+                    continue
                 # weight = the path's bottleneck capacity (equal links -> one slot each)
                 members = [(Member(p.up_port, p.spine), min(caps[p.up_port], link_capacity[(p.dst_leaf, p.spine)]))
                            for p in options]
-                ident = table.get(weighted_slots(members), f"to {other.name}")
+                ident = table.fixed(leaf_set_id[other.name], weighted_slots(members), f"to {other.name}")
                 plan.routes.append(Route(other.subnet, ident, f"{other.name} subnet"))
             for host in fabric.hosts_on(switch.name):
-                ident = table.get((Member(host.port, host.name),), f"host {host.name}")
+                ident = table.fixed(HOST_SET_BASE + host.port, (Member(host.port, host.name),), f"host {host.name}")
                 plan.routes.append(Route(ipaddress.IPv4Network(f"{host.ip}/32"), ident, f"host {host.name}"))
             if assignment is not None and fabric.dataplane.reservations:
                 _reservations(fabric, assignment, switch, table, plan)
@@ -190,7 +209,7 @@ def _reservations(fabric: Fabric, assignment: Assignment, leaf: Switch, table: _
     for (job, dst_leaf) in sorted(per_pair, key=lambda k: (job_order[k[0]], k[1])):
         spines = per_pair[(job, dst_leaf)]
         members = [(Member(spine_port[s], s), spines[s]) for s in sorted(spines)]
-        pair_set[(job, dst_leaf)] = table.get(weighted_slots(members), f"job {job} to {dst_leaf}")
+        pair_set[(job, dst_leaf)] = table.job(weighted_slots(members), f"job {job} to {dst_leaf}")
     taken: dict[tuple[str, str], str] = {}
     for (job, src, dst_leaf) in sorted(keys, key=lambda k: (job_order[k[0]], fabric.hosts[k[1]].port, k[2])):
         host = fabric.hosts[src]

@@ -62,7 +62,7 @@ def test_analyze_scheduler_explains_the_placement() -> None:
     assert "job moe: AlltoAll, 8 GPUs, 40 Gbps per GPU" in out
     assert "placement: isolated; spines given: spine1; spines used: spine1" in out
     assert "ECMP hashing expected" in out and "why:" in out
-    assert "leaf1 -> leaf2" in out and "#6 [ports 9]" in out
+    assert "leaf1 -> leaf2" in out and "#8192 [ports 9]" in out
 
 
 def test_analyze_scheduler_shows_sharing_when_isolation_fails(tmp_path: Path) -> None:

@@ -34,8 +34,9 @@ def test_lab_plan_shape() -> None:
     assert [(p.id, [m.port for m in p.slots]) for p in spine.path_sets] == [(1, [1]), (2, [2]), (3, [3]), (4, [4])]
     assert [str(r.prefix) for r in spine.routes] == ["10.0.1.0/24", "10.0.2.0/24", "10.0.3.0/24", "10.0.4.0/24"]
     leaf = plans["leaf1"]
-    uplinks = leaf.path_set(1)
-    assert [m.port for m in uplinks.slots] == [9, 10] and uplinks.purpose.startswith("to leaf2")
+    uplinks = leaf.path_set(2)  # towards leaf2: id = leaf2's position in name order
+    assert [m.port for m in uplinks.slots] == [9, 10] and uplinks.purpose == "to leaf2"
+    assert [p.id for p in leaf.path_sets] == [2, 3, 4, 0x1001, 0x1002, 0x1003, 0x1004, 0x2000, 0x2001]
     assert len(leaf.routes) == 3 + 4  # three remote leaf subnets, four local /32s
     assert {r.job for r in leaf.reservations} == {"moe", "dense"}
     moe = {r.path_set for r in leaf.reservations if r.job == "moe"}
@@ -62,7 +63,7 @@ def test_no_assignment_means_no_reservations() -> None:
     lab = load_fabric(FABRICS / "lab.yaml")
     plans = plan_fabric(lab, None)
     assert all(not p.reservations for p in plans.values())
-    assert all(len(p.path_sets) == 5 for name, p in plans.items() if name.startswith("leaf"))
+    assert all(len(p.path_sets) == 3 + 4 for name, p in plans.items() if name.startswith("leaf"))
 
 
 def test_faster_spine_gets_more_slots_in_the_default_path_set() -> None:
@@ -72,7 +73,7 @@ def test_faster_spine_gets_more_slots_in_the_default_path_set() -> None:
     text = re.sub(r'(\d+): \{peer: "(leaf\d):10"\}', r'\1: {peer: "\2:10", capacity_gbps: 200}', text)
     text = re.sub(r'10: \{peer: "(spine2:\d)"\}', r'10: {peer: "\1", capacity_gbps: 200}', text)
     fabric = load_fabric_text(text, "fast-spine2.yaml")
-    uplinks = plan_fabric(fabric, None)["leaf1"].path_set(1)
+    uplinks = plan_fabric(fabric, None)["leaf1"].path_set(2)
     weights = uplinks.weights
     assert set(weights) == {9, 10}
     assert weights[10] > weights[9] and len(uplinks.slots) == 8

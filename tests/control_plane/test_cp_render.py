@@ -317,3 +317,44 @@ def test_entry_identity_ignores_text_form_and_detects_duplicates(lab: Fabric) ->
     assert render.entry_identity(a) != render.entry_identity(c)
     with pytest.raises(RenderError, match="duplicates entry"):
         render._check("leafX", [a, b], [], [], {})
+
+
+# ---------------------------------------------------------------------------------------------
+# a failed link: what the controller has to change
+# ---------------------------------------------------------------------------------------------
+def _state(doc: dict[str, Any]) -> dict[tuple, tuple]:
+    return {render.entry_identity(e): (e["action"], json.dumps(e.get("params", {}), sort_keys=True))
+            for e in doc["entries"]}
+
+
+def test_failed_link_delta_is_small_and_avoids_the_link(lab: Fabric, lab_render) -> None:
+    failed = lab.without_links([("spine1", "leaf1")])
+    after = render_fabric(failed)
+    changed: dict[str, set[str]] = {}
+    for name, doc in after.documents.items():
+        old, new = _state(lab_render.documents[name]), _state(doc)
+        diff = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        changed[name] = {k[0] for k in diff}
+    # leaves only re-point path sets and job reservations; their routes keep their path-set ids
+    for leaf in ("leaf1", "leaf2", "leaf3", "leaf4"):
+        assert changed[leaf] <= {"StellarIngress.routing.path_set", "StellarIngress.routing.reservation",
+                                 "StellarIngress.elephant.hint", "StellarEgress.ecn.config",
+                                 "StellarEgress.rewrite.port_mac"}, (leaf, changed[leaf])
+    assert "StellarIngress.routing.lpm" not in changed["leaf2"]
+    assert changed["spine2"] == set()  # nothing about spine2 changed
+    assert "StellarIngress.routing.lpm" in changed["spine1"]  # it lost its route to leaf1
+    # no surviving entry sends anything over the dead link, in either direction
+    tables = {name: Tables(doc) for name, doc in after.documents.items()}
+    for src in lab.hosts:
+        for dst in lab.hosts:
+            if src != dst:
+                ends, spines = walk(failed, tables, src, dst)
+                assert ends == {dst}
+                if "leaf1" in (lab.hosts[src].leaf, lab.hosts[dst].leaf) and lab.hosts[src].leaf != lab.hosts[dst].leaf:
+                    assert spines == {"spine2"}, (src, dst, spines)
+    assert after.assignment is not None and not after.assignment.isolated  # moe lost its spine
+
+
+def test_without_links_rejects_a_link_that_does_not_exist(lab: Fabric) -> None:
+    with pytest.raises(ValueError, match="no link between leaf1 and leaf2"):
+        lab.without_links([("leaf1", "leaf2")])
