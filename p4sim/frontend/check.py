@@ -408,7 +408,9 @@ class Checker:
 
     def decl_newtype_decl(self, d: Tree) -> None:
         # ``type T X;`` is treated like a typedef: p4sim does not keep the distinct type.
-        _a, tref, name = d.children
+        annots, tref, name = d.children
+        if "p4runtime_translation" in self.annotations(annots):
+            raise self.unsupported("@p4runtime_translation (P4Runtime type translation)", d)
         self._declare_type(name, self.resolve_type(tref))
 
     def decl_error_decl(self, d: Tree) -> None:

@@ -39,6 +39,8 @@ def test_error_in_included_file_points_into_that_file(compile_src, tmp_path):
     ("bit<8> ident<T>(in bit<8> x) { return x; }\n", "generic functions", 13),
     ("extern Foo { void bar(); }\n", "extern declarations in user programs", 1),
     ("struct G<T> { T f; }\n", "generic struct declarations", 9),
+    ('@p4runtime_translation("p4.org/port", 32) type bit<9> pid_t;\n',
+     "@p4runtime_translation", 1),
 ])
 def test_unsupported_declarations(compile_src, decls, what, col):
     e = _err(compile_src, make_program(decls=decls), Unsupported)
