@@ -5,6 +5,12 @@ Offline commands (no switch needed):
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
   stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs)
 
+Commands that talk to the switches over P4Runtime (control_plane/ops.py):
+  stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
+  stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
+  stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
+  stellarctl fail-link FABRIC A B            port_down on both ends + path sets without the link
+
 Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
 """
 from __future__ import annotations
@@ -172,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=float, default=1.0,
                    help="highest link utilisation an isolated placement may reach (default 1.0)")
     p.set_defaults(func=cmd_analyze_scheduler)
+    from .ops import add_commands  # diff, push, stats, fail-link (P4Runtime; grpc loaded only here)
+    add_commands(sub)
     return parser
 
 

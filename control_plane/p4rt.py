@@ -397,6 +397,7 @@ class Diff:
     written: int = 0  # updates the switch acknowledged
     batches: int = 0  # Write RPCs sent
     dry_run: bool = False
+    last_ack: Optional[float] = None  # time.perf_counter() when the last write was acknowledged
 
     @property
     def total(self) -> int:
@@ -498,8 +499,21 @@ class SwitchSession:
         self._connected = False
 
     # -- connection ---------------------------------------------------------------------------
-    def connect(self) -> "SwitchSession":
-        """Open the stream and arbitrate; fail unless this client becomes primary."""
+    def connect(self, read_only: bool = False) -> "SwitchSession":
+        """Open the stream and arbitrate; fail unless this client becomes primary.
+
+        `read_only`: no stream and no arbitration (P4Runtime Reads need neither), so reading
+        counters never competes with the controller that is primary.
+        """
+        if read_only:
+            try:
+                grpc.channel_ready_future(self.client.channel).result(timeout=self.timeout)
+            except grpc.FutureTimeoutError:
+                self.client.close()
+                raise P4RuntimePushError(f"switch {self.name}: cannot connect to {self.address} "
+                                         f"within {self.timeout:g}s") from None
+            self._connected = True
+            return self
         try:
             answer = self.client.connect(timeout=self.timeout)
         except (grpc.FutureTimeoutError, grpc.RpcError, ConnectionError) as exc:
@@ -736,6 +750,8 @@ class SwitchSession:
             if diff is not None:
                 diff.written += acked
                 diff.batches += 1
+                if acked:
+                    diff.last_ack = time.perf_counter()
         return errors
 
     def reconcile(self, document: Mapping[str, Any], dry_run: bool = False,

@@ -1,0 +1,465 @@
+"""Operations on a running fabric over P4Runtime: diff, push, stats, fail-link (`stellarctl`).
+
+Each operation is a plain function (tests and the demo call them directly) plus a `cmd_*`
+handler that `control_plane.cli` registers through `add_commands`.  Switch addresses and
+device ids come from the fabric YAML (`p4runtime`, `device_id`); `addresses` overrides them.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, TextIO
+
+from .errors import FabricError
+from .model import Fabric, Link, load_fabric
+from .p4rt import (FabricPush, P4RuntimePushError, ProgramFiles, ReconcileError, SwitchSession, push_fabric)
+from .render import RenderError, render_fabric
+
+REPO = Path(__file__).resolve().parent.parent
+STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
+STELLAR_INCLUDE = REPO / "p4src"
+
+# Tables whose entries follow the fabric's topology: what fail-link recomputes without the link.
+ROUTING_TABLES = frozenset({
+    "StellarIngress.routing.lpm", "StellarIngress.routing.path_set",
+    "StellarIngress.routing.reservation", "StellarIngress.elephant.hint",
+})
+PATH_CHANGE_REASONS = ("new", "gap", "drain", "failover", "membership")
+DROP_REASONS = {1: "malformed", 2: "bad_checksum", 3: "ttl_expired", 4: "no_route", 5: "no_path_set",
+                6: "no_live_member", 7: "tenant_red", 8: "not_ipv4"}
+MALFORMED_KINDS = {1: "truncated_ethernet", 2: "truncated_ipv4", 3: "ipv4_version", 4: "ipv4_ihl",
+                   5: "truncated_udp", 6: "truncated_tcp", 7: "truncated_bth", 8: "ipv4_options", 9: "parser_error"}
+CLASS_NAMES = ("background", "elastic", "critical", "control")
+QUEUES_PER_PORT = 8  # tx_queue index = port * 8 + queue (CONTRACT.md §5)
+
+
+# ---------------------------------------------------------------------------------------------
+# diff / push
+# ---------------------------------------------------------------------------------------------
+def render_documents(fabric: Fabric) -> dict[str, dict[str, Any]]:
+    return render_fabric(fabric).documents
+
+
+def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
+                addresses: Optional[Mapping[str, str]] = None, progress: Optional[TextIO] = None,
+                documents: Optional[Mapping[str, dict[str, Any]]] = None) -> FabricPush:
+    """What a push would change on each switch (a dry-run reconcile; nothing is written)."""
+    docs = documents if documents is not None else render_documents(fabric)
+    return push_fabric(fabric, docs, program, addresses, dry_run=True, switches=switches, progress=progress,
+                       label="diff")
+
+
+def format_push(push: FabricPush, verbose: bool = False, limit: int = 50) -> str:
+    """One line per switch (+ its changes when `verbose` or a dry run), then a total."""
+    lines = []
+    for name, r in push.results.items():
+        if r.diff is None:
+            lines.append(f"{name:>10}  {r.address:<21}  ERROR  {r.error}")
+            continue
+        d = r.diff
+        pipe = ("pipeline would be pushed" if push.dry_run else "pipeline pushed") if r.pipeline_pushed else ""
+        if push.dry_run:
+            state = "in sync" if d.empty and not r.pipeline_pushed else f"differs {d.summary()}"
+            lines.append(f"{name:>10}  {r.address:<21}  {state}  {pipe}".rstrip())
+        else:
+            lines.append(f"{name:>10}  {r.address:<21}  {d.summary():<14} {d.written:5d} writes in "
+                         f"{d.batches} batches  {r.seconds * 1000:7.1f} ms  {pipe}".rstrip())
+        if verbose or push.dry_run:
+            shown = d.lines()
+            lines.extend(f"              {line}" for line in shown[:limit])
+            if len(shown) > limit:
+                lines.append(f"              ... {len(shown) - limit} more")
+        if r.error:
+            lines.append(f"            ERROR {r.error}")
+    failed = sum(1 for r in push.results.values() if not r.ok)
+    if push.dry_run:
+        differ = sum(1 for r in push.results.values() if r.diff is not None and (not r.diff.empty or r.pipeline_pushed))
+        lines.append(f"{len(push.results)} switches: {differ} differ, {failed} unreachable or failed")
+    else:
+        lines.append(f"{len(push.results)} switches: {push.written} writes in {push.seconds:.2f}s"
+                     + (f"; {failed} FAILED" if failed else "; all in sync"))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# stats
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SwitchStats:
+    """Counters of one switch (CONTRACT.md §5), keyed by port / reason; (packets, bytes) pairs."""
+
+    switch: str
+    rx: dict[int, tuple[int, int]] = field(default_factory=dict)
+    tx: dict[int, tuple[int, int]] = field(default_factory=dict)
+    tx_queue: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    ecn_marks: dict[int, int] = field(default_factory=dict)
+    reorder: dict[int, int] = field(default_factory=dict)
+    path_changes: dict[str, int] = field(default_factory=dict)
+    elephants: dict[str, int] = field(default_factory=dict)
+    drops: dict[str, int] = field(default_factory=dict)
+    malformed: dict[str, int] = field(default_factory=dict)
+    class_rx: dict[str, int] = field(default_factory=dict)
+    tenant_yellow: dict[int, int] = field(default_factory=dict)
+    tenant_red: dict[int, int] = field(default_factory=dict)
+    reorder_total: Optional[int] = None
+    error: Optional[str] = None
+
+
+def read_switch_stats(session: SwitchSession, ports: list[int], tenants: int = 0) -> SwitchStats:
+    """Read the telemetry counters for `ports` (and tenants 1..`tenants`) from one switch."""
+    stats = SwitchStats(session.name)
+    queue_cells = [p * QUEUES_PER_PORT + q for p in ports for q in range(QUEUES_PER_PORT)]
+    tenant_ids = list(range(1, tenants + 1))
+    read = session.read_counters(
+        ["StellarIngress.telemetry.rx_port", "StellarEgress.telemetry.tx_port", "StellarEgress.telemetry.tx_queue",
+         "StellarEgress.ecn.marks", "StellarEgress.reorder.events", "StellarIngress.flowlet.path_changes",
+         "StellarIngress.elephant.detections", "StellarIngress.telemetry.drops", "StellarIngress.telemetry.malformed",
+         "StellarIngress.telemetry.class_rx", "StellarIngress.qos.tenant_yellow", "StellarIngress.qos.tenant_red"],
+        {"StellarIngress.telemetry.rx_port": ports, "StellarEgress.telemetry.tx_port": ports,
+         "StellarEgress.telemetry.tx_queue": queue_cells, "StellarEgress.ecn.marks": ports,
+         "StellarEgress.reorder.events": ports, "StellarIngress.qos.tenant_yellow": tenant_ids,
+         "StellarIngress.qos.tenant_red": tenant_ids})
+    stats.rx = read["StellarIngress.telemetry.rx_port"]
+    stats.tx = read["StellarEgress.telemetry.tx_port"]
+    stats.tx_queue = {divmod(i, QUEUES_PER_PORT): v for i, v in read["StellarEgress.telemetry.tx_queue"].items()}
+    stats.ecn_marks = {p: v[0] for p, v in read["StellarEgress.ecn.marks"].items()}
+    stats.reorder = {p: v[0] for p, v in read["StellarEgress.reorder.events"].items()}
+    pc = read["StellarIngress.flowlet.path_changes"]
+    stats.path_changes = {r: pc.get(i, (0, 0))[0] for i, r in enumerate(PATH_CHANGE_REASONS)}
+    det = read["StellarIngress.elephant.detections"]
+    stats.elephants = {"sketch": det.get(0, (0, 0))[0], "hint": det.get(1, (0, 0))[0]}
+    stats.drops = {name: read["StellarIngress.telemetry.drops"].get(i, (0, 0))[0] for i, name in DROP_REASONS.items()}
+    stats.malformed = {name: read["StellarIngress.telemetry.malformed"].get(i, (0, 0))[0]
+                       for i, name in MALFORMED_KINDS.items()}
+    stats.class_rx = {name: read["StellarIngress.telemetry.class_rx"].get(i, (0, 0))[0]
+                      for i, name in enumerate(CLASS_NAMES)}
+    stats.tenant_yellow = {t: v[0] for t, v in read["StellarIngress.qos.tenant_yellow"].items()}
+    stats.tenant_red = {t: v[0] for t, v in read["StellarIngress.qos.tenant_red"].items()}
+    try:
+        stats.reorder_total = session.read_registers(["StellarEgress.reorder.total"], [0])[
+            "StellarEgress.reorder.total"][0]
+    except (KeyError, P4RuntimePushError):
+        stats.reorder_total = None  # a program without the register: the per-port counter still says
+    return stats
+
+
+def collect_stats(fabric: Fabric, switches: Optional[list[str]] = None,
+                  addresses: Optional[Mapping[str, str]] = None, election_id: tuple[int, int] = (0, 1),
+                  timeout: float = 10.0) -> dict[str, SwitchStats]:
+    """Counters of every (or the named) switch, read concurrently.  Reads need no arbitration,
+    so this works beside a primary controller."""
+    names = switches or list(fabric.switches)
+
+    def one(name: str) -> SwitchStats:
+        sw = fabric.switches[name]
+        session = SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
+                                name=name, timeout=timeout)
+        try:
+            session.connect(read_only=True)
+            return read_switch_stats(session, sorted(sw.ports), len(fabric.tenants))
+        except (P4RuntimePushError, KeyError) as exc:
+            return SwitchStats(name, error=str(exc))
+        finally:
+            session.close()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(names)))) as pool:
+        return dict(zip(names, pool.map(one, names)))
+
+
+def _nonzero(values: Mapping[Any, int]) -> str:
+    shown = [f"{k} {v}" for k, v in values.items() if v]
+    return ", ".join(shown) if shown else "none"
+
+
+def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats]) -> str:
+    lines = []
+    for name, s in stats.items():
+        sw = fabric.switches[name]
+        lines.append(f"{name} ({sw.role}, device {sw.device_id}, {sw.p4runtime})")
+        if s.error:
+            lines.append(f"  ERROR {s.error}")
+            continue
+        lines.append("  port  peer              rx pkts      rx bytes    tx pkts      tx bytes  ecn marks  reorder")
+        for number, port in sorted(sw.ports.items()):
+            peer = port.host if port.host else f"{port.peer_switch}:{port.peer_port}"
+            rx, tx = s.rx.get(number, (0, 0)), s.tx.get(number, (0, 0))
+            lines.append(f"  {number:<5} {peer:<14} {rx[0]:10d} {rx[1]:13d} {tx[0]:10d} {tx[1]:13d} "
+                         f"{s.ecn_marks.get(number, 0):10d} {s.reorder.get(number, 0):8d}")
+        queues = [f"{p}/q{q} {v[0]}" for (p, q), v in sorted(s.tx_queue.items()) if v[0]]
+        lines.append(f"  tx per queue (port/queue packets): {', '.join(queues) if queues else 'none'}")
+        lines.append(f"  path changes: {_nonzero(s.path_changes)}")
+        lines.append(f"  elephant detections: {_nonzero(s.elephants)}")
+        lines.append(f"  reorder events: {sum(s.reorder.values())}"
+                     + (f" (register total {s.reorder_total})" if s.reorder_total is not None else ""))
+        lines.append(f"  drops: {_nonzero(s.drops)}")
+        lines.append(f"  malformed: {_nonzero(s.malformed)}")
+        lines.append(f"  rx by class: {_nonzero(s.class_rx)}")
+        tenants = list(fabric.tenants)
+        policed = {f"{tenants[t - 1] if t <= len(tenants) else t} yellow": v for t, v in s.tenant_yellow.items()}
+        policed.update({f"{tenants[t - 1] if t <= len(tenants) else t} red": v for t, v in s.tenant_red.items()})
+        lines.append(f"  tenant policing: {_nonzero(policed)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# fail-link
+# ---------------------------------------------------------------------------------------------
+def find_link(fabric: Fabric, a: str, b: str) -> Link:
+    """The leaf-spine link between switches `a` and `b` (either order); ValueError if none."""
+    for name in (a, b):
+        if name not in fabric.switches:
+            raise ValueError(f"{fabric.source}: no switch named {name!r} (switches: {', '.join(fabric.switches)})")
+    for link in fabric.links:
+        if {link.leaf, link.spine} == {a, b}:
+            return link
+    raise ValueError(f"{fabric.source}: no link between {a} and {b}")
+
+
+def fabric_without_link(fabric: Fabric, link: Link) -> Fabric:
+    """The fabric as it is after `link` failed: the link and both of its ports are gone."""
+    switches = dict(fabric.switches)
+    for name, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
+        sw = switches[name]
+        switches[name] = dataclasses.replace(sw, ports={n: p for n, p in sw.ports.items() if n != port})
+    return dataclasses.replace(fabric, switches=switches, links=tuple(x for x in fabric.links if x != link))
+
+
+def failover_documents(fabric: Fabric, link: Link,
+                       base: Optional[Mapping[str, dict[str, Any]]] = None) -> dict[str, dict[str, Any]]:
+    """Each switch's document after `link` failed: routing entries (routes, path sets,
+    reservations, hints) computed without the link, everything else as before, and `port_down`
+    = 1 on the link's two ports."""
+    before = base if base is not None else render_documents(fabric)
+    after = render_documents(fabric_without_link(fabric, link))
+    down = {(link.leaf, link.leaf_port), (link.spine, link.spine_port)}
+    docs = {}
+    for name, doc in before.items():
+        entries = [e for e in doc["entries"] if e["table"] not in ROUTING_TABLES]
+        entries += [e for e in after[name]["entries"] if e["table"] in ROUTING_TABLES]
+        registers = [dict(r, value=1, comment=f"port {r['index']} down (link failed)")
+                     if r["name"] == "port_down" and (name, r["index"]) in down else r for r in doc["registers"]]
+        for sw_name, port in sorted(down):
+            if sw_name == name and not any(r["name"] == "port_down" and r["index"] == port for r in registers):
+                registers.append({"name": "port_down", "index": port, "value": 1, "comment": "link failed"})
+        docs[name] = {**doc, "entries": entries, "registers": registers, "path_sets": after[name]["path_sets"]}
+    return docs
+
+
+@dataclass
+class FailLinkReport:
+    link: Link
+    port_down_ms: float  # command start -> both port_down writes acknowledged
+    last_ack_ms: float  # command start -> last write of the re-push acknowledged
+    push: FabricPush
+
+    def text(self) -> str:
+        lk = self.link
+        lines = [f"fail-link {lk.leaf}:{lk.leaf_port} <-> {lk.spine}:{lk.spine_port}",
+                 f"  port_down set on {lk.leaf} port {lk.leaf_port} and {lk.spine} port {lk.spine_port}: "
+                 f"acknowledged {self.port_down_ms:.1f} ms after the command"]
+        for name, r in self.push.results.items():
+            if r.error:
+                lines.append(f"  {name}: ERROR {r.error}")
+            elif r.diff is not None and not r.diff.empty:
+                lines.append(f"  {name}: {r.diff.summary()} ({r.diff.written} writes)")
+                lines.extend(f"      {line}" for line in r.diff.lines()[:20])
+        lines.append(f"  path sets re-pushed: {self.push.written} writes; last write acknowledged "
+                     f"{self.last_ack_ms:.1f} ms after the command")
+        return "\n".join(lines) + "\n"
+
+
+def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, str]] = None,
+              started: Optional[float] = None, progress: Optional[TextIO] = None,
+              election_id: tuple[int, int] = (0, 1)) -> FailLinkReport:
+    """Mark the link's ports down on both ends (the data plane skips them at once), then
+    reconcile every switch to path sets computed without the link.
+
+    `started` is the `time.perf_counter()` the command began at (now if None): the report's
+    times run from there to the acknowledgements, which is what an operator waits for.
+    """
+    t0 = time.perf_counter() if started is None else started
+    link = find_link(fabric, a, b)
+    ends = [(link.leaf, link.leaf_port), (link.spine, link.spine_port)]
+
+    def mark_down(end: tuple[str, int]) -> float:
+        name, port = end
+        sw = fabric.switches[name]
+        with SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
+                           name=name) as session:
+            session.write_registers([("port_down", port, 1)])
+        return time.perf_counter()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        acks = list(pool.map(mark_down, ends))
+    port_down_at = max(acks)
+    docs = failover_documents(fabric, link)
+    push = push_fabric(fabric, docs, None, addresses, progress=progress, label="fail-link",
+                       election_id=election_id)
+    last = max([port_down_at] + [r.diff.last_ack for r in push.results.values()
+                                 if r.diff is not None and r.diff.last_ack is not None])
+    return FailLinkReport(link, (port_down_at - t0) * 1000, (last - t0) * 1000, push)
+
+
+# ---------------------------------------------------------------------------------------------
+# stellarctl subcommands
+# ---------------------------------------------------------------------------------------------
+def _load(path: str, err: TextIO) -> Optional[Fabric]:
+    try:
+        return load_fabric(path)
+    except FabricError as exc:
+        print(f"error: {exc}", file=err)
+        return None
+
+
+def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> bool:
+    unknown = [n for n in names or [] if n not in fabric.switches]
+    if unknown:
+        print(f"error: {fabric.source}: no switch named {', '.join(unknown)} (switches: {', '.join(fabric.switches)})",
+              file=err)
+        return False
+    return True
+
+
+def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[bool, Optional[ProgramFiles]]:
+    """(ok, program) from --program-json/--p4info, or by compiling --p4 when `required`."""
+    if bool(args.program_json) != bool(args.p4info):
+        print("error: --program-json and --p4info go together", file=err)
+        return False, None
+    try:
+        if args.program_json:
+            return True, ProgramFiles.load(args.program_json, args.p4info)
+        if required or args.p4:
+            source = Path(args.p4) if args.p4 else STELLAR_P4
+            includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
+            return True, ProgramFiles.compile(source, includes)
+    except OSError as exc:
+        print(f"error: {exc}", file=err)
+        return False, None
+    except Exception as exc:  # noqa: BLE001 - CompileError (file:line:col) or a bad P4Info file
+        print(f"error: {type(exc).__name__}: {exc}", file=err)
+        return False, None
+    return True, None
+
+
+def _render(fabric: Fabric, err: TextIO) -> Optional[dict[str, dict[str, Any]]]:
+    try:
+        return render_documents(fabric)
+    except RenderError as exc:
+        print(f"error: {exc}", file=err)
+        return None
+
+
+def _election(args: argparse.Namespace) -> tuple[int, int]:
+    return (0, args.election_id)
+
+
+def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fabric = _load(args.fabric, err)
+    if fabric is None or not _check_switches(fabric, args.switch, err):
+        return 1
+    ok, program = _program(args, err, required=False)
+    docs = _render(fabric, err) if ok else None
+    if docs is None:
+        return 1
+    push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
+                       election_id=_election(args))
+    out.write(format_push(push))
+    return 0 if push.in_sync and not any(r.pipeline_pushed for r in push.results.values()) else 1
+
+
+def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fabric = _load(args.fabric, err)
+    if fabric is None or not _check_switches(fabric, args.switch, err):
+        return 1
+    ok, program = _program(args, err, required=not args.no_pipeline)
+    docs = _render(fabric, err) if ok else None
+    if docs is None:
+        return 1
+    push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
+                       progress=err if not args.quiet else None, election_id=_election(args),
+                       batch_size=args.batch_size)
+    out.write(format_push(push, verbose=args.verbose))
+    return 0 if push.ok else 1
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fabric = _load(args.fabric, err)
+    if fabric is None or not _check_switches(fabric, args.switch, err):
+        return 1
+    stats = collect_stats(fabric, args.switch, election_id=_election(args))
+    out.write(format_stats(fabric, stats))
+    return 0 if all(s.error is None for s in stats.values()) else 1
+
+
+def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    started = time.perf_counter()
+    fabric = _load(args.fabric, err)
+    if fabric is None:
+        return 1
+    try:
+        report = fail_link(fabric, args.a, args.b, started=started, progress=None, election_id=_election(args))
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except (P4RuntimePushError, ReconcileError) as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except RenderError as exc:
+        print(f"error: rendering without the link: {exc}", file=err)
+        return 1
+    out.write(report.text())
+    return 0 if report.push.ok else 1
+
+
+def _program_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--program-json", help="device config (p4c-bm2-ss or p4sim compile output)")
+    p.add_argument("--p4info", help="P4Info file that goes with --program-json")
+    p.add_argument("--p4", help=f"P4 source to compile with p4sim (default {STELLAR_P4.relative_to(REPO)})")
+    p.add_argument("-I", "--include", action="append", help="include dir for --p4 (default p4src)")
+
+
+def add_commands(sub: Any) -> None:
+    """Register diff, push, stats and fail-link on stellarctl's subparsers."""
+    p = sub.add_parser("diff", help="what a push would change on each switch (exit 1 if not in sync)")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("--switch", action="append", help="only this switch (repeatable)")
+    _program_options(p)
+    p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("push", help="reconcile every switch with the rendered entries over P4Runtime")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("--switch", action="append", help="only this switch (repeatable)")
+    _program_options(p)
+    p.add_argument("--no-pipeline", action="store_true", help="do not push a pipeline; use the switch's P4Info")
+    p.add_argument("--concurrency", type=int, default=16, help="switches configured at once (default 16)")
+    p.add_argument("--batch-size", type=int, default=256, help="updates per Write request (default 256)")
+    p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every change written")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser("stats", help="per-port, per-queue and per-reason counters of the switches")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("--switch", action="append", help="only this switch (repeatable)")
+    p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("fail-link", help="mark a link down on both ends and re-push path sets without it")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("a", help="switch at one end")
+    p.add_argument("b", help="switch at the other end")
+    p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.set_defaults(func=cmd_fail_link)
+
+
+def main(argv: Optional[list[str]] = None) -> int:  # pragma: no cover - for `python -m control_plane.ops`
+    parser = argparse.ArgumentParser(prog="stellar-ops")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args, sys.stdout, sys.stderr)
