@@ -88,3 +88,39 @@ def test_p4runtime_shell_programs_p4sim_and_the_entry_forwards(switch, l3_build)
     finally:
         sh.teardown()
     assert switch.proc.poll() is None, switch.log()
+
+
+@pytest.fixture(scope="module")
+def basic_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("basic")
+    return compile_program(REPO / "ptf_tests/p4/ptf_basic.p4", out)
+
+
+def test_p4runtime_shell_packet_out_packet_in_and_counters(switch, basic_build):
+    json_path, p4info_path = basic_build
+    sh.setup(device_id=1, grpc_addr=switch.grpc_addr, election_id=(0, 1),
+             config=sh.FwdPipeConfig(str(p4info_path), str(json_path)), verbose=False)
+    peer = nn_peer(switch.ipc_addr)
+    try:
+        frame = bytes(Ether(dst="00:00:00:00:00:02") / IP(dst="1.2.3.4") / UDP() / (b"s" * 20))
+        sh.PacketOut(frame, egress_port="3", _pad="0").send()
+        msg = peer.recv()
+        assert struct.unpack_from("<iii", msg) == (4, 3, len(frame)) and msg[12:] == frame
+
+        te = sh.TableEntry("BasicIngress.acl")(action="BasicIngress.punt")
+        te.match["hdr.ipv4.protocol"] = "17&&&0xff"
+        te.priority = 10
+        te.insert()
+        sniffer = sh.PacketIn()
+        peer.send(struct.pack("<iii", 3, 2, len(frame)) + frame)
+        [pin] = list(sniffer.sniff(timeout=2))
+        assert pin.packet.payload == frame
+        assert [int.from_bytes(m.value, "big") for m in pin.packet.metadata] == [2, 0]
+
+        ce = sh.CounterEntry("port_pkts")
+        ce.index = 2
+        [count] = list(ce.read())
+        assert (count.packet_count, count.byte_count) == (1, len(frame))
+    finally:
+        peer.close()
+        sh.teardown()
