@@ -21,6 +21,7 @@ Conventions of the generated code (see objects.py for the composite-type classes
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -872,6 +873,32 @@ class ProgramCompiler:
         self.w("")
         return name, vars_
 
+    @staticmethod
+    def aliased(c: Optional[ir.ControlDecl], fvars: dict[int, str]) -> tuple[dict[int, str], list[tuple[str, str]]]:
+        """Scope vars where a control's composite parameters/locals are read through a Python
+        local (``P_hdr = F.p_hdr``) instead of the frame: composite values are updated in place,
+        never rebound, so the alias stays right, and it saves an attribute load per access."""
+        if c is None:
+            return dict(fvars), []
+        out, binds = dict(fvars), []
+        comps = [v for v in c.params if is_composite(v.type)]
+        comps += [loc.var for loc in c.locals if isinstance(loc, ir.VarDecl) and is_composite(loc.var.type)]
+        for v in comps:
+            fexpr = fvars[id(v)]
+            alias = "P_" + fexpr[2:]
+            out[id(v)] = alias
+            binds.append((alias, fexpr))
+        return out, binds
+
+    @staticmethod
+    def bind_used(w: "Writer", body: list[str], binds: list[tuple[str, str]], depth: int) -> None:
+        """Emit ``alias = F.attr`` for the aliases ``body`` uses, then the body."""
+        text = "\n".join(body)
+        for alias, fexpr in binds:
+            if re.search(r"\b" + re.escape(alias) + r"\b", text):
+                w.lines.append("    " * depth + f"{alias} = {fexpr}")
+        w.lines += body
+
     def compile_control(self, c: ir.ControlDecl, role: Optional[str] = None) -> str:
         fn = self.gname(c, "CTL", c.name)
         frame, fvars = self.frame_class(c)
@@ -909,15 +936,18 @@ class ProgramCompiler:
                 self.declare(loc, sc, w)
             else:
                 self.extern_name(loc)
+        avars, binds = self.aliased(c, fvars)
+        sc.vars.update(avars)
+        body = Writer()
+        body.depth = w.depth + (1 if role is not None else 0)
+        self.stmts([c.apply], sc, body)
         if role is not None:  # ``exit`` ends the top-level block (raised from any depth)
             w("try:")
-            w.indent()
-            self.stmts([c.apply], sc, w)
-            w.dedent()
+            self.bind_used(w, body.lines, binds, w.depth + 1)
             w("except _ExitBlock:")
             w("    pass")
         else:
-            self.stmts([c.apply], sc, w)
+            self.bind_used(w, body.lines, binds, w.depth)
         w(sc.returns(None))
         w.dedent()
         self.w.lines += w.lines
@@ -997,11 +1027,12 @@ class ProgramCompiler:
     def drain_actions(self, fvars: dict[int, str]) -> None:
         while self.pending_actions:
             a, c = self.pending_actions.pop(0)
-            self.compile_action(a, fvars if c is not None else {})
+            self.compile_action(a, fvars if c is not None else {}, c)
 
-    def compile_action(self, a: ir.ActionDecl, fvars: dict[int, str]) -> None:
+    def compile_action(self, a: ir.ActionDecl, fvars: dict[int, str], control: Optional[ir.ControlDecl] = None) -> None:
         fn = self.action_fn[id(a)]
-        sc = Scope(vars=dict(fvars), frame="F", kind="action")
+        avars, binds = self.aliased(control, fvars)
+        sc = Scope(vars=avars, frame="F", kind="action")
         params = []
         for p in a.params:
             nm = f"a_{pyattr(p.name)}"
@@ -1012,9 +1043,12 @@ class ProgramCompiler:
         w = Writer()
         w(f"def {fn}(F{''.join(', ' + p for p in params)}):")
         w.indent()
-        self.stmts([a.body], sc, w)
+        body = Writer()
+        body.depth = w.depth
+        self.stmts([a.body], sc, body)
         if outs:
-            w(sc.returns(None))
+            body(sc.returns(None))
+        self.bind_used(w, body.lines, binds, w.depth)
         w.dedent()
         self.w.lines += w.lines
         self.w("")
