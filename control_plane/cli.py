@@ -3,6 +3,7 @@
 Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
+  stellarctl render FABRIC --switch NAME     print one switch's entry file
   stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs)
 
 Commands that talk to the switches over P4Runtime (control_plane/ops.py):
@@ -57,6 +58,16 @@ def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return 1
+    if args.switch is not None:
+        if args.switch not in result.documents:
+            print(f"error: {args.fabric}: no switch '{args.switch}'", file=err)
+            return 1
+        out.write(result.text(args.switch))
+        if args.output is None:
+            return 0
+    if args.output is None:
+        print("error: render needs -o DIR (or --switch NAME to print one switch)", file=err)
+        return 2
     written = write_fabric(result, fabric, Path(args.output))
     for name, doc in result.documents.items():
         print(f"{name:>12}  {doc['switch']['role']:<5}  {len(doc['entries']):5d} entries  "
@@ -170,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("render", help="write per-switch table entries")
     p.add_argument("fabric", help="fabric YAML file")
-    p.add_argument("-o", "--output", required=True, help="output directory")
+    p.add_argument("-o", "--output", help="output directory")
+    p.add_argument("--switch", help="print this switch's document to stdout")
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("analyze-scheduler", help="which paths a job got, and why")
     p.add_argument("fabric", help="fabric YAML file")

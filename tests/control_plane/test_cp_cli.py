@@ -82,8 +82,18 @@ def test_analyze_scheduler_unknown_job() -> None:
 
 def test_bad_command_line_exits_2() -> None:
     with pytest.raises(SystemExit) as caught:
-        main(["render", LAB])  # -o missing
+        main(["frobnicate", LAB])
     assert caught.value.code == 2
+    code, _, err = run("render", LAB)  # neither -o nor --switch
+    assert code == 2 and "needs -o DIR" in err
+
+
+def test_render_one_switch_to_stdout() -> None:
+    code, out, _ = run("render", LAB, "--switch", "spine2")
+    assert code == 0
+    assert out == (GOLDEN / "spine2.json").read_text()
+    code, _, err = run("render", LAB, "--switch", "spine9")
+    assert code == 1 and "no switch 'spine9'" in err
 
 
 def test_python_dash_m_control_plane() -> None:

@@ -119,3 +119,17 @@ def test_without_reservations_job_flows_spread_too(program) -> None:
     text = LAB.read_text().replace("  path_mode: adaptive", "  reservations: false\n  path_mode: adaptive")
     plain = Fabric6(program, load_fabric_text(text, "plain.yaml"))
     assert spines_used(plain, "l1g1", "l3g1", range(1, 25)) == {"spine1", "spine2"}
+
+
+@pytest.mark.parametrize("name,switches", [("pod", None), ("cluster512", ("leaf1", "leaf32", "spine8"))])
+def test_bigger_fabrics_are_accepted_by_the_program(program, name: str, switches) -> None:
+    """Every entry of pod (and a leaf/spine sample of the 512-GPU cluster) installs without error."""
+    fabric = load_fabric(ROOT / "fabrics" / f"{name}.yaml")
+    result = render_fabric(fabric)
+    for switch in switches or result.documents:
+        doc = result.documents[switch]
+        sw = p4sim.Switch(program, clock="virtual", priority_queues=8)
+        counts = apply_document(sw, doc)
+        assert counts["entries"] + counts["defaults"] == len(doc["entries"])
+        lpm = sw.table_entries("StellarIngress.routing.lpm")
+        assert len(lpm) == sum(1 for e in doc["entries"] if e["table"] == "StellarIngress.routing.lpm")

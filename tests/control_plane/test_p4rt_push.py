@@ -1,0 +1,373 @@
+"""Push/reconcile over P4Runtime against in-process p4sim servers running the real stellar.p4.
+
+Each test gets the lab fabric's six switches as P4Runtime servers on free loopback ports (the
+same server `p4sim run` starts, with a Device per switch), so everything goes through gRPC:
+arbitration, SetForwardingPipelineConfig, wildcard Reads, batched Writes with per-update errors.
+The program is compiled once per module; the devices load that compiled program when the
+pushed device config is the same bytes (parsing it again per switch would cost seconds).
+"""
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+
+import pytest
+from scapy.all import IP, UDP, Ether, Raw, raw
+from scapy.contrib.roce import BTH
+
+from control_plane.cli import main as stellarctl
+from control_plane.inprocess import apply_document
+from control_plane.model import Fabric, load_fabric
+from control_plane.ops import fabric_without_link, failover_documents, find_link
+from control_plane.p4rt import (Change, P4RuntimePushError, ProgramFiles, SwitchSession, SwitchState, compute_diff,
+                                push_fabric)
+from control_plane.render import entry_identity, render_fabric
+from p4sim.compiler import compile_files
+from p4sim.p4rt import Device, DeviceOptions, P4RuntimeServer
+from p4sim.p4rt.client import P4RuntimeClient
+from p4sim.program import Program
+import p4sim
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "fabrics" / "lab.yaml"
+STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
+PATH_SET = "StellarIngress.routing.path_set"
+LPM = "StellarIngress.routing.lpm"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stellar")
+    ir_program = compile_files(str(STELLAR), include_dirs=[str(ROOT / "p4src")], out_json=out / "stellar.json",
+                               p4info_out=out / "stellar.p4info.txtpb")
+    program = Program(ir_program)
+    program.code()
+    return {"files": ProgramFiles.load(out / "stellar.json", out / "stellar.p4info.txtpb"), "program": program,
+            "json": out / "stellar.json", "p4info": out / "stellar.p4info.txtpb"}
+
+
+@pytest.fixture(scope="module")
+def fabric() -> Fabric:
+    return load_fabric(LAB)
+
+
+@pytest.fixture(scope="module")
+def documents(fabric):
+    return render_fabric(fabric).documents
+
+
+class LabServers:
+    """One P4Runtime server per switch of the fabric (device ids from the YAML)."""
+
+    def __init__(self, fabric: Fabric, compiled: dict) -> None:
+        self.devices: dict[str, Device] = {}
+        self.servers: dict[str, P4RuntimeServer] = {}
+        self.addresses: dict[str, str] = {}
+        self.sent: dict[str, list[tuple[int, bytes]]] = {}
+        program, config = compiled["program"], compiled["files"].device_config
+
+        def loader(data: bytes):
+            return program if data == config else Program.from_device_config(data)
+
+        try:
+            for name, sw in fabric.switches.items():
+                device = Device(DeviceOptions(device_id=sw.device_id, clock="virtual",
+                                              priority_queues=fabric.dataplane.priority_queues),
+                                program_loader=loader)
+                self.sent[name] = []
+                device.transmit = lambda port, data, box=self.sent[name]: box.append((port, data))
+                server = P4RuntimeServer(device, "127.0.0.1:0")
+                server.start()
+                self.devices[name], self.servers[name] = device, server
+                self.addresses[name] = f"127.0.0.1:{server.port}"
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop(0)
+
+
+@pytest.fixture
+def lab(fabric, compiled):
+    servers = LabServers(fabric, compiled)
+    yield servers
+    servers.stop()
+
+
+def session_for(lab: LabServers, fabric: Fabric, name: str, **kw) -> SwitchSession:
+    sw = fabric.switches[name]
+    return SwitchSession(lab.addresses[name], sw.device_id, name=name, **kw).connect()
+
+
+def push(fabric, documents, lab, program=None, **kw):
+    return push_fabric(fabric, documents, program, lab.addresses, progress=None, **kw)
+
+
+def identities(doc) -> dict:
+    return {entry_identity(e): e for e in doc["entries"] if not e.get("default_action")}
+
+
+def assert_switch_holds(session: SwitchSession, doc) -> None:
+    """The switch holds exactly the document's entries (same actions), defaults, meters, registers."""
+    state = session.read_state(doc)
+    want = identities(doc)
+    assert set(state.entries) == set(want)
+    diff = compute_diff(session.name, doc, state)
+    assert diff.empty, diff.lines()
+
+
+# ---------------------------------------------------------------------------------------------
+def test_push_installs_exactly_the_rendered_entries_and_second_push_writes_nothing(fabric, documents, lab, compiled):
+    first = push(fabric, documents, lab, compiled["files"])
+    assert first.ok, {n: r.error for n, r in first.results.items()}
+    for name, result in first.results.items():
+        doc = documents[name]
+        assert result.pipeline_pushed
+        assert len(result.diff.inserts) == len(identities(doc))
+        assert not result.diff.deletes
+        assert result.diff.written == result.diff.total > 0
+    for name in fabric.switches:
+        with session_for(lab, fabric, name) as s:
+            assert_switch_holds(s, documents[name])
+            # read-back is in document form: a known leaf route with its action
+            if name == "leaf1":
+                routes = [e for e in s.read_entries(LPM) if e["match"]["hdr.ipv4.dst_addr"]["prefix_len"] == 24]
+                assert {e["params"]["path_set_id"] for e in routes} == {2, 3, 4}
+
+    second = push(fabric, documents, lab, compiled["files"])
+    assert second.ok and second.in_sync
+    for result in second.results.values():
+        assert not result.pipeline_pushed
+        assert result.diff.written == 0 and result.diff.batches == 0
+
+
+def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, compiled):
+    assert push(fabric, documents, lab, compiled["files"]).ok
+    doc = copy.deepcopy(documents["leaf1"])
+    to_leaf2 = next(e for e in doc["entries"] if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 2)
+    to_leaf2["params"]["level0"] = 12  # the controller's congestion level of member 0
+    removed = next(e for e in doc["entries"] if e["table"] == LPM
+                   and e["match"]["hdr.ipv4.dst_addr"] == {"value": "10.0.4.0", "prefix_len": 24})
+    doc["entries"].remove(removed)
+    added = {"table": LPM, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.9.0", "prefix_len": 24}},
+             "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": 3}}
+    doc["entries"].append(added)
+    doc["meters"][0] = dict(doc["meters"][0], cir=doc["meters"][0]["cir"] // 2)
+    doc["registers"][0] = dict(doc["registers"][0], value=1)
+
+    with session_for(lab, fabric, "leaf1") as s:
+        preview = s.reconcile(doc, dry_run=True)
+        assert preview.written == 0
+        assert_switch_holds(s, documents["leaf1"])  # a dry run changes nothing
+        diff = s.reconcile(doc)
+        assert [c.item["match"] for c in diff.deletes] == [removed["match"]]
+        assert [c.item for c in diff.inserts] == [added]
+        assert sorted((c.kind, c.describe()) for c in diff.modifies) == sorted([
+            ("entry", f"{PATH_SET} meta.route.path_set_id=2"),
+            ("meter", f"meter {doc['meters'][0]['name']}[{doc['meters'][0]['index']}]"),
+            ("register", f"register port_down[{doc['registers'][0]['index']}]")])
+        assert diff.written == 5 and preview.summary() == diff.summary() == "+1 ~3 -1"
+        assert_switch_holds(s, doc)
+        assert s.reconcile(doc).written == 0
+        # and back to the rendered document: exactly the reverse
+        back = s.reconcile(documents["leaf1"])
+        assert back.summary() == "+1 ~3 -1"
+        assert_switch_holds(s, documents["leaf1"])
+    # the other switches were not touched
+    others = push(fabric, documents, lab, compiled["files"], dry_run=True)
+    assert others.in_sync
+
+
+def test_bad_entry_names_switch_entry_and_code_and_the_rest_is_applied(fabric, documents, lab, compiled):
+    docs = copy.deepcopy(documents)
+    bad = {"table": LPM, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.9.0", "prefix_len": 24}},
+           "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": 70000}}  # 16-bit param
+    docs["leaf2"]["entries"].insert(5, bad)
+    result = push(fabric, docs, lab, compiled["files"], batch_size=16)
+    assert not result.ok
+    failed = result.results["leaf2"]
+    assert failed.error is not None
+    assert "leaf2" in failed.error and "OUT_OF_RANGE" in failed.error
+    assert f"INSERT {LPM} hdr.ipv4.dst_addr=10.0.9.0/24" in failed.error
+    assert [e.code for e in failed.write_errors] == ["OUT_OF_RANGE"]
+    assert failed.diff.written == failed.diff.total - 1
+    assert all(r.ok for n, r in result.results.items() if n != "leaf2")
+    with session_for(lab, fabric, "leaf2") as s:
+        assert_switch_holds(s, documents["leaf2"])  # everything else of leaf2 went in
+    # a fixed document converges with exactly the one insert
+    docs["leaf2"]["entries"][5]["params"]["path_set_id"] = 3
+    again = push(fabric, docs, lab, compiled["files"])
+    assert again.ok and again.results["leaf2"].diff.summary() == "+1 ~0 -0"
+    assert all(r.diff.empty for n, r in again.results.items() if n != "leaf2")
+
+
+def test_pipeline_pushed_only_when_the_switch_runs_another(fabric, documents, lab, compiled):
+    files = compiled["files"]
+    sw = fabric.switches["spine1"]
+    other = P4RuntimeClient(lab.addresses["spine1"], device_id=sw.device_id, election_id=(0, 5))
+    other.connect()
+    other.set_pipeline(files.p4info, files.device_config, cookie=1234)  # same program, foreign cookie
+    other.close()
+    with session_for(lab, fabric, "spine1", election_id=(0, 6)) as s:
+        assert s.ensure_pipeline(files.p4info, files.device_config) is True
+        assert s.current_pipeline()[1] == files.cookie
+        s.reconcile(documents["spine1"])
+        assert s.ensure_pipeline(files.p4info, files.device_config) is False
+        assert_switch_holds(s, documents["spine1"])  # not wiped by the second ensure
+
+
+def test_packets_through_a_switch_configured_over_p4runtime_match_in_process(fabric, documents, lab, compiled):
+    assert push(fabric, documents, lab, compiled["files"]).ok
+    reference = p4sim.Switch(compiled["program"], clock="virtual", priority_queues=fabric.dataplane.priority_queues)
+    apply_document(reference, documents["leaf1"])
+    frames = []
+    for dst, qp in (("l1g2", 7), ("l2g1", 8), ("l3g3", 9)):
+        s, d = fabric.hosts["l1g1"], fabric.hosts[dst]
+        frames.append(raw(Ether(src=s.mac, dst=fabric.switches["leaf1"].mac)
+                          / IP(src=str(s.ip), dst=str(d.ip), tos=(26 << 2) | 2, ttl=64)
+                          / UDP(sport=49152 + qp, dport=4791) / BTH(opcode=4, dqpn=qp, psn=1) / Raw(b"\x00" * 64)))
+    device = lab.devices["leaf1"]
+    for frame in frames:
+        device.inject(1, frame)
+        device.advance(50)
+        reference.send(1, frame)
+        reference.advance(50)
+    expected = reference.take_output()
+    assert len(expected) == 3 and expected[0][0] == 2  # l1g2 is on port 2
+    assert lab.sent["leaf1"] == expected
+    # negative control: a switch without the entries forwards none of them the same way
+    empty = p4sim.Switch(compiled["program"], clock="virtual", priority_queues=fabric.dataplane.priority_queues)
+    for frame in frames:
+        empty.send(1, frame)
+        empty.advance(50)
+    assert empty.take_output() != expected
+
+
+def test_unreachable_switch_is_reported_and_the_others_are_pushed(fabric, documents, lab, compiled):
+    addresses = dict(lab.addresses)
+    lab.servers["spine2"].stop(0)
+    result = push_fabric(fabric, documents, compiled["files"], addresses, progress=None, timeout=1.0)
+    assert not result.results["spine2"].ok
+    assert "spine2" in result.results["spine2"].error and addresses["spine2"] in result.results["spine2"].error
+    assert all(r.ok and r.diff.written > 0 for n, r in result.results.items() if n != "spine2")
+
+
+def test_a_backup_client_cannot_reconcile(fabric, documents, lab, compiled):
+    sw = fabric.switches["leaf3"]
+    primary = P4RuntimeClient(lab.addresses["leaf3"], device_id=sw.device_id, election_id=(0, 50))
+    primary.connect()
+    try:
+        with pytest.raises(P4RuntimePushError, match="leaf3: not primary"):
+            session_for(lab, fabric, "leaf3", election_id=(0, 2))
+    finally:
+        primary.close()
+
+
+def test_progress_line_on_stderr(fabric, documents, lab, compiled):
+    stream = io.StringIO()
+    push_fabric(fabric, documents, compiled["files"], lab.addresses, progress=stream)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == len(fabric.switches)
+    assert lines[-1].startswith("push lab: [######] 6/6 switches, ")
+
+
+# ---------------------------------------------------------------------------------------------
+# diff computation without a switch
+def test_compute_diff_orders_path_sets_before_routes_and_after_them_on_delete(documents):
+    doc = documents["leaf1"]
+    diff = compute_diff("leaf1", doc, SwitchState())
+    tables = [c.item["table"] for c in diff.inserts]
+    assert tables.index(PATH_SET) == 0 and PATH_SET not in tables[tables.count(PATH_SET):]
+    full = SwitchState(entries=identities(doc))
+    gone = compute_diff("leaf1", {"entries": []}, full)
+    deleted = [c.item["table"] for c in gone.deletes]
+    assert len(deleted) == len(full.entries) and deleted[-1] == PATH_SET
+    assert deleted.index(PATH_SET) == len(deleted) - deleted.count(PATH_SET)
+    kept = compute_diff("leaf1", {"entries": []}, full, managed_tables=[LPM])
+    assert {c.item["table"] for c in kept.deletes} == {LPM}
+    assert isinstance(kept.deletes[0], Change) and kept.deletes[0].line().startswith(f"- {LPM} hdr.ipv4.dst_addr=")
+
+
+# ---------------------------------------------------------------------------------------------
+# failover documents and stellarctl
+def test_failover_documents_route_around_the_link(fabric, documents):
+    link = find_link(fabric, "spine1", "leaf1")
+    assert (link.leaf, link.leaf_port, link.spine_port) == ("leaf1", 9, 1)
+    docs = failover_documents(fabric, link, documents)
+    leaf1_sets = [e for e in docs["leaf1"]["entries"] if e["table"] == PATH_SET]
+    for entry in leaf1_sets:
+        ports = [entry["params"][f"port{i}"] for i in range(entry["params"]["count"])]
+        assert 9 not in ports, entry
+    spine1_routes = [e for e in docs["spine1"]["entries"] if e["table"] == LPM]
+    assert "10.0.1.0" not in {e["match"]["hdr.ipv4.dst_addr"]["value"] for e in spine1_routes}
+    assert {(r["index"], r["value"]) for r in docs["leaf1"]["registers"] if r["name"] == "port_down"} >= {(9, 1)}
+    assert {(r["index"], r["value"]) for r in docs["spine1"]["registers"] if r["name"] == "port_down"} >= {(1, 1)}
+    # other leaves stop using spine1 towards leaf1 only
+    leaf2_to_leaf1 = next(e for e in docs["leaf2"]["entries"]
+                          if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 1)
+    assert leaf2_to_leaf1["params"]["count"] == 1 and leaf2_to_leaf1["params"]["port0"] == 10
+    assert len(fabric_without_link(fabric, link).links) == len(fabric.links) - 1
+    with pytest.raises(ValueError, match="no link between leaf1 and leaf2"):
+        find_link(fabric, "leaf1", "leaf2")
+
+
+def lab_yaml_at(tmp_path: Path, lab: LabServers, fabric: Fabric) -> Path:
+    text = LAB.read_text()
+    for name, sw in fabric.switches.items():
+        text = text.replace(f"p4runtime: {sw.p4runtime}", f"p4runtime: {lab.addresses[name]}")
+    path = tmp_path / "lab.yaml"
+    path.write_text(text)
+    return path
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = stellarctl(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
+    path = lab_yaml_at(tmp_path, lab, fabric)
+    code, out, err = run("diff", str(path), "--switch", "leaf1")
+    assert code == 1 and "no forwarding pipeline" in out
+    program = ["--program-json", str(compiled["json"]), "--p4info", str(compiled["p4info"])]
+    code, out, err = run("push", str(path), *program)
+    assert code == 0, out + err
+    assert "all in sync" in out and "6/6 switches" in err
+    code, out, err = run("diff", str(path), *program)
+    assert code == 0 and out.count("in sync") == 6, out
+    code, out, err = run("push", str(path), *program, "--quiet")
+    assert code == 0 and "0 writes" in out and err == ""
+
+    # traffic through leaf1, then its counters
+    s, d = fabric.hosts["l1g1"], fabric.hosts["l1g2"]
+    frame = raw(Ether(src=s.mac, dst=fabric.switches["leaf1"].mac) / IP(src=str(s.ip), dst=str(d.ip), ttl=64)
+                / UDP(sport=1000, dport=2000) / Raw(b"x" * 40))
+    lab.devices["leaf1"].inject(1, frame)
+    lab.devices["leaf1"].advance(20)
+    code, out, err = run("stats", str(path), "--switch", "leaf1")
+    assert code == 0, err
+    port1 = next(line for line in out.splitlines() if line.strip().startswith("1 "))
+    port2 = next(line for line in out.splitlines() if line.strip().startswith("2 "))
+    assert port1.split()[2] == "1" and port1.split()[4] == "0"  # rx 1 packet on port 1
+    assert port2.split()[2] == "0" and port2.split()[4] == "1"  # tx 1 packet on port 2
+    assert "path changes:" in out and "drops: none" in out
+
+    code, out, err = run("fail-link", str(path), "leaf1", "spine1")
+    assert code == 0, out + err
+    assert "port_down set on leaf1 port 9 and spine1 port 1" in out and "ms after the command" in out
+    with session_for(lab, fabric, "leaf1") as sess:
+        assert sess.read_registers(["port_down"], [9, 10]) == {"port_down": {9: 1, 10: 0}}
+        sets = [e for e in sess.read_entries(PATH_SET) if e["params"]["port0"] in (9, 10)
+                and e["match"]["meta.route.path_set_id"] < 0x1000]
+        assert sets and all(e["params"]["count"] == 1 and e["params"]["port0"] == 10 for e in sets)
+    with session_for(lab, fabric, "spine1") as sess:
+        assert sess.read_registers(["port_down"], [1]) == {"port_down": {1: 1}}
+    # the YAML still has the link, so the fabric is now out of sync with it
+    code, out, err = run("diff", str(path))
+    assert code == 1 and "differs" in out
+    code, out, err = run("fail-link", str(path), "leaf1", "leaf2")
+    assert code == 1 and "no link between leaf1 and leaf2" in err
