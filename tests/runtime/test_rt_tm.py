@@ -280,3 +280,36 @@ def test_wall_clock_mode_service_sends_due_packets(prog):
         sw.service()
         got += len(sw.take_output())
     assert got == 2 and sw.next_departure_us() is None
+
+
+def test_cpu_port_packets_in_and_out(prog):
+    sw = p4sim.Switch(prog, cpu_port=255)
+    assert sw.cpu_port == 255
+    sw.send(0, probe(255))  # egress on the CPU port = a packet-in for the controller
+    assert [port for port, _ in sw.take_output()] == [255]
+    sw.send(255, probe(2))  # a packet-out enters ingress on the CPU port
+    [(port, data)] = sw.take_output()
+    assert port == 2
+
+
+def test_concurrent_senders_are_serialised_by_the_lock(prog):
+    import threading
+
+    sw = p4sim.Switch(prog)
+    sw.set_queue_rate(1000, port=1)
+
+    def sender():
+        for _ in range(200):
+            sw.send(0, probe(1))
+
+    threads = [threading.Thread(target=sender) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sw.set_queue_depth(1000, port=1)
+    sw.advance(10_000_000)
+    out = sw.take_output()
+    assert len(out) + sw.stats["queue_full"] == 800 and sw.stats["runtime_error"] == 0
+    depths = [read(d)["enq_qdepth"] for _, d in out]
+    assert max(depths) <= 64
