@@ -163,7 +163,7 @@ def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, co
         assert preview.written == 0
         assert_switch_holds(s, documents["leaf1"])  # a dry run changes nothing
         diff = s.reconcile(doc)
-        assert [c.item["match"] for c in diff.deletes] == [removed["match"]]
+        assert [entry_identity(c.item) for c in diff.deletes] == [entry_identity(removed)]
         assert [c.item for c in diff.inserts] == [added]
         assert sorted((c.kind, c.describe()) for c in diff.modifies) == sorted([
             ("entry", f"{PATH_SET} meta.route.path_set_id=2"),
