@@ -192,3 +192,43 @@ def test_unaligned_header_fields_are_extracted_msb_first():
     sw = switch_for(program(H, ingress=ingress))
     sw.send(0, pack([(5, 3), (99, 7), (33, 6)]))
     assert sw.take_output()[0][1] == pack([(5, 3), (99, 7), (5, 6)])
+
+
+def test_lookahead_of_a_header_type_reads_its_fields_without_consuming():
+    def parser(b):
+        look = ir.PacketCall(A, None, [], [], ref(b.pkt), "lookahead")
+        return [state("start", [], select([mem(look, "y")], [([ir.KsValue(0x22)], "parse_a"), ([ir.KsDefault()], "accept")])),
+                state("parse_a", [extract(b, mem(b.hdr, "a"))], "accept")]
+
+    prog = mark_program(parser, [("a", A)])
+    assert run(prog, bytes([0x11, 0x22, 0x33]))[0][2:] == bytes([0x11, 0x22, 0x33])
+    out, _ = run(prog, bytes([0x11, 0x23, 0x33]))
+    assert out[2:] == bytes([0x11, 0x23, 0x33])  # not extracted: same bytes, but as payload
+
+
+def test_struct_initializer_assigned_to_a_header_makes_it_valid():
+    def ingress_extra(b):
+        return [assign(mem(b.hdr, "a"), ir.StructExpr(A, None, {"x": lit(0x0A, 8), "y": lit(0x0B, 8)}))]
+
+    prog = mark_program(lambda b: [state("start", [], "accept")], [("a", A)], ingress_extra=ingress_extra)
+    out, _ = run(prog, bytes([0xEE]))
+    assert out[2:] == bytes([0x0A, 0x0B, 0xEE])
+
+
+def test_stack_index_at_runtime_and_out_of_range_write_is_ignored():
+    def parser(b):
+        s = mem(b.hdr, "s")
+        return [state("start", [extract(b, ir.StackProp(B, None, s, "next")),
+                                extract(b, ir.StackProp(B, None, s, "next"))], "accept")]
+
+    def ingress_extra(b):
+        s = mem(b.hdr, "s")
+        idx = ir.Cast(bit(32), None, path(b.hdr, "mark.flag"))  # 0 in the packet
+        one = binop("+", idx, lit(1, 32))
+        far = binop("+", idx, lit(7, 32))
+        return [assign(mem(ir.StackIndex(B, None, s, one), "v"), lit(0x0102, 16)),
+                assign(mem(ir.StackIndex(B, None, s, far), "v"), lit(0x0304, 16))]
+
+    prog = mark_program(parser, [("s", STACK)], ingress_extra=ingress_extra)
+    out, sw = run(prog, bytes([0, 9, 0, 8]))
+    assert out[2:] == bytes([0, 9, 1, 2]) and sw.stats["runtime_error"] == 0
