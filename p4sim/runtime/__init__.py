@@ -1,0 +1,14 @@
+"""p4sim's v1model runtime: runs an ``ir.Program`` with BMv2 simple_switch semantics.
+
+Modules, one job each:
+
+* ``codegen``  -- compiles the IR once into Python source (parser, controls, actions, functions);
+* ``objects``  -- the generated classes for headers, structs and header stacks;
+* ``support``  -- helpers the generated code calls (runtime shifts, signed saturation, ...);
+* ``tables``   -- table entries (P4Runtime validation rules) and exact/LPM/priority lookup;
+* ``externs``  -- register, counter, meter (two-rate three-colour) state;
+* ``hashing``  -- BMv2's hash/checksum algorithms and bit packing;
+* ``pipeline`` -- one program loaded into one switch: generated code bound to its state.
+
+The packet walk (queues, replication, clock) lives in ``p4sim.switch`` and ``p4sim.tm``.
+"""
