@@ -331,8 +331,12 @@ class ProgramCompiler:
         obj = self.ex(e.target, sc, pre)
         if e.method == "isValid":
             return f"{obj}._v"
-        if e.method in ("setValid", "setInvalid"):
-            pre.append(f"{obj}._v = {e.method == 'setValid'}")
+        if e.method == "setValid":
+            pre.append(f"{obj}._v = True")
+            return "None"
+        if e.method == "setInvalid":
+            # an invalid header reads as zeros (BMv2's zeroed fields), so forget every field
+            pre.append(f"{obj}.__dict__.clear()")
             return "None"
         raise Unsupported(f"header method {e.method}", e.pos)
 

@@ -145,11 +145,11 @@ class ClassFactory:
              "    def _push(self, k):",
              f"        for i in range({t.size} - 1, -1, -1):",
              "            if i >= k: self.e[i]._set(self.e[i - k])",
-             "            else: self.e[i]._v = False",
+             "            else: self.e[i].__dict__.clear()  # invalid, fields read as 0",
              f"        self.n = min(self.n + k, {t.size})",
              "    def _pop(self, k):",
              f"        for i in range({t.size}):",
              f"            if i + k < {t.size}: self.e[i]._set(self.e[i + k])",
-             "            else: self.e[i]._v = False",
+             "            else: self.e[i].__dict__.clear()",
              "        self.n = max(self.n - k, 0)", ""]
         self.src.append("\n".join(L))

@@ -144,12 +144,6 @@ class Pipeline:
         return obj
 
     # ---------------------------------------------------------------- per-packet stages
-    def run_control(self, fn: Any, *args: Any) -> None:
-        try:
-            fn(*args)
-        except support.ExitBlock:
-            pass
-
     def field_list_fields(self, index: Optional[int]) -> Optional[list[str]]:
         """User-metadata fields a ``*_preserving_field_list(index)`` call keeps; None = all of them
         (the deprecated forms, or a front end that gives no ``@field_list`` annotations)."""

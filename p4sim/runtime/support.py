@@ -25,7 +25,6 @@ class AssertFailed(Exception):
         self.where = where
 
 
-EXIT = ExitBlock()
 
 
 def shl(a: int, b: int, width: int) -> int:

@@ -232,3 +232,13 @@ def test_stack_index_at_runtime_and_out_of_range_write_is_ignored():
     prog = mark_program(parser, [("s", STACK)], ingress_extra=ingress_extra)
     out, sw = run(prog, bytes([0, 9, 0, 8]))
     assert out[2:] == bytes([0, 9, 1, 2]) and sw.stats["runtime_error"] == 0
+
+
+def test_fields_of_a_header_made_invalid_read_as_zero():
+    def ingress_extra(b):
+        return [set_valid(mem(b.hdr, "a"), False), assign(path(b.hdr, "mark.flag"), path(b.hdr, "a.y"))]
+
+    prog = mark_program(lambda b: [state("start", [extract(b, mem(b.hdr, "a"))], "accept")], [("a", A)],
+                        ingress_extra=ingress_extra)
+    out, _ = run(prog, bytes([1, 2]))
+    assert out[1] == 0 and out[2:] == b""  # a.y was 2 before setInvalid; a is not emitted
