@@ -53,7 +53,7 @@ def _int_arg(args: dict, name: str, optional: bool = False) -> int | None:
 def dispatch(device: Device, op: str, args: dict[str, Any]) -> Any:
     """Run one control operation on ``device``."""
     if op == "info":
-        return {"clock": device.options.clock, "device_id": device.device_id,
+        return {"clock": device.clock_name, "device_id": device.device_id,
                 "cpu_port": device.cpu_port, "pipeline": device.switch is not None}
     if op == "stats":
         with device.lock:

@@ -19,7 +19,8 @@ log = logging.getLogger("p4sim.device")
 @dataclass
 class DeviceOptions:
     device_id: int = 1
-    clock: str = "wall"  # "wall" | "virtual"
+    # "wall" | "virtual" | a p4sim.clock.Clock object (several switches sharing one virtual clock)
+    clock: Any = "wall"
     priority_queues: int = 1
     drop_port: int = 511
     cpu_port: int | None = None
@@ -81,7 +82,16 @@ class Device:
 
     @property
     def virtual_clock(self) -> bool:
-        return self.options.clock == "virtual"
+        clock = self.options.clock
+        if isinstance(clock, str):
+            return clock == "virtual"
+        from p4sim.clock import VirtualClock
+
+        return isinstance(clock, VirtualClock)
+
+    @property
+    def clock_name(self) -> str:
+        return "virtual" if self.virtual_clock else "wall"
 
     # -- pipeline ---------------------------------------------------------------------------
     def build_switch(self, device_config: bytes) -> tuple[Any, Any]:
