@@ -101,3 +101,20 @@ def test_p4info_names_match_the_api(prog):
     info = prog.p4info
     assert {t.preamble.name for t in info.tables} == {LPM}
     assert {a.preamble.name for a in info.actions} >= {FWD, "MyIngress.drop", "NoAction"}
+
+
+def test_random_and_truncated_packets_never_crash_the_switch(sw):
+    import random
+
+    rnd = random.Random(5)
+    base = raw(Ether() / IP(dst="10.1.2.3") / UDP() / b"abcdefgh")
+    for _ in range(500):
+        b = bytearray(base)
+        for _ in range(rnd.randrange(6)):
+            b[rnd.randrange(len(b))] = rnd.randrange(256)
+        sw.send(rnd.randrange(8), bytes(b[:rnd.randrange(len(b) + 1)]))
+    sw.take_output()
+    assert sw.stats["received"] == 500 and sw.stats["runtime_error"] == 0
+    assert sw.stats["malformed"] > 0  # the truncated ones were seen as such
+    sw.send(0, base)  # and the switch still forwards
+    assert [p for p, _ in sw.take_output()] == [24]
