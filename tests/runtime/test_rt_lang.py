@@ -91,3 +91,8 @@ def test_struct_assignment_copies_and_struct_equality_compares_all_fields(sw):
 
 def test_concatenation_of_two_fields(sw):
     assert run(sw, 15, a=0xAB, b=0xCD)[2] == 0xABCD
+
+
+def test_top_level_register_is_shared_by_ingress_and_egress(sw):
+    assert run(sw, 17, a=0x5A)[1] == 0x5A
+    assert sw.register_read("shared", 2) == 0x5A

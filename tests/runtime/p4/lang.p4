@@ -29,6 +29,9 @@ struct pair_t {
 
 struct metadata { bit<8> unused; }
 
+/* A top-level extern is one instance shared by every control that uses it. */
+register<bit<8>>(4) shared;
+
 bit<8> add_with_carry(in bit<8> x, in bit<8> y, out bit<8> carry) {
     bit<9> wide = (bit<9>) x + (bit<9>) y;
     carry = (bit<8>) wide[8:8];
@@ -127,6 +130,8 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r16 = hdr.c.a ++ hdr.c.b;
         } else if (hdr.c.op == 16) {
             leave();
+        } else if (hdr.c.op == 17) {
+            shared.write(2, hdr.c.a);
         }
         if (hdr.c.op == 10 || hdr.c.op == 16) {
             hdr.c.r1 = 2;  /* never reached */
@@ -134,7 +139,13 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
     }
 }
 
-control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.c.op == 17) {
+            shared.read(hdr.c.r2, 2);
+        }
+    }
+}
 control C(inout headers hdr, inout metadata meta) { apply { } }
 
 control D(packet_out packet, in headers hdr) {
