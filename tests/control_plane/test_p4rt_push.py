@@ -137,15 +137,19 @@ def test_push_installs_exactly_the_rendered_entries_and_second_push_writes_nothi
                 routes = [e for e in s.read_entries(LPM) if e["match"]["hdr.ipv4.dst_addr"]["prefix_len"] == 24]
                 assert {e["params"]["path_set_id"] for e in routes} == {2, 3, 4}
 
-    second = push(fabric, documents, lab, compiled["files"])
+    stream = io.StringIO()  # the progress line: one line per finished switch when not a tty
+    second = push_fabric(fabric, documents, compiled["files"], lab.addresses, progress=stream)
     assert second.ok and second.in_sync
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == len(fabric.switches)
+    assert lines[-1].startswith("push lab: [######] 6/6 switches, 0 writes")
     for result in second.results.values():
         assert not result.pipeline_pushed
         assert result.diff.written == 0 and result.diff.batches == 0
 
 
 def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, compiled):
-    assert push(fabric, documents, lab, compiled["files"]).ok
+    assert push(fabric, documents, lab, compiled["files"], switches=["spine1", "leaf1"]).ok
     doc = copy.deepcopy(documents["leaf1"])
     to_leaf2 = next(e for e in doc["entries"] if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 2)
     to_leaf2["params"]["level0"] = 12  # the controller's congestion level of member 0
@@ -177,7 +181,7 @@ def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, co
         assert back.summary() == "+1 ~3 -1"
         assert_switch_holds(s, documents["leaf1"])
     # the other switches were not touched
-    others = push(fabric, documents, lab, compiled["files"], dry_run=True)
+    others = push(fabric, documents, lab, compiled["files"], dry_run=True, switches=["spine1", "leaf1"])
     assert others.in_sync
 
 
@@ -186,7 +190,8 @@ def test_bad_entry_names_switch_entry_and_code_and_the_rest_is_applied(fabric, d
     bad = {"table": LPM, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.9.0", "prefix_len": 24}},
            "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": 70000}}  # 16-bit param
     docs["leaf2"]["entries"].insert(5, bad)
-    result = push(fabric, docs, lab, compiled["files"], batch_size=16)
+    three = ["spine1", "leaf1", "leaf2"]
+    result = push(fabric, docs, lab, compiled["files"], batch_size=16, switches=three)
     assert not result.ok
     failed = result.results["leaf2"]
     assert failed.error is not None
@@ -199,7 +204,7 @@ def test_bad_entry_names_switch_entry_and_code_and_the_rest_is_applied(fabric, d
         assert_switch_holds(s, documents["leaf2"])  # everything else of leaf2 went in
     # a fixed document converges with exactly the one insert
     docs["leaf2"]["entries"][5]["params"]["path_set_id"] = 3
-    again = push(fabric, docs, lab, compiled["files"])
+    again = push(fabric, docs, lab, compiled["files"], switches=three)
     assert again.ok and again.results["leaf2"].diff.summary() == "+1 ~0 -0"
     assert all(r.diff.empty for n, r in again.results.items() if n != "leaf2")
 
@@ -220,7 +225,7 @@ def test_pipeline_pushed_only_when_the_switch_runs_another(fabric, documents, la
 
 
 def test_packets_through_a_switch_configured_over_p4runtime_match_in_process(fabric, documents, lab, compiled):
-    assert push(fabric, documents, lab, compiled["files"]).ok
+    assert push(fabric, documents, lab, compiled["files"], switches=["leaf1"]).ok
     reference = p4sim.Switch(compiled["program"], clock="virtual", priority_queues=fabric.dataplane.priority_queues)
     apply_document(reference, documents["leaf1"])
     frames = []
@@ -246,13 +251,46 @@ def test_packets_through_a_switch_configured_over_p4runtime_match_in_process(fab
     assert empty.take_output() != expected
 
 
+def test_controller_helpers_modify_levels_and_read_registers_and_counters(fabric, documents, lab, compiled):
+    assert push(fabric, documents, lab, compiled["files"], switches=["leaf1"]).ok
+    with session_for(lab, fabric, "leaf1") as s:
+        entry = copy.deepcopy(next(e for e in documents["leaf1"]["entries"]
+                                   if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 3))
+        entry["params"]["level1"] = 40
+        assert s.modify_entries([entry]) == 1
+        held = [e for e in s.read_entries(PATH_SET) if e["match"]["meta.route.path_set_id"] == 3]
+        assert held[0]["params"]["level1"] == 40 and held[0]["params"]["level0"] == 0
+        missing = dict(entry, match={"meta.route.path_set_id": 999})
+        with pytest.raises(P4RuntimePushError) as exc:
+            s.modify_entries([missing])
+        assert "leaf1" in str(exc.value) and "meta.route.path_set_id=999" in str(exc.value)
+        assert "NOT_FOUND" in str(exc.value)
+        assert s.write_registers([("port_down", 10, 1)]) == 1
+        assert s.read_registers(["port_down"], [9, 10]) == {"port_down": {9: 0, 10: 1}}
+        assert len(s.read_registers(["port_down"])["port_down"]) == 512  # no indexes = every cell
+        before = s.read_counters(["StellarIngress.telemetry.rx_port"], [1])
+        assert before == {"StellarIngress.telemetry.rx_port": {1: (0, 0)}}
+        s_host, d_host = fabric.hosts["l1g1"], fabric.hosts["l1g2"]
+        frame = raw(Ether(src=s_host.mac, dst=fabric.switches["leaf1"].mac)
+                    / IP(src=str(s_host.ip), dst=str(d_host.ip)) / UDP(sport=1, dport=2) / Raw(b"y" * 50))
+        lab.devices["leaf1"].inject(1, frame)
+        lab.devices["leaf1"].advance(10)
+        after = s.read_counters(["StellarIngress.telemetry.rx_port", "StellarEgress.telemetry.tx_port"],
+                                {"StellarIngress.telemetry.rx_port": [1], "StellarEgress.telemetry.tx_port": [2]})
+        assert after["StellarIngress.telemetry.rx_port"][1][0] == 1
+        assert after["StellarEgress.telemetry.tx_port"][2][0] == 1
+        # a full reconcile puts the rendered levels and port state back
+        assert s.reconcile(documents["leaf1"]).summary() == "+0 ~2 -0"
+
+
 def test_unreachable_switch_is_reported_and_the_others_are_pushed(fabric, documents, lab, compiled):
     addresses = dict(lab.addresses)
     lab.servers["spine2"].stop(0)
-    result = push_fabric(fabric, documents, compiled["files"], addresses, progress=None, timeout=1.0)
+    result = push_fabric(fabric, documents, compiled["files"], addresses, progress=None, timeout=1.0,
+                         switches=["spine2", "leaf4"])
     assert not result.results["spine2"].ok
     assert "spine2" in result.results["spine2"].error and addresses["spine2"] in result.results["spine2"].error
-    assert all(r.ok and r.diff.written > 0 for n, r in result.results.items() if n != "spine2")
+    assert result.results["leaf4"].ok and result.results["leaf4"].diff.written > 0
 
 
 def test_a_backup_client_cannot_reconcile(fabric, documents, lab, compiled):
@@ -264,14 +302,6 @@ def test_a_backup_client_cannot_reconcile(fabric, documents, lab, compiled):
             session_for(lab, fabric, "leaf3", election_id=(0, 2))
     finally:
         primary.close()
-
-
-def test_progress_line_on_stderr(fabric, documents, lab, compiled):
-    stream = io.StringIO()
-    push_fabric(fabric, documents, compiled["files"], lab.addresses, progress=stream)
-    lines = stream.getvalue().splitlines()
-    assert len(lines) == len(fabric.switches)
-    assert lines[-1].startswith("push lab: [######] 6/6 switches, ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +364,7 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
     code, out, err = run("diff", str(path), "--switch", "leaf1")
     assert code == 1 and "no forwarding pipeline" in out
     program = ["--program-json", str(compiled["json"]), "--p4info", str(compiled["p4info"])]
-    code, out, err = run("push", str(path), *program)
+    code, out, err = run("push", str(path))  # compiles p4src/v1model/stellar.p4 itself
     assert code == 0, out + err
     assert "all in sync" in out and "6/6 switches" in err
     code, out, err = run("diff", str(path), *program)
