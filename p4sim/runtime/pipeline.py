@@ -145,20 +145,19 @@ class Pipeline:
 
     # ---------------------------------------------------------------- per-packet stages
     def field_list_fields(self, index: Optional[int]) -> Optional[list[str]]:
-        """User-metadata fields a ``*_preserving_field_list(index)`` call keeps; None = all of them
-        (the deprecated forms, or a front end that gives no ``@field_list`` annotations)."""
+        """User-metadata fields a ``*_preserving_field_list(index)`` call keeps: those annotated
+        ``@field_list(..., index, ...)`` (none if no field is).  None = keep all of them, for the
+        deprecated ``resubmit(data)``/``recirculate(data)``/``clone3`` forms."""
         if index is None:
             return None
         chosen = []
-        any_ann = False
         for f in self.meta_type.fields:
             ann = getattr(f, "annotations", None) or {}
             if "field_list" in ann:
-                any_ann = True
                 idx = [int(x, 0) for x in str(ann["field_list"]).replace(" ", "").split(",") if x]
                 if index in idx:
                     chosen.append(pyattr(f.name))
-        return chosen if any_ann else None
+        return chosen
 
     def preserved_meta(self, meta: Any, index: Optional[int]) -> Any:
         fields = self.field_list_fields(index)

@@ -218,6 +218,7 @@ def test_clone_preserves_the_field_list_metadata(sw):
     sw.set_clone_session(5, [(3, 0)])
     out = {p: c for p, c, _ in run(sw, 10, idx=5)}
     assert out[3]["res"] == 7  # meta.keep is in @field_list(1)
+    assert out[3]["res16"] == 0  # meta.lose is not: reset to 0
 
 
 def test_clone_i2e_carries_the_packet_as_received(sw):

@@ -5,9 +5,7 @@ from rtkit import pack, switch_for
 
 
 def annotated(name, width, ann):
-    f = ir.Field(name, bit(width))
-    object.__setattr__(f, "annotations", ann)  # as a front end that keeps field annotations would
-    return f
+    return ir.Field(name, bit(width), annotations=ann)
 
 
 def resubmit_program(meta_fields):
@@ -37,9 +35,17 @@ def test_resubmit_preserves_only_fields_in_the_field_list():
     assert out == bytes([7, 0, 6])  # keep survived, lose was reset, instance_type RESUBMIT
 
 
-def test_field_list_without_annotations_preserves_all_metadata():
+def test_field_list_with_no_annotated_field_preserves_nothing():
     prog = resubmit_program([ir.Field("keep", bit(8)), ir.Field("lose", bit(8))])
     sw = switch_for(prog)
     sw.send(0, pack([(0, 8), (0, 8), (0, 8)]))
     [(_, out)] = sw.take_output()
-    assert out == bytes([7, 9, 6])
+    assert out == bytes([0, 0, 6])
+
+
+def test_a_field_can_be_in_several_field_lists():
+    prog = resubmit_program([annotated("keep", 8, {"field_list": "3, 1"}), annotated("lose", 8, {})])
+    sw = switch_for(prog)
+    sw.send(0, pack([(0, 8), (0, 8), (0, 8)]))
+    [(_, out)] = sw.take_output()
+    assert out == bytes([7, 0, 6])
