@@ -808,13 +808,7 @@ class ProgramCompiler:
         w.indent()
         w("while True:")
         w.indent()
-        for i, s in enumerate(states):
-            w(f"{'if' if i == 0 else 'elif'} st == {i}:")
-            w.indent()
-            for x in s.stmts:
-                self.stmt(x, sc, w)
-            self.transition(s.transition, sid, sc, w)
-            w.dedent()
+        self.dispatch(states, 0, len(states), sid, sc, w)
         w.dedent()
         w.dedent()
         w("except _ParserError as err:")
@@ -823,6 +817,29 @@ class ProgramCompiler:
         self.w.lines += w.lines
         self.w("")
         return fn
+
+    def dispatch(self, states: list[ir.ParserState], lo: int, hi: int, sid: dict[str, int], sc: Scope,
+                 w: Writer) -> None:
+        """Select state ``st`` among states[lo:hi] by binary search on its number, so a parser
+        with many states pays a few comparisons per transition rather than a linear chain."""
+        if hi - lo <= 3:
+            for i in range(lo, hi):
+                w(f"{'if' if i == lo else 'elif'} st == {i}:" if i < hi - 1 else ("else:" if i > lo else "if True:"))
+                w.indent()
+                for x in states[i].stmts:
+                    self.stmt(x, sc, w)
+                self.transition(states[i].transition, sid, sc, w)
+                w.dedent()
+            return
+        mid = (lo + hi) // 2
+        w(f"if st < {mid}:")
+        w.indent()
+        self.dispatch(states, lo, mid, sid, sc, w)
+        w.dedent()
+        w("else:")
+        w.indent()
+        self.dispatch(states, mid, hi, sid, sc, w)
+        w.dedent()
 
     def transition(self, t: Any, sid: dict[str, int], sc: Scope, w: Writer) -> None:
         def goto(name: str) -> str:
