@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import queue
 import sys
 import threading
 import time
@@ -511,19 +512,25 @@ class SwitchSession:
             except grpc.FutureTimeoutError:
                 self.client.close()
                 raise P4RuntimePushError(f"switch {self.name}: cannot connect to {self.address} "
-                                         f"within {self.timeout:g}s") from None
+                                         f"(device id {self.device_id}): not reachable within {self.timeout:g}s") from None
             self._connected = True
             return self
         try:
             answer = self.client.connect(timeout=self.timeout)
         except (grpc.FutureTimeoutError, grpc.RpcError, ConnectionError) as exc:
             self.client.close()
+            if isinstance(exc, grpc.FutureTimeoutError):
+                why = f"not reachable within {self.timeout:g}s"
+            elif isinstance(exc, ConnectionError) and self.client.stream_status is not None:
+                why = _rpc_text(self.client.stream_status)  # the server closed the stream: its status
+            else:
+                why = _rpc_text(exc)
             raise P4RuntimePushError(f"switch {self.name}: cannot connect to {self.address} "
-                                     f"(device id {self.device_id}): {_rpc_text(exc)}") from None
-        except Exception as exc:  # queue.Empty: no arbitration answer in time
+                                     f"(device id {self.device_id}): {why}") from None
+        except queue.Empty:
             self.client.close()
             raise P4RuntimePushError(f"switch {self.name}: no arbitration answer from {self.address} "
-                                     f"within {self.timeout:g}s ({type(exc).__name__})") from None
+                                     f"(device id {self.device_id}) within {self.timeout:g}s") from None
         if answer.status.code != 0:
             self.client.close()
             raise P4RuntimePushError(f"switch {self.name}: not primary at {self.address} "

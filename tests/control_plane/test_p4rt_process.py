@@ -64,4 +64,4 @@ def test_wrong_device_id_is_named(lab, switches):
     session = SwitchSession(switches["leaf1"].grpc_addr, 77, name="leaf1", timeout=5.0)
     with pytest.raises(P4RuntimePushError, match="leaf1") as exc:
         session.connect()
-    assert switches["leaf1"].grpc_addr in str(exc.value)
+    assert switches["leaf1"].grpc_addr in str(exc.value) and "NOT_FOUND" in str(exc.value)
