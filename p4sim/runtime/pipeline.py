@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from p4sim.errors import CompileError, RuntimeApiError
 from p4sim.frontend import ir
-from p4sim.runtime import codegen, support
+from p4sim.runtime import codegen
 from p4sim.runtime.externs import Counter, Meter, Register
 from p4sim.runtime.objects import pyattr, scalar_width
 from p4sim.runtime.tables import Table

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 import p4sim
 from p4sim.frontend import ir
 
-from irb import assign, bit, header, lit, mem, program, struct
+from irb import assign, lit, mem, program, struct
 
 
 def pack(fields: list[tuple[int, int]]) -> bytes:

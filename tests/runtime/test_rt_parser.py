@@ -1,5 +1,5 @@
 """Parser state machine and deparser rules (v1model/BMv2 behaviour)."""
-from irb import (BOOL, ERRORS, assign, binop, bit, builtin, call, emit, err, extract, header, if_, is_valid, lit,
+from irb import (ERRORS, assign, binop, bit, builtin, call, err, extract, header, if_, is_valid, lit,
                  mem, path, program, ref, select, set_valid, state, struct)
 from p4sim.frontend import ir
 from rtkit import pack, switch_for

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 import p4sim
-from irb import NO_ACTION, header, lit, mem, program, struct
+from irb import NO_ACTION, header, mem, program, struct
 from p4sim import compiler
 from p4sim.errors import CompileError
 

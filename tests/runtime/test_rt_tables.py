@@ -1,8 +1,7 @@
 """Match-action tables: match kinds, priorities, defaults, results, direct counters, API errors."""
 import pytest
 
-from irb import (NO_ACTION, ERRORS, act, apply, assign, bit, builtin, call, extern, header, if_, lit, mem, path,
-                 program, struct)
+from irb import NO_ACTION, apply, assign, bit, extern, header, if_, lit, mem, program, struct
 from p4sim.errors import RuntimeApiError
 from p4sim.frontend import ir
 from rtkit import pack, switch_for, unpack

@@ -1,5 +1,5 @@
 """P4_16 value semantics in the generated code: one test per rule."""
-from irb import BOOL, assign, binop, bit, cast, if_, lit, mem, sbit, slice_, un
+from irb import BOOL, assign, binop, bit, cast, if_, lit, sbit, slice_, un
 from p4sim.frontend import ir
 from rtkit import eval_fields
 
