@@ -102,6 +102,7 @@ class P4InfoIndex:
             )
             for a in p4info.actions
         }
+        self.action_by_name = {a.name: a for a in self.actions.values()}
         self.tables: dict[int, TableInfo] = {}
         for t in p4info.tables:
             self.tables[t.preamble.id] = TableInfo(

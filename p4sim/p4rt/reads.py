@@ -5,7 +5,7 @@ table; an unset index reads the whole array.  Values go back in canonical (short
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 from p4.v1 import p4runtime_pb2
 
@@ -18,12 +18,19 @@ from p4sim.p4rt.translate import action_from_core, match_from_core, match_to_cor
 Entity = p4runtime_pb2.Entity
 
 
-def read_entity(pipe: Pipeline, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+NewEntity = Callable[[], p4runtime_pb2.Entity]
+
+
+def read_entity(pipe: Pipeline, entity: p4runtime_pb2.Entity,
+                new: NewEntity = p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+    """The entities ``entity`` selects.  Each answer is made by ``new()`` -- pass
+    ``response.entities.add`` to build straight into a ReadResponse (no per-entity copy, which
+    matters with the pure-Python protobuf runtime that p4runtime 1.4.1 pins)."""
     kind = entity.WhichOneof("entity")
     reader = _READERS.get(kind)
     if reader is None:
         raise P4RTError("UNIMPLEMENTED", f"reading {kind or 'an empty entity'} is not supported")
-    return reader(pipe, getattr(entity, kind))
+    return reader(pipe, getattr(entity, kind), new)
 
 
 def _tables(pipe: Pipeline, table_id: int) -> list[TableInfo]:
@@ -32,10 +39,12 @@ def _tables(pipe: Pipeline, table_id: int) -> list[TableInfo]:
     return [pipe.index.table(table_id)]
 
 
-def _core_entry_to_p4rt(pipe: Pipeline, table: TableInfo, e, want: p4runtime_pb2.TableEntry) -> p4runtime_pb2.TableEntry:
-    out = p4runtime_pb2.TableEntry(table_id=table.id)
-    out.match.extend(match_from_core(table, e.match))
-    out.action.action.CopyFrom(action_from_core(pipe.index, e.action, e.params))
+def _core_entry_to_p4rt(pipe: Pipeline, table: TableInfo, e, want: p4runtime_pb2.TableEntry,
+                        out: p4runtime_pb2.TableEntry) -> None:
+    """Fill ``out`` (in place, see match_from_core) with the core entry ``e``."""
+    out.table_id = table.id
+    match_from_core(table, e.match, out.match)
+    action_from_core(pipe.index, e.action, e.params, out.action.action)
     if e.priority:
         out.priority = e.priority
     if table.is_const:
@@ -44,7 +53,6 @@ def _core_entry_to_p4rt(pipe: Pipeline, table: TableInfo, e, want: p4runtime_pb2
         out.counter_data.packet_count, out.counter_data.byte_count = e.counter
     if want.HasField("meter_config") and table.direct_meter_id and e.meter_config:
         _set_meter_config(out.meter_config, e.meter_config)
-    return out
 
 
 def _entries(pipe: Pipeline, table: TableInfo, want: p4runtime_pb2.TableEntry):
@@ -72,49 +80,55 @@ def _set_meter_config(msg: p4runtime_pb2.MeterConfig, config) -> None:
     msg.cir, msg.cburst, msg.pir, msg.pburst = meter_tuple(config)
 
 
-def _read_table_entry(pipe: Pipeline, want: p4runtime_pb2.TableEntry) -> Iterator[Entity]:
+def _read_table_entry(pipe: Pipeline, want: p4runtime_pb2.TableEntry, new: NewEntity) -> Iterator[Entity]:
     tables = _tables(pipe, want.table_id)
     for table in tables:
         if want.is_default_action:
             with pipe.core(f"table {table.name} default action") as sw:
                 action, params = sw.get_default_action(table.name)
-            out = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
+            entity = new()
+            out = entity.table_entry
+            out.table_id, out.is_default_action = table.id, True
             if action is not None:
-                out.action.action.CopyFrom(action_from_core(pipe.index, action, params))
-            yield Entity(table_entry=out)
+                action_from_core(pipe.index, action, params, out.action.action)
+            yield entity
             continue
         for e in _entries(pipe, table, want):
-            yield Entity(table_entry=_core_entry_to_p4rt(pipe, table, e, want))
+            entity = new()
+            _core_entry_to_p4rt(pipe, table, e, want, entity.table_entry)
+            yield entity
 
 
-def _read_direct_counter(pipe: Pipeline, want: p4runtime_pb2.DirectCounterEntry) -> Iterator[Entity]:
+def _read_direct_counter(pipe: Pipeline, want: p4runtime_pb2.DirectCounterEntry, new: NewEntity) -> Iterator[Entity]:
     for table in _tables(pipe, want.table_entry.table_id):
         if not table.direct_counter_id:
             if want.table_entry.table_id:
                 raise P4RTError("INVALID_ARGUMENT", f"table {table.name} has no direct counter")
             continue
         for e in _entries(pipe, table, want.table_entry):
-            te = p4runtime_pb2.TableEntry(table_id=table.id, priority=e.priority or 0)
-            te.match.extend(match_from_core(table, e.match))
-            out = p4runtime_pb2.DirectCounterEntry(table_entry=te)
+            entity = new()
+            out = entity.direct_counter_entry
+            out.table_entry.table_id, out.table_entry.priority = table.id, e.priority or 0
+            match_from_core(table, e.match, out.table_entry.match)
             packets, nbytes = e.counter or (0, 0)
             out.data.packet_count, out.data.byte_count = packets, nbytes
-            yield Entity(direct_counter_entry=out)
+            yield entity
 
 
-def _read_direct_meter(pipe: Pipeline, want: p4runtime_pb2.DirectMeterEntry) -> Iterator[Entity]:
+def _read_direct_meter(pipe: Pipeline, want: p4runtime_pb2.DirectMeterEntry, new: NewEntity) -> Iterator[Entity]:
     for table in _tables(pipe, want.table_entry.table_id):
         if not table.direct_meter_id:
             if want.table_entry.table_id:
                 raise P4RTError("INVALID_ARGUMENT", f"table {table.name} has no direct meter")
             continue
         for e in _entries(pipe, table, want.table_entry):
-            te = p4runtime_pb2.TableEntry(table_id=table.id, priority=e.priority or 0)
-            te.match.extend(match_from_core(table, e.match))
-            out = p4runtime_pb2.DirectMeterEntry(table_entry=te)
+            entity = new()
+            out = entity.direct_meter_entry
+            out.table_entry.table_id, out.table_entry.priority = table.id, e.priority or 0
+            match_from_core(table, e.match, out.table_entry.match)
             if e.meter_config:
                 _set_meter_config(out.config, e.meter_config)
-            yield Entity(direct_meter_entry=out)
+            yield entity
 
 
 def _indices(entity, size: int, what: str) -> range:
@@ -126,44 +140,50 @@ def _indices(entity, size: int, what: str) -> range:
     return range(size)
 
 
-def _read_counter(pipe: Pipeline, want: p4runtime_pb2.CounterEntry) -> Iterator[Entity]:
+def _read_counter(pipe: Pipeline, want: p4runtime_pb2.CounterEntry, new: NewEntity) -> Iterator[Entity]:
     infos = list(pipe.index.counters.values()) if want.counter_id == 0 else [pipe.index.counter(want.counter_id)]
     for info in infos:
         for i in _indices(want, info.size, f"counter {info.name}"):
             with pipe.core(f"counter {info.name}") as sw:
                 packets, nbytes = sw.counter_read(info.name, i)
-            out = p4runtime_pb2.CounterEntry(counter_id=info.id)
+            entity = new()
+            out = entity.counter_entry
+            out.counter_id = info.id
             out.index.index = i
             out.data.packet_count, out.data.byte_count = packets, nbytes
-            yield Entity(counter_entry=out)
+            yield entity
 
 
-def _read_meter(pipe: Pipeline, want: p4runtime_pb2.MeterEntry) -> Iterator[Entity]:
+def _read_meter(pipe: Pipeline, want: p4runtime_pb2.MeterEntry, new: NewEntity) -> Iterator[Entity]:
     infos = list(pipe.index.meters.values()) if want.meter_id == 0 else [pipe.index.meter(want.meter_id)]
     for info in infos:
         for i in _indices(want, info.size, f"meter {info.name}"):
             with pipe.core(f"meter {info.name}") as sw:
                 config = sw.meter_get_config(info.name, i)
-            out = p4runtime_pb2.MeterEntry(meter_id=info.id)
+            entity = new()
+            out = entity.meter_entry
+            out.meter_id = info.id
             out.index.index = i
             if config:
                 _set_meter_config(out.config, config)
-            yield Entity(meter_entry=out)
+            yield entity
 
 
-def _read_register(pipe: Pipeline, want: p4runtime_pb2.RegisterEntry) -> Iterator[Entity]:
+def _read_register(pipe: Pipeline, want: p4runtime_pb2.RegisterEntry, new: NewEntity) -> Iterator[Entity]:
     infos = list(pipe.index.registers.values()) if want.register_id == 0 else [pipe.index.register(want.register_id)]
     for info in infos:
         for i in _indices(want, info.size, f"register {info.name}"):
             with pipe.core(f"register {info.name}") as sw:
                 value = sw.register_read(info.name, i)
-            out = p4runtime_pb2.RegisterEntry(register_id=info.id)
+            entity = new()
+            out = entity.register_entry
+            out.register_id = info.id
             out.index.index = i
             out.data.bitstring = encode(value, info.bitwidth)
-            yield Entity(register_entry=out)
+            yield entity
 
 
-def _read_pre(pipe: Pipeline, want: p4runtime_pb2.PacketReplicationEngineEntry) -> Iterator[Entity]:
+def _read_pre(pipe: Pipeline, want: p4runtime_pb2.PacketReplicationEngineEntry, new: NewEntity) -> Iterator[Entity]:
     kind = want.WhichOneof("type")
     if kind == "multicast_group_entry":
         gid = want.multicast_group_entry.multicast_group_id
@@ -171,11 +191,12 @@ def _read_pre(pipe: Pipeline, want: p4runtime_pb2.PacketReplicationEngineEntry) 
         for g in ids:
             if g not in pipe.mcast_groups:
                 raise P4RTError("NOT_FOUND", f"multicast group {g} does not exist")
-            out = p4runtime_pb2.PacketReplicationEngineEntry()
+            entity = new()
+            out = entity.packet_replication_engine_entry
             out.multicast_group_entry.multicast_group_id = g
             for port, rid in pipe.mcast_groups[g]:
                 out.multicast_group_entry.replicas.add(egress_port=port, instance=rid)
-            yield Entity(packet_replication_engine_entry=out)
+            yield entity
     elif kind == "clone_session_entry":
         sid = want.clone_session_entry.session_id
         ids = sorted(pipe.clone_sessions) if sid == 0 else [sid]
@@ -183,25 +204,26 @@ def _read_pre(pipe: Pipeline, want: p4runtime_pb2.PacketReplicationEngineEntry) 
             if s not in pipe.clone_sessions:
                 raise P4RTError("NOT_FOUND", f"clone session {s} does not exist")
             replicas, cos, trunc = pipe.clone_sessions[s]
-            out = p4runtime_pb2.PacketReplicationEngineEntry()
-            c = out.clone_session_entry
+            entity = new()
+            c = entity.packet_replication_engine_entry.clone_session_entry
             c.session_id, c.class_of_service, c.packet_length_bytes = s, cos, trunc
             for port, rid in replicas:
                 c.replicas.add(egress_port=port, instance=rid)
-            yield Entity(packet_replication_engine_entry=out)
+            yield entity
     else:
         raise P4RTError("INVALID_ARGUMENT", "empty packet replication engine entry")
 
 
-def _read_digest(pipe: Pipeline, want: p4runtime_pb2.DigestEntry) -> Iterator[Entity]:
+def _read_digest(pipe: Pipeline, want: p4runtime_pb2.DigestEntry, new: NewEntity) -> Iterator[Entity]:
     ids = sorted(pipe.digest_configs) if want.digest_id == 0 else [want.digest_id]
     for d in ids:
         pipe.index.digest(d)
         if d not in pipe.digest_configs:
             continue
-        out = p4runtime_pb2.DigestEntry(digest_id=d)
-        out.config.CopyFrom(pipe.digest_configs[d])
-        yield Entity(digest_entry=out)
+        entity = new()
+        entity.digest_entry.digest_id = d
+        entity.digest_entry.config.CopyFrom(pipe.digest_configs[d])
+        yield entity
 
 
 _READERS = {

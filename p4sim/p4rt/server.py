@@ -194,17 +194,23 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             with self._config_lock:
                 pipe = self._require_pipeline()
-                entities = []
+                responses = [p4runtime_pb2.ReadResponse()]
+
+                def new_entity() -> p4runtime_pb2.Entity:
+                    # Chunked so a huge table does not make one oversized message.
+                    if len(responses[-1].entities) >= 1000:
+                        responses.append(p4runtime_pb2.ReadResponse())
+                    return responses[-1].entities.add()
+
                 for entity in request.entities:
-                    entities.extend(read_entity(pipe, entity))
+                    for _ in read_entity(pipe, entity, new_entity):
+                        pass
         except P4RTError as err:
             self._abort(context, err)
         except Exception as err:  # noqa: BLE001
             log.exception("read failed unexpectedly")
             context.abort(grpc.StatusCode.INTERNAL, f"{type(err).__name__}: {err}")
-        # Chunk the answer so a huge table does not make one oversized message.
-        for start in range(0, max(1, len(entities)), 1000):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+        yield from responses
 
     # -- stream -----------------------------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
