@@ -28,6 +28,9 @@ class Pipeline:
     mcast_groups: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     clone_sessions: dict[int, tuple[list[tuple[int, int]], int, int]] = field(default_factory=dict)
     digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = field(default_factory=dict)
+    # Opaque controller data of table entries (TableEntry.controller_metadata / .metadata),
+    # which the spec has the server store and return unchanged; keyed by entry_key().
+    entry_metadata: dict[tuple, tuple[int, bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.index = P4InfoIndex(self.p4info)
@@ -35,6 +38,10 @@ class Pipeline:
             for table in self.index.tables.values():
                 action, params = self.switch.get_default_action(table.name)
                 self.initial_defaults[table.name] = (action, dict(params or {}))
+
+    @staticmethod
+    def entry_key(table: str, match: dict, priority: int | None) -> tuple:
+        return (table, tuple(sorted(match.items())), priority or None)
 
     @contextlib.contextmanager
     def core(self, context: str = "") -> Iterator[Any]:

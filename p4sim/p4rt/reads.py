@@ -49,6 +49,9 @@ def _core_entry_to_p4rt(pipe: Pipeline, table: TableInfo, e, want: p4runtime_pb2
         out.priority = e.priority
     if table.is_const:
         out.is_const = True
+    stored = pipe.entry_metadata.get(pipe.entry_key(table.name, e.match, e.priority))
+    if stored is not None:
+        out.controller_metadata, out.metadata = stored
     if want.HasField("counter_data") and table.direct_counter_id and e.counter is not None:
         out.counter_data.packet_count, out.counter_data.byte_count = e.counter
     if want.HasField("meter_config") and table.direct_meter_id and e.meter_config:

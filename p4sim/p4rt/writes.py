@@ -48,9 +48,11 @@ def _write_table_entry(pipe: Pipeline, utype: int, entry: p4runtime_pb2.TableEnt
     if entry.HasField("counter_data") and not table.direct_counter_id:
         raise P4RTError("INVALID_ARGUMENT", f"table {table.name} has no direct counter")
     what = f"table {table.name}"
+    mkey = pipe.entry_key(table.name, key.match, key.priority)
     if utype == DELETE:
         with pipe.core(what) as sw:
             sw.delete_entry(table.name, key.match, priority=key.priority)
+        pipe.entry_metadata.pop(mkey, None)
         return
     call = action_to_core(index, table, entry, default=False)
     with pipe.core(what) as sw:
@@ -64,6 +66,10 @@ def _write_table_entry(pipe: Pipeline, utype: int, entry: p4runtime_pb2.TableEnt
         else:
             sw.modify_entry(table.name, key.match, call.action.name, call.params, priority=key.priority)
             _set_direct_resources(sw, table.name, key, entry)
+    if entry.controller_metadata or entry.metadata:
+        pipe.entry_metadata[mkey] = (entry.controller_metadata, entry.metadata)
+    else:
+        pipe.entry_metadata.pop(mkey, None)
 
 
 def _set_direct_resources(sw, table: str, key, entry: p4runtime_pb2.TableEntry) -> None:

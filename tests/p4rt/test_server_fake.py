@@ -591,3 +591,16 @@ def test_stream_message_before_arbitration_closes_the_stream(harness):
     with pytest.raises(ConnectionError):
         c.next_arbitration()
     assert c.stream_status.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_entry_metadata_is_stored_and_returned(harness):
+    c = harness.primary_with_pipeline()
+    e = lpm_entry(c, 0x0A000000, 8)
+    e.controller_metadata, e.metadata = 77, b"owner=stellar"
+    c.write(update("INSERT", table_entry=e))
+    [got] = c.read(p4runtime_pb2.Entity(table_entry=lpm_entry(c, 0x0A000000, 8)))
+    assert (got.table_entry.controller_metadata, got.table_entry.metadata) == (77, b"owner=stellar")
+    e.controller_metadata, e.metadata = 0, b""
+    c.write(update("MODIFY", table_entry=e))
+    [got] = c.read(p4runtime_pb2.Entity(table_entry=lpm_entry(c, 0x0A000000, 8)))
+    assert (got.table_entry.controller_metadata, got.table_entry.metadata) == (0, b"")
