@@ -229,24 +229,19 @@ def fabric_without_link(fabric: Fabric, link: Link) -> Fabric:
     return dataclasses.replace(fabric, switches=switches, links=tuple(x for x in fabric.links if x != link))
 
 
-def failover_documents(fabric: Fabric, link: Link,
-                       base: Optional[Mapping[str, dict[str, Any]]] = None) -> dict[str, dict[str, Any]]:
-    """Each switch's document after `link` failed: routing entries (routes, path sets,
-    reservations, hints) computed without the link, everything else as before, and `port_down`
-    = 1 on the link's two ports."""
-    before = base if base is not None else render_documents(fabric)
+def failover_documents(fabric: Fabric, link: Link) -> dict[str, dict[str, Any]]:
+    """Partial documents for after `link` failed: each switch's routing entries (routes, path
+    sets, reservations, hints) computed without the link, and `port_down` = 1 on the link's two
+    ports.  Reconcile them with `managed_tables=ROUTING_TABLES`: the other tables stay as they
+    are (rendering the intact fabric again would only reproduce them)."""
     after = render_documents(fabric_without_link(fabric, link))
     down = {(link.leaf, link.leaf_port), (link.spine, link.spine_port)}
     docs = {}
-    for name, doc in before.items():
-        entries = [e for e in doc["entries"] if e["table"] not in ROUTING_TABLES]
-        entries += [e for e in after[name]["entries"] if e["table"] in ROUTING_TABLES]
-        registers = [dict(r, value=1, comment=f"port {r['index']} down (link failed)")
-                     if r["name"] == "port_down" and (name, r["index"]) in down else r for r in doc["registers"]]
-        for sw_name, port in sorted(down):
-            if sw_name == name and not any(r["name"] == "port_down" and r["index"] == port for r in registers):
-                registers.append({"name": "port_down", "index": port, "value": 1, "comment": "link failed"})
-        docs[name] = {**doc, "entries": entries, "registers": registers, "path_sets": after[name]["path_sets"]}
+    for name, doc in after.items():
+        registers = [{"name": "port_down", "index": port, "value": 1, "comment": "link failed"}
+                     for sw_name, port in sorted(down) if sw_name == name]
+        docs[name] = {**doc, "entries": [e for e in doc["entries"] if e["table"] in ROUTING_TABLES],
+                      "meters": [], "registers": registers}
     return docs
 
 
@@ -299,7 +294,7 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
     port_down_at = max(acks)
     docs = failover_documents(fabric, link)
     push = push_fabric(fabric, docs, None, addresses, progress=progress, label="fail-link",
-                       election_id=election_id)
+                       election_id=election_id, managed_tables=ROUTING_TABLES)
     last = max([port_down_at] + [r.diff.last_ack for r in push.results.values()
                                  if r.diff is not None and r.diff.last_ack is not None])
     return FailLinkReport(link, (port_down_at - t0) * 1000, (last - t0) * 1000, push)

@@ -346,6 +346,16 @@ def describe_entry(entry: Mapping[str, Any]) -> str:
     return text
 
 
+def _describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """Only what differs: `level0 0 => 12, port1 10 => 0`, or the whole action when it changed."""
+    if before.get("action") != after.get("action"):
+        return f"{_describe_action(before)} => {_describe_action(after)}"
+    old, new = dict(_action_value(before)[1]), dict(_action_value(after)[1])
+    changed = [f"{k} {old.get(k)} => {new.get(k)}" for k in (after.get("params") or {}) if old.get(k) != new.get(k)]
+    changed += [f"{k} {old[k]} => (unset)" for k in old if k not in new]
+    return ", ".join(changed) or "no change"
+
+
 def _describe_action(entry: Mapping[str, Any]) -> str:
     params = ", ".join(f"{k}={v}" for k, v in (entry.get("params") or {}).items())
     return f"{entry.get('action')}({params})"
@@ -376,10 +386,9 @@ class Change:
         """One human-readable line: `+ table match -> action(params)`, `~ ...`, `- ...`."""
         sign = {"insert": "+", "modify": "~", "delete": "-"}[self.op]
         if self.kind in ("entry", "default"):
-            now = _describe_action(self.item)
             if self.op == "modify" and self.before is not None:
-                now = f"{_describe_action(self.before)} => {now}"
-            return f"{sign} {self.describe()} -> {now}"
+                return f"{sign} {self.describe()}: {_describe_change(self.before, self.item)}"
+            return f"{sign} {self.describe()} -> {_describe_action(self.item)}"
         if self.kind == "register":
             was = f"{self.before['value']} => " if self.before else ""
             return f"{sign} {self.describe()} = {was}{self.item['value']}"
@@ -882,15 +891,17 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
                 election_id: tuple[int, int] = (0, 1), switches: Optional[Iterable[str]] = None,
                 progress: Optional[TextIO] = sys.stderr, batch_size: int = DEFAULT_BATCH,
                 label: str = "push", timeout: float = 10.0,
-                after_connect: Optional[Callable[[str, SwitchSession], None]] = None) -> FabricPush:
+                after_connect: Optional[Callable[[str, SwitchSession], None]] = None,
+                managed_tables: Optional[Iterable[str]] = None) -> FabricPush:
     """Reconcile every switch (a thread each, up to `concurrency` at once).
 
     `program` given: the pipeline is pushed where the switch does not already run it; None: the
     switch's own P4Info is used (it must have a pipeline).  `addresses` overrides the fabric's
     `p4runtime` addresses per switch.  A failing switch does not stop the others; its
-    `SwitchResult.error` says why.  `after_connect(name, session)` runs before the reconcile
-    (fail-link writes its port_down cells there).
+    `SwitchResult.error` says why.  `after_connect(name, session)` runs before the reconcile.
+    `managed_tables` limits deletes to those tables (see `compute_diff`), for partial documents.
     """
+    managed = list(managed_tables) if managed_tables is not None else None
     names = list(switches) if switches is not None else list(documents)
     for name in names:
         if name not in documents:
@@ -917,10 +928,10 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
             if after_connect is not None:
                 after_connect(name, session)
             if dry_run and result.pipeline_pushed:
-                result.diff = compute_diff(name, documents[name], SwitchState())
+                result.diff = compute_diff(name, documents[name], SwitchState(), managed)
                 result.diff.dry_run = True
             else:
-                result.diff = session.reconcile(documents[name], dry_run=dry_run)
+                result.diff = session.reconcile(documents[name], dry_run=dry_run, managed_tables=managed)
         except ReconcileError as exc:
             result.diff, result.write_errors, result.error = exc.diff, exc.errors, str(exc)
         except P4RuntimePushError as exc:

@@ -19,7 +19,7 @@ from scapy.contrib.roce import BTH
 from control_plane.cli import main as stellarctl
 from control_plane.inprocess import apply_document
 from control_plane.model import Fabric, load_fabric
-from control_plane.ops import fabric_without_link, failover_documents, find_link
+from control_plane.ops import ROUTING_TABLES, fabric_without_link, failover_documents, find_link
 from control_plane.p4rt import (Change, P4RuntimePushError, ProgramFiles, SwitchSession, SwitchState, compute_diff,
                                 push_fabric)
 from control_plane.render import entry_identity, render_fabric
@@ -174,6 +174,9 @@ def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, co
             ("meter", f"meter {doc['meters'][0]['name']}[{doc['meters'][0]['index']}]"),
             ("register", f"register port_down[{doc['registers'][0]['index']}]")])
         assert diff.written == 5 and preview.summary() == diff.summary() == "+1 ~3 -1"
+        assert f"~ {PATH_SET} meta.route.path_set_id=2: level0 0 => 12" in diff.lines()
+        assert f"- {LPM} hdr.ipv4.dst_addr=10.0.4.0/24 -> StellarIngress.routing.set_path_set(path_set_id=4)" \
+            in diff.lines()
         assert_switch_holds(s, doc)
         assert s.reconcile(doc).written == 0
         # and back to the rendered document: exactly the reverse
@@ -327,15 +330,17 @@ def test_compute_diff_orders_path_sets_before_routes_and_after_them_on_delete(do
 def test_failover_documents_route_around_the_link(fabric, documents):
     link = find_link(fabric, "spine1", "leaf1")
     assert (link.leaf, link.leaf_port, link.spine_port) == ("leaf1", 9, 1)
-    docs = failover_documents(fabric, link, documents)
+    docs = failover_documents(fabric, link)
+    assert {e["table"] for d in docs.values() for e in d["entries"]} <= ROUTING_TABLES
     leaf1_sets = [e for e in docs["leaf1"]["entries"] if e["table"] == PATH_SET]
     for entry in leaf1_sets:
         ports = [entry["params"][f"port{i}"] for i in range(entry["params"]["count"])]
         assert 9 not in ports, entry
     spine1_routes = [e for e in docs["spine1"]["entries"] if e["table"] == LPM]
     assert "10.0.1.0" not in {e["match"]["hdr.ipv4.dst_addr"]["value"] for e in spine1_routes}
-    assert {(r["index"], r["value"]) for r in docs["leaf1"]["registers"] if r["name"] == "port_down"} >= {(9, 1)}
-    assert {(r["index"], r["value"]) for r in docs["spine1"]["registers"] if r["name"] == "port_down"} >= {(1, 1)}
+    assert [(r["name"], r["index"], r["value"]) for r in docs["leaf1"]["registers"]] == [("port_down", 9, 1)]
+    assert [(r["name"], r["index"], r["value"]) for r in docs["spine1"]["registers"]] == [("port_down", 1, 1)]
+    assert docs["leaf2"]["registers"] == []
     # other leaves stop using spine1 towards leaf1 only
     leaf2_to_leaf1 = next(e for e in docs["leaf2"]["entries"]
                           if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 1)
@@ -395,6 +400,9 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
         sets = [e for e in sess.read_entries(PATH_SET) if e["params"]["port0"] in (9, 10)
                 and e["match"]["meta.route.path_set_id"] < 0x1000]
         assert sets and all(e["params"]["count"] == 1 and e["params"]["port0"] == 10 for e in sets)
+        # only the routing tables were reconciled: per-port MAC and ECN entries are all still there
+        assert len(sess.read_entries("StellarEgress.rewrite.port_mac")) == len(fabric.switches["leaf1"].ports)
+        assert len(sess.read_entries("StellarEgress.ecn.config")) == len(fabric.switches["leaf1"].ports)
     with session_for(lab, fabric, "spine1") as sess:
         assert sess.read_registers(["port_down"], [1]) == {"port_down": {1: 1}}
     # the YAML still has the link, so the fabric is now out of sync with it
