@@ -63,8 +63,8 @@ def _main_run_parser() -> argparse.ArgumentParser:
                    help="attach a switch port to a Linux interface (AF_PACKET, needs root)")
     p.add_argument("--packet-in", metavar="ipc://PATH",
                    help="carry all other ports over a nanomsg Pair0 socket (PTF --platform nn)")
-    p.add_argument("--device-id", type=int, default=0)
-    p.add_argument("--drop-port", type=int, default=511)
+    p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (BMv2's default 0)")
+    p.add_argument("--drop-port", type=int, default=511, help="egress_spec value that drops")
     p.add_argument("--log-console", action="store_true", help="log to stderr")
     p.add_argument("-L", "--log-level", default="info",
                    choices=["trace", "debug", "info", "warn", "error", "off"])
@@ -75,13 +75,18 @@ def _main_run_parser() -> argparse.ArgumentParser:
 
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     # Also accepted before '--' for convenience; after '--' they win, as in simple_switch_grpc.
-    p.add_argument("--grpc-server-addr", default=None)
-    p.add_argument("--cpu-port", type=int, default=None)
-    p.add_argument("--priority-queues", type=int, default=None)
-    p.add_argument("--clock", choices=["wall", "virtual"], default=None)
+    p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
+                   help=f"P4Runtime address (default {DEFAULT_GRPC_ADDR}: loopback only, because "
+                        "the server has no authentication; BMv2 listens on 0.0.0.0)")
+    p.add_argument("--cpu-port", type=int, default=None,
+                   help="port whose traffic is P4Runtime packet-in/packet-out")
+    p.add_argument("--priority-queues", type=int, default=None,
+                   help="strict-priority queues per port (standard_metadata.priority)")
+    p.add_argument("--clock", choices=["wall", "virtual"], default=None,
+                   help="virtual: time moves only when advanced over --control-addr (default wall)")
     p.add_argument("--control-addr", default=None,
                    help="HOST:PORT of the target-control side channel (p4sim.target_control)")
-    p.add_argument("--seed", type=int, default=None, help="seed of random() and meters' noise")
+    p.add_argument("--seed", type=int, default=None, help="seed of the P4 random() extern, for repeatable runs")
     p.add_argument("--dp-grpc-server-addr", default=None, help="accepted for compatibility; unused")
 
 
