@@ -57,6 +57,7 @@ struct flow_md_t {
     bit<32>     sig;            /* FLOW_SIG_VALID | crc16(flow key) */
     bit<32>     rot;            /* crc16(flow key) mod member count */
     bit<1>      known;          /* slot holds this flow */
+    bit<1>      slot_busy;      /* slot held by another flow active within the flowlet timeout */
     bit<16>     cur_port;       /* stored current port (if known) */
     timestamp_t last_arrival;
     timestamp_t gap_us;         /* now - last_arrival (if known) */
@@ -90,6 +91,7 @@ struct path_md_t {
     bit<32> rank7;
     bit<32> best_rank;
     port_t  best_port;
+    port_t  hash_port;          /* plain hash choice among live members (untracked flows) */
     bit<32> best_score;
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;

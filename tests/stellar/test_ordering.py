@@ -160,3 +160,41 @@ def test_drain_move_is_reported_by_digest_when_enabled(leaf):
                if d.name == "path_change_digest_t"]
     assert [(r["l4_id"], r["old_port"], r["new_port"], r["reason"]) for r in reports] == \
         [(QP, SLOW_PORT, FAST_PORT, CHANGE_DRAIN)]
+
+
+def _flow_slot(src: str, dst: str, qp: int) -> int:
+    """stellar.p4's slot index: crc32 over (src, dst, protocol 17, qp as 32 bits), packed MSB-first
+    (REFERENCE.md: BMv2's hash input packing), modulo FLOW_SLOTS (8192)."""
+    import ipaddress
+    import zlib
+    data = (int(ipaddress.IPv4Address(src)).to_bytes(4, "big") + int(ipaddress.IPv4Address(dst)).to_bytes(4, "big")
+            + bytes([17]) + qp.to_bytes(4, "big"))
+    return zlib.crc32(data) % 8192
+
+
+def test_a_flow_colliding_with_an_active_flow_does_not_steal_its_state(leaf):
+    from tests.stellar.leaf import CHANGE_NEW, ING
+    by_slot: dict[int, int] = {}
+    for qp in range(1, 100_000):
+        slot = _flow_slot(SRC, DST, qp)
+        if slot in by_slot:
+            qp_a, qp_b = by_slot[slot], qp
+            break
+        by_slot[slot] = qp
+    collisions = f"{ING}.flowlet.collisions"
+    ports_b = set()
+    for i in range(10):
+        leaf.send(1, roce(SRC, DST, qp_a, i))
+        leaf.advance(5)
+        leaf.send(1, roce(SRC, DST, qp_b, i))
+        leaf.advance(5)
+        ports_b |= {d.port for d in leaf.drain_output() if d.qp == qp_b}
+    assert leaf.register("flow_sig", slot) != 0
+    assert leaf.path_changes(CHANGE_NEW) == 1, "only the owner was placed; it never lost its state"
+    assert leaf.counter(collisions, 0) == 10
+    assert len(ports_b) == 1, "the untracked flow is pinned by its hash"
+    # Once the owner has been idle for a flowlet timeout, the slot can change hands.
+    leaf.advance(500)
+    leaf.send(1, roce(SRC, DST, qp_b, 10))
+    leaf.advance(1)
+    assert leaf.path_changes(CHANGE_NEW) == 2 and leaf.counter(collisions, 0) == 10

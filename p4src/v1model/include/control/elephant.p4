@@ -117,7 +117,7 @@
             meta.flow.elephant = 0;
         } else if (meta.eleph.hint_elephant == 1) {
             meta.flow.elephant = 1;
-            if ((meta.flow.status & FLOW_STATE_HINTED) == 0) {
+            if ((meta.flow.status & FLOW_STATE_HINTED) == 0 && meta.flow.slot_busy == 0) {
                 elephant_detections.count(1);
             }
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
@@ -126,7 +126,7 @@
         } else if (meta.eleph.bytes_estimate >= meta.cfg.elephant_bytes) {
             meta.flow.elephant = 1;
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT;
-            if ((meta.flow.status & FLOW_STATE_REPORTED) == 0) {
+            if ((meta.flow.status & FLOW_STATE_REPORTED) == 0 && meta.flow.slot_busy == 0) {
                 meta.flow.status = meta.flow.status | FLOW_STATE_REPORTED;
                 meta.eleph.report = 1;
                 elephant_detections.count(0);

@@ -21,6 +21,10 @@
  * it here, instead of waiting out a worst-case timeout.  Mice are not moved
  * at drain points (pinned), only at gaps.
  *
+ * A flow whose slot is held by another flow active within the flowlet
+ * timeout is routed by hash among the live members (stable, so not
+ * reordered) and does not disturb the owner's state.
+ *
  * Steps: FLOW_LOOKUP (before elephant detection and path choice, which need
  * the stored state), FLOWLET (decide and commit), DRAIN_RECORD (egress).
  *
@@ -32,6 +36,10 @@
      * placements.  Size: CHANGE_REASON_SLOTS. */
     @name("flowlet.path_changes")
     counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) flowlet_path_changes;
+    /* Packets of flows whose slot another active flow holds (routed by hash,
+     * untracked); a persistent count means FLOW_SLOTS is too small. */
+    @name("flowlet.collisions")
+    counter(1, CounterType.packets_and_bytes) flowlet_collisions;
 
     action flowlet_choose_best(in bit<8> reason) {
         meta.path.chosen_port = meta.path.best_port;
@@ -72,19 +80,28 @@
         flow_last_seq.read(meta.flow.last_seq, meta.flow.slot);
         flow_departed_seq.read(meta.flow.departed_seq, meta.flow.slot);
         flow_departed_stamp.read(meta.flow.departed_stamp, meta.flow.slot);
+        flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
+        meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
         if (stored_sig == meta.flow.sig) {
             meta.flow.known = 1;
             flow_port.read(meta.flow.cur_port, meta.flow.slot);
-            flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
             flow_state.read(meta.flow.status, meta.flow.slot);
-            meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
-            /* An elephant that went idle is a mouse again. */
-            if (meta.flow.gap_us >= (timestamp_t)meta.cfg.elephant_idle_us) {
+            /* An elephant that went idle, and has nothing left in a (lower
+             * priority) queue here, is a mouse again. */
+            if (meta.flow.gap_us >= (timestamp_t)meta.cfg.elephant_idle_us &&
+                meta.flow.departed_seq == meta.flow.last_seq) {
                 meta.flow.status = 0;
             }
         } else {
             meta.flow.known = 0;
             meta.flow.status = 0;
+            /* Another flow owns the slot and is still active: do not take its
+             * state over (it could then be reordered); this flow is routed by
+             * hash alone and not tracked. */
+            if ((stored_sig & FLOW_SIG_VALID) != 0 &&
+                meta.flow.gap_us < (timestamp_t)meta.cfg.flowlet_timeout_us) {
+                meta.flow.slot_busy = 1;
+            }
         }
     }
 #elif defined(STELLAR_STEP_FLOWLET)
@@ -95,6 +112,9 @@
         if (meta.path.best_rank == RANK_UNUSABLE) {
             /* Every member is down. */
             drop_packet(DROP_NO_LIVE_MEMBER);
+        } else if (meta.flow.slot_busy == 1) {
+            meta.path.chosen_port = meta.path.hash_port;
+            flowlet_collisions.count(0);
         } else if (meta.flow.known == 0) {
             flowlet_choose_best(CHANGE_NEW);
         } else if (meta.path.cur_member == 0) {
@@ -128,6 +148,8 @@
 
         if (meta.drop == 0) {
             standard_metadata.egress_spec = meta.path.chosen_port;
+        }
+        if (meta.drop == 0 && meta.flow.slot_busy == 0) {
             meta.flow.seq = meta.flow.last_seq + 1;
             meta.flow.tracked = 1;
             flow_sig.write(meta.flow.slot, meta.flow.sig);

@@ -111,6 +111,42 @@
         }
         meta.path.best_score = meta.path.best_rank >> 3;
 
+        /* Hash-only choice (for flows without state): the tiebreak bits of
+         * the usable ranks, i.e. the first live member at or after rotation. */
+        bit<32> hash_rank = RANK_UNUSABLE;
+        if (meta.path.rank0 != RANK_UNUSABLE && (meta.path.rank0 & 7) < hash_rank) {
+            hash_rank = meta.path.rank0 & 7;
+            meta.path.hash_port = meta.route.port0;
+        }
+        if (meta.path.rank1 != RANK_UNUSABLE && (meta.path.rank1 & 7) < hash_rank) {
+            hash_rank = meta.path.rank1 & 7;
+            meta.path.hash_port = meta.route.port1;
+        }
+        if (meta.path.rank2 != RANK_UNUSABLE && (meta.path.rank2 & 7) < hash_rank) {
+            hash_rank = meta.path.rank2 & 7;
+            meta.path.hash_port = meta.route.port2;
+        }
+        if (meta.path.rank3 != RANK_UNUSABLE && (meta.path.rank3 & 7) < hash_rank) {
+            hash_rank = meta.path.rank3 & 7;
+            meta.path.hash_port = meta.route.port3;
+        }
+        if (meta.path.rank4 != RANK_UNUSABLE && (meta.path.rank4 & 7) < hash_rank) {
+            hash_rank = meta.path.rank4 & 7;
+            meta.path.hash_port = meta.route.port4;
+        }
+        if (meta.path.rank5 != RANK_UNUSABLE && (meta.path.rank5 & 7) < hash_rank) {
+            hash_rank = meta.path.rank5 & 7;
+            meta.path.hash_port = meta.route.port5;
+        }
+        if (meta.path.rank6 != RANK_UNUSABLE && (meta.path.rank6 & 7) < hash_rank) {
+            hash_rank = meta.path.rank6 & 7;
+            meta.path.hash_port = meta.route.port6;
+        }
+        if (meta.path.rank7 != RANK_UNUSABLE && (meta.path.rank7 & 7) < hash_rank) {
+            hash_rank = meta.path.rank7 & 7;
+            meta.path.hash_port = meta.route.port7;
+        }
+
         /* The flow's current member, if its port is still in the set. */
         port_t cur = meta.flow.cur_port[8:0];
         meta.path.cur_member = 1;
