@@ -34,18 +34,23 @@ class PortRef:
 
 
 class SimFabric:
-    """Switches + links + hosts of one fabric on a shared virtual clock."""
+    """Switches + links + hosts of one fabric on a shared virtual clock.
 
-    def __init__(self, fabric: Fabric, program, pps_per_gbps: float = 10_000.0,
+    Each switch is a ``p4sim.p4rt.device.Device`` (the same object ``p4sim run`` serves), so the
+    fabric can be configured over real P4Runtime (``serve_p4runtime``) exactly like separate
+    ``simple_switch_grpc`` processes, or loaded in-process (``install_program``) for fast tests.
+    """
+
+    def __init__(self, fabric: Fabric, pps_per_gbps: float = 10_000.0,
                  queue_depth: Optional[int] = None, seed: int = 0) -> None:
-        import p4sim
+        from p4sim.p4rt.device import Device, DeviceOptions
 
         self.fabric = fabric
         self.now_us = 0.0
         dp = fabric.dataplane
-        self.switches = {
-            name: p4sim.Switch(program, clock="virtual", priority_queues=dp.priority_queues,
-                               cpu_port=dp.cpu_port, seed=seed + i)
+        self.devices = {
+            name: Device(DeviceOptions(device_id=fabric.switches[name].device_id, clock="virtual",
+                                       priority_queues=dp.priority_queues, seed=seed + i))
             for i, name in enumerate(sorted(fabric.switches))
         }
         # Wiring: (switch, port) -> (peer switch, peer port, delay) or (host name, delay).
@@ -53,12 +58,12 @@ class SimFabric:
         self.host_port: dict[PortRef, tuple[str, float]] = {}
         self.host_attach: dict[str, tuple[PortRef, float]] = {}
         for sname, s in fabric.switches.items():
-            sw = self.switches[sname]
+            dev = self.devices[sname]
             for number, port in s.ports.items():
-                pps = port.capacity_gbps * pps_per_gbps
-                sw.set_queue_rate(int(pps), port=number)
+                # Device remembers queue settings and re-applies them to every pipeline pushed.
+                dev.set_queue_rate(int(port.capacity_gbps * pps_per_gbps), number)
                 if queue_depth is not None:
-                    sw.set_queue_depth(queue_depth, port=number)
+                    dev.set_queue_depth(queue_depth, number)
                 ref = PortRef(sname, number)
                 if port.peer_switch is not None:
                     self.peer[ref] = (PortRef(port.peer_switch, port.peer_port), port.delay_us)
@@ -71,21 +76,44 @@ class SimFabric:
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self.deliver: Optional[DeliverFn] = None
         self.dropped_on_wire = 0
-        self.packet_ins: list[tuple[float, str, bytes]] = []
-        for name, sw in self.switches.items():
-            sw.buffer_output = False
-            sw.on_output = self._make_output_handler(name)
+        self.servers: dict[str, object] = {}
+        for name, dev in self.devices.items():
+            dev.transmit = self._make_output_handler(name)
+
+    def switch(self, name: str):
+        """The running ``p4sim.Switch`` of a device (after a pipeline was installed)."""
+        return self.devices[name].switch
+
+    def install_program(self, program) -> None:
+        """Load ``program`` on every switch directly (no P4Runtime)."""
+        for dev in self.devices.values():
+            dev.install(dev.switch_factory(program, dev.options))
+
+    def serve_p4runtime(self, host: str = "127.0.0.1") -> dict[str, str]:
+        """Start a P4Runtime server per switch on a free loopback port; returns the addresses."""
+        from p4sim.p4rt.server import P4RuntimeServer
+
+        addresses = {}
+        for name, dev in self.devices.items():
+            server = P4RuntimeServer(dev, f"{host}:0")
+            server.start()
+            self.servers[name] = server
+            addresses[name] = f"{host}:{server.port}"
+        return addresses
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop(0)
+        self.servers.clear()
 
     # ---------------------------------------------------------------- wiring of departures
     def _make_output_handler(self, name: str) -> Callable[[int, bytes], None]:
-        sw = self.switches[name]
+        dev = self.devices[name]
 
         def on_output(port: int, frame: bytes) -> None:
-            t = sw.now_us
+            t = dev.switch.now_us  # called during the switch's advance: the departure time
             ref = PortRef(name, port)
-            if port == sw.cpu_port:
-                self.packet_ins.append((t, name, frame))
-            elif ref in self.down:
+            if ref in self.down:
                 self.dropped_on_wire += 1
             elif ref in self.peer:
                 peer, delay = self.peer[ref]
@@ -110,7 +138,7 @@ class SimFabric:
                 if {ref.switch, peer.switch} == {a, b}]
         for ref in ends:
             self.down.add(ref)
-            self.switches[ref.switch].set_port_up(ref.port, False)
+            self.devices[ref.switch].set_port_up(ref.port, False)
         return ends
 
     # ---------------------------------------------------------------- running
@@ -120,14 +148,20 @@ class SimFabric:
         heapq.heappush(self._arrivals, (time_us + delay, next(self._seq), ref, frame))
 
     def _next_departure(self) -> Optional[float]:
-        times = [t for t in (sw.next_departure_us() for sw in self.switches.values()) if t is not None]
+        times = []
+        for dev in self.devices.values():
+            with dev.lock:
+                t = dev.switch.next_departure_us() if dev.switch is not None else None
+            if t is not None:
+                times.append(t)
         return min(times) if times else None
 
     def _advance_to(self, t: float) -> None:
         if t > self.now_us:
             dt = t - self.now_us
-            for sw in self.switches.values():
-                sw.advance(dt)
+            for dev in self.devices.values():
+                if dev.switch is not None:
+                    dev.advance(dt)
             self.now_us = t
 
     def run(self, sends: Iterable, until_us: float, on_send: Optional[Callable] = None) -> None:
@@ -164,4 +198,4 @@ class SimFabric:
                 if ref in self.down:
                     self.dropped_on_wire += 1
                     continue
-                self.switches[ref.switch].send(ref.port, frame)
+                self.devices[ref.switch].inject(ref.port, frame)

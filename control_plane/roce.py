@@ -98,8 +98,11 @@ class RoceFlowTemplate:
         ecn: int = ECN_ECT0,
         udp_sport: int = 49152,
     ) -> None:
-        from scapy.all import IP, UDP, Ether, raw  # Scapy is slow to import; load on use
+        # Only the layers needed: ``scapy.all`` costs seconds to import.
+        from scapy.compat import raw
         from scapy.contrib.roce import BTH
+        from scapy.layers.inet import IP, UDP
+        from scapy.layers.l2 import Ether
 
         pkt = (
             Ether(src=src_mac, dst=dst_mac)

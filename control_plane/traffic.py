@@ -12,7 +12,7 @@ import heapq
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 from control_plane.roce import RoceFlowTemplate, parse_roce
 
@@ -42,6 +42,8 @@ class Flow:
     dscp: int = 26
     payload_len: int = 1024
     udp_sport: int = 49152
+    burst: int = 0  # packets per message (0 = one continuous message)
+    idle_us: float = 0.0  # pause between messages (RDMA message boundaries)
     template: Optional[RoceFlowTemplate] = field(default=None, repr=False)
 
     def build(self, gateway_mac: str) -> None:
@@ -66,12 +68,15 @@ class Workload:
         self._next_qp = 0x100
 
     def add(self, src: Endpoint, dst: Endpoint, packets: int, start_us: float, gap_us: float,
-            kind: str, job: Optional[str] = None, dscp: int = 26, payload_len: int = 1024) -> Flow:
+            kind: str, job: Optional[str] = None, dscp: int = 26, payload_len: int = 1024,
+            burst: int = 0, idle_us: float = 0.0) -> Flow:
+        """A QP sending ``packets`` at ``gap_us`` spacing; with ``burst`` > 0 it sends messages
+        of ``burst`` packets separated by an extra ``idle_us`` pause."""
         qp = self._next_qp
         self._next_qp += 1
         # Distinct UDP source ports per QP, as RoCEv2 NICs do to give ECMP entropy.
         flow = Flow(len(self.flows), src, dst, qp, packets, start_us, gap_us, kind, job, dscp,
-                    payload_len, udp_sport=49152 + (qp % 16384))
+                    payload_len, udp_sport=49152 + (qp % 16384), burst=burst, idle_us=idle_us)
         self.flows.append(flow)
         return flow
 
@@ -89,11 +94,14 @@ class Workload:
         return [self.add(*rng.choice(pairs), packets, rng.uniform(start_us, end_us), gap_us,
                          "mouse", None, **kw) for _ in range(count)]
 
-    def schedule(self, gateway_mac: str) -> Iterator[Send]:
-        """All packets of all flows, in send-time order (ties by flow id, then PSN)."""
+    def schedule(self, gateway_mac: Union[str, Callable[[Endpoint], str]]) -> Iterator[Send]:
+        """All packets of all flows, in send-time order (ties by flow id, then PSN).
+
+        ``gateway_mac``: the destination MAC a NIC uses (its leaf's router MAC), or a function of
+        the sending endpoint giving it."""
         for f in self.flows:
             if f.template is None:
-                f.build(gateway_mac)
+                f.build(gateway_mac(f.src) if callable(gateway_mac) else gateway_mac)
         heap = [(f.start_us, f.fid, 0) for f in self.flows if f.packets > 0]
         heapq.heapify(heap)
         while heap:
@@ -101,7 +109,8 @@ class Workload:
             f = self.flows[fid]
             yield Send(t, f.src, f.template.packet(psn, ip_id=psn), fid, psn)
             if psn + 1 < f.packets:
-                heapq.heappush(heap, (t + f.gap_us, fid, psn + 1))
+                pause = f.idle_us if f.burst and (psn + 1) % f.burst == 0 else 0.0
+                heapq.heappush(heap, (t + f.gap_us + pause, fid, psn + 1))
 
 
 @dataclass

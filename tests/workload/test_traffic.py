@@ -59,3 +59,9 @@ def test_percentile_is_nearest_rank():
     assert percentile(vals, 100) == 100
     assert percentile([7], 99) == 7
     assert percentile([], 50) is None
+
+
+def test_messages_are_separated_by_the_idle_pause():
+    w = Workload()
+    w.add(A, B, 5, start_us=0, gap_us=2, kind="job", job="j", burst=2, idle_us=10)
+    assert [s.time_us for s in w.schedule(GW)] == [0, 2, 14, 16, 28]

@@ -1,0 +1,273 @@
+"""The Stellar controller loop: telemetry in, congestion levels and failover deltas out.
+
+What the data plane cannot see by itself is *remote* congestion: a leaf knows the queue delay of
+its own uplinks, not of the spine's downlink towards the destination leaf.  The controller reads
+every switch's per-port queue-delay registers (``port_qdelay_us`` with its freshness stamp,
+CONTRACT.md §4), builds a congestion map of directed links, and writes into each leaf's path-set
+entries the level of the remote hop behind each member (``levelN`` of
+``StellarIngress.routing.path_set``, µs-equivalent).  It only MODIFYs entries whose levels changed
+by at least a quantum, so a quiet fabric costs no writes.
+
+Link failures: the switches' own port-status handling marks the port dead in ``port_down`` at once
+(the data plane does not wait for us); the controller then re-plans path sets without the link and
+pushes only the entries that differ, timing event -> last write acknowledged.
+
+The controller talks to switches through ``SwitchOps`` (register read/write, entry modify), with
+one implementation over P4Runtime (what a deployment uses) and one in-process (unit tests).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Optional, Protocol
+
+from control_plane.model import Fabric, Port, Switch
+from control_plane.plan import SwitchPlan
+
+PATH_SET_TABLE = "StellarIngress.routing.path_set"
+PATH_SET_ACTION = "StellarIngress.routing.set_members"
+LEVEL_MAX = 0xFFFF  # levelN is 16 bits
+
+
+class SwitchOps(Protocol):
+    """The few operations the controller needs from a switch, whatever the transport."""
+
+    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]: ...
+
+    def write_register(self, name: str, index: int, value: int) -> None: ...
+
+    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None: ...
+
+
+class InProcessOps:
+    """SwitchOps on an in-process ``p4sim.Switch``."""
+
+    def __init__(self, switch) -> None:
+        self.switch = switch
+
+    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]:
+        return {i: self.switch.register_read(name, i) for i in indexes}
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        self.switch.register_write(name, index, value)
+
+    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None:
+        for match, action, params in entries:
+            self.switch.modify_entry(table, match, action, params)
+
+
+class P4RuntimeOps:
+    """SwitchOps over P4Runtime with ``p4sim.p4rt.client.P4RuntimeClient`` (connected, primary)."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]:
+        from p4.v1 import p4runtime_pb2
+
+        rid = self.client.object_id("registers", name)
+        # One ReadRequest naming just the cells we need: a wildcard read would ship every cell
+        # of a 512-entry array through (pure-Python) protobuf on every poll.
+        entities = [p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(
+            register_id=rid, index=p4runtime_pb2.Index(index=i))) for i in indexes]
+        return {ent.register_entry.index.index: int.from_bytes(ent.register_entry.data.bitstring, "big")
+                for ent in self.client.read(*entities)}
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        from p4.v1 import p4data_pb2, p4runtime_pb2
+
+        from p4sim.p4rt.client import update
+
+        entry = p4runtime_pb2.RegisterEntry(
+            register_id=self.client.object_id("registers", name),
+            index=p4runtime_pb2.Index(index=index),
+            data=p4data_pb2.P4Data(bitstring=value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")))
+        self.client.write(update("MODIFY", register_entry=entry))
+
+    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None:
+        from p4sim.p4rt.client import update
+
+        if entries:
+            self.client.write(*(update("MODIFY", table_entry=self.client.table_entry(table, m, a, p))
+                                for m, a, p in entries))
+
+
+@dataclass
+class CongestionMap:
+    """Queue delay (µs) per directed fabric link, keyed by (switch, egress port)."""
+
+    time_us: float
+    qdelay_us: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def hottest(self, n: int = 5) -> list[tuple[tuple[str, int], int]]:
+        return sorted(self.qdelay_us.items(), key=lambda kv: -kv[1])[:n]
+
+
+@dataclass
+class FailoverReport:
+    link: tuple[str, str]
+    ports_marked_down: list[tuple[str, int]]
+    entries_written: int
+    wall_ms: float  # from the event to the last write acknowledged
+
+
+@dataclass
+class LevelMember:
+    slot: int
+    remote: Optional[tuple[str, int]]  # (spine, port towards the destination leaf)
+
+
+class Controller:
+    """Polls telemetry and pushes congestion levels; reacts to link failures."""
+
+    def __init__(self, fabric: Fabric, ops: dict[str, SwitchOps], plans: dict[str, SwitchPlan],
+                 documents: dict[str, dict], quantum_us: int = 2, max_age_us: int = 200) -> None:
+        self.fabric = fabric
+        self.ops = ops
+        self.plans = plans
+        self.quantum_us = quantum_us
+        self.max_age_us = max_age_us
+        self.writes = 0
+        self.polls = 0
+        # The rendered path-set entries of every leaf, by path set id; levels start at 0.
+        self._entries: dict[str, dict[int, dict]] = {
+            name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
+                   for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
+            for name, doc in documents.items()}
+        self._remote = self._remote_hops()
+
+    # ------------------------------------------------------------------ topology knowledge
+    def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
+        """For every leaf path set: per slot, the spine port the traffic takes after the uplink."""
+        out: dict[str, dict[int, list[LevelMember]]] = {}
+        leaves = {s.name: s for s in self.fabric.leaves}
+        for name, plan in self.plans.items():
+            if plan.switch.role != "leaf":
+                continue
+            per_set: dict[int, list[LevelMember]] = {}
+            for route in plan.routes:
+                dest = next((l for l in leaves.values() if l.subnet == route.prefix), None)
+                if dest is None or dest.name == name:
+                    continue
+                ps = plan.path_set(route.path_set)
+                members = []
+                for slot, m in enumerate(ps.slots):
+                    spine = self.fabric.switches.get(m.via)
+                    down = None
+                    if spine is not None and spine.role == "spine":
+                        down = next((p.number for p in spine.uplinks if p.peer_switch == dest.name), None)
+                    members.append(LevelMember(slot, (m.via, down) if down is not None else None))
+                per_set[route.path_set] = members
+            out[name] = per_set
+        return out
+
+    def _fabric_ports(self, switch: Switch) -> list[Port]:
+        return [p for p in switch.ports.values() if p.peer_switch is not None]
+
+    # ------------------------------------------------------------------ the loop body
+    def poll(self, now_us: float, only: Optional[set[str]] = None) -> CongestionMap:
+        """Read the per-port queue delay of every switch (or of ``only`` these); stale readings
+        (no departure for ``max_age_us``) count as an idle link."""
+        cmap = CongestionMap(now_us)
+        for name, switch in self.fabric.switches.items():
+            if only is not None and name not in only:
+                continue
+            ports = [p.number for p in self._fabric_ports(switch)]
+            if not ports:
+                continue
+            ops = self.ops[name]
+            delays = ops.read_register("port_qdelay_us", ports)
+            stamps = ops.read_register("port_qdelay_stamp", ports)
+            for port in ports:
+                fresh = now_us - stamps.get(port, 0) <= self.max_age_us
+                cmap.qdelay_us[(name, port)] = delays.get(port, 0) if fresh else 0
+        self.polls += 1
+        return cmap
+
+    def push_levels(self, cmap: CongestionMap) -> int:
+        """MODIFY the path-set entries whose remote-hop levels moved by a quantum or more."""
+        written = 0
+        for leaf, sets in self._remote.items():
+            changed = []
+            for ps_id, members in sets.items():
+                entry = self._entries[leaf].get(ps_id)
+                if entry is None:
+                    continue
+                params = entry["params"]
+                new = dict(params)
+                for m in members:
+                    level = min(LEVEL_MAX, cmap.qdelay_us.get(m.remote, 0)) if m.remote else 0
+                    new[f"level{m.slot}"] = level
+                if any(abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
+                       for m in members):
+                    entry["params"] = new
+                    changed.append((entry["match"], entry["action"], new))
+            if changed:
+                self.ops[leaf].modify_entries(PATH_SET_TABLE, changed)
+                written += len(changed)
+        self.writes += written
+        return written
+
+    def step(self, now_us: float) -> CongestionMap:
+        """One loop iteration: read the remote hops the levels depend on, push what changed."""
+        remote = {m.remote[0] for sets in self._remote.values() for ms in sets.values()
+                  for m in ms if m.remote}
+        cmap = self.poll(now_us, only=remote)
+        self.push_levels(cmap)
+        return cmap
+
+    # ------------------------------------------------------------------ failures
+    def mark_ports_down(self, ports: list[tuple[str, int]]) -> None:
+        """What a switch's port-status handler does locally on loss of light."""
+        for switch, port in ports:
+            self.ops[switch].write_register("port_down", port, 1)
+
+    def handle_link_failure(self, a: str, b: str, ports: list[tuple[str, int]],
+                            mark_down: bool = True) -> FailoverReport:
+        """Re-plan without the link and push the path-set deltas; time it end to end."""
+        from control_plane.plan import plan_fabric
+
+        started = time.perf_counter()
+        if mark_down:
+            self.mark_ports_down(ports)
+        self.fabric = fabric_without_link(self.fabric, a, b)
+        new_plans = plan_fabric(self.fabric, None)
+        written = 0
+        for name, plan in new_plans.items():
+            old = self.plans[name]
+            changed = []
+            for ps in plan.path_sets:
+                try:
+                    before = old.path_set(ps.id)
+                except StopIteration:
+                    before = None
+                if before is not None and before.slots == ps.slots:
+                    continue
+                entry = self._entries.get(name, {}).get(ps.id)
+                if entry is None:
+                    continue
+                params = dict(entry["params"])
+                ports_ = [m.port for m in ps.slots] + [0] * (8 - len(ps.slots))
+                params.update({"count": len(ps.slots)})
+                params.update({f"port{i}": p for i, p in enumerate(ports_)})
+                params.update({f"level{i}": 0 for i in range(8)})
+                entry["params"] = params
+                changed.append((entry["match"], entry["action"], params))
+            if changed:
+                self.ops[name].modify_entries(PATH_SET_TABLE, changed)
+                written += len(changed)
+        self.plans = new_plans
+        self._remote = self._remote_hops()
+        self.writes += written
+        return FailoverReport((a, b), list(ports), written, (time.perf_counter() - started) * 1e3)
+
+
+def fabric_without_link(fabric: Fabric, a: str, b: str) -> Fabric:
+    """The same fabric with every a–b link removed (both ends' ports lose their peer)."""
+    switches = {}
+    for name, s in fabric.switches.items():
+        ports = {n: (replace(p, peer_switch=None, peer_port=None)
+                     if {name, p.peer_switch} == {a, b} else p) for n, p in s.ports.items()}
+        switches[name] = replace(s, ports=ports)
+    links = tuple(l for l in fabric.links if {l.leaf, l.spine} != {a, b})
+    return replace(fabric, switches=switches, links=links)
