@@ -30,9 +30,18 @@ class Program:
     def code(self) -> Any:
         """The generated Python for this program (``runtime.codegen.CompiledCode``), cached."""
         if self._code is None:
+            from p4sim.errors import CompileError
             from p4sim.runtime.codegen import ProgramCompiler
 
-            self._code = ProgramCompiler(self.ir).compile()
+            try:
+                code = ProgramCompiler(self.ir).compile()
+                compile(code.source, "<p4sim generated>", "exec")  # fail here, not in a switch
+            except CompileError:
+                raise
+            except Exception as exc:  # a p4sim bug: still say clearly which program and why
+                raise CompileError(f"p4sim's runtime cannot compile {self.path or self.ir.source}: internal error "
+                                   f"{type(exc).__name__}: {exc}") from exc
+            self._code = code
         return self._code
 
     @property
