@@ -46,6 +46,10 @@ class TargetControl(abc.ABC):
         """The switch's packet tallies (received, transmitted, drops by reason)."""
         raise NotSupportedByTarget(f"{self.name}: no packet tallies over this channel")
 
+    def sync(self) -> None:
+        """Return once every packet the switch took in is processed and its output sent."""
+        raise NotSupportedByTarget(f"{self.name}: no processing barrier")
+
     def close(self) -> None:
         pass
 
@@ -94,6 +98,9 @@ class P4simTarget(TargetControl):
 
     def stats(self) -> dict[str, int]:
         return dict(self._call("stats"))
+
+    def sync(self) -> None:
+        self._call("sync")
 
     def close(self) -> None:
         self.client.close()

@@ -184,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         control.start()
 
     device.transmit = ports.transmit
+    device.flush_output = ports.flush
     ports.start(device.inject, device.set_port_up)
     device.start()
     server.start()

@@ -247,16 +247,22 @@ class PortMap:
     def _send_loop(self) -> None:
         while True:
             item = self._outq.get()
-            if item is None:
-                return
-            port, data = item
-            transport = self.interfaces.get(port, self.default)
-            if transport is None:
-                continue
             try:
-                transport.transmit(port, data)
+                if item is None:
+                    return
+                port, data = item
+                transport = self.interfaces.get(port, self.default)
+                if transport is not None:
+                    transport.transmit(port, data)
             except OSError as err:
                 log.warning("transmit on port %d failed: %s", port, err)
+            finally:
+                self._outq.task_done()
+
+    def flush(self) -> None:
+        """Return once everything the switch emitted so far has been handed to its transport."""
+        if self._sender is not None and self._sender.is_alive():
+            self._outq.join()
 
     def close(self) -> None:
         self._outq.put(None)

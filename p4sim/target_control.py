@@ -14,6 +14,9 @@ op                    args                                        result
 ``set_queue_depth``   ``pkts``, optional ``port``, ``priority``   --
 ``set_port``          ``port``, ``up`` (bool)                     --
 ``stats``             --                                          the switch's packet tallies
+``sync``              --                                          -- (returns once all packets
+                                                                  taken in are processed and
+                                                                  their output sent)
 ====================  ==========================================  ==========================
 
 Why JSON over TCP and not another gRPC service: the messages are tiny, the client must be
@@ -60,6 +63,9 @@ def dispatch(device: Device, op: str, args: dict[str, Any]) -> Any:
             tallies = dict(device.switch.stats) if device.switch is not None else {}
         tallies["dropped_no_pipeline"] = device.dropped_no_pipeline
         return tallies
+    if op == "sync":
+        device.sync()
+        return None
     if op == "now_us":
         return device.now_us()
     if op == "advance":

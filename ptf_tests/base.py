@@ -42,13 +42,20 @@ class P4RuntimeTest(BaseTest):
         self.p4info = load_p4info(_param("p4info"))
         with open(_param("config"), "rb") as f:
             self.device_config = f.read()
-        self.p4rt = self.new_client(self.election_id)
-        self._push_pipeline_once()
-        self.p4rt.p4info = self.p4info
         self._undo: list[p4runtime_pb2.Update] = []
-        self.target: TargetControl = connect(
-            self.target_name, control_addr=_param("control_addr"),
-            thrift_port=_param("thrift_port"), interfaces=_param("interfaces"))
+        try:
+            self.p4rt = self.new_client(self.election_id)
+            self._push_pipeline_once()
+            self.p4rt.p4info = self.p4info
+            self.target: TargetControl = connect(
+                self.target_name, control_addr=_param("control_addr"),
+                thrift_port=_param("thrift_port"), interfaces=_param("interfaces"))
+        except Exception:
+            # unittest skips tearDown when setUp fails: close the sessions here, or the next
+            # test's primary would collide with this one's election id.
+            for c in getattr(self, "_clients", []):
+                c.close()
+            raise
 
     def tearDown(self) -> None:
         try:
@@ -181,6 +188,7 @@ class P4RuntimeTest(BaseTest):
         tu.send_packet(self, port, pkt)
         if before is not None:
             self.wait_ingested(before, 1)
+            self.target.sync()  # and its output (if any) is on the wire before we look
 
     def received_count(self) -> int:
         return int(self.target_op(self.target.stats).get("received", 0))

@@ -65,6 +65,7 @@ class Device:
         self.transmit: Callable[[int, bytes], None] | None = None
         self.on_packet_in: Callable[[bytes], None] | None = None
         self.on_digests: Callable[[list], None] | None = None
+        self.flush_output: Callable[[], None] | None = None  # ports: wait until sent
         self._port_up: dict[int, bool] = {}
         self._queue_settings: list[tuple[str, tuple]] = []
         self._wake = threading.Event()
@@ -157,6 +158,14 @@ class Device:
             self._port_up[port] = up
             if self.switch is not None:
                 self.switch.set_port_up(port, up)
+
+    def sync(self) -> None:
+        """Return once every packet taken in so far is processed and its output handed to the
+        port transport: a barrier that makes "no packet came out" checks sound."""
+        with self.lock:
+            pass
+        if self.flush_output is not None:
+            self.flush_output()
 
     def now_us(self) -> int:
         with self.lock:

@@ -15,6 +15,18 @@ from p4.v1 import p4runtime_pb2
 from p4sim.errors import RuntimeApiError
 
 
+# Status messages travel in gRPC *headers* (grpc-message, grpc-status-details-bin), and gRPC
+# clients refuse responses whose metadata exceeds 16 KiB by default: a long message (say a core
+# error quoting generated code) would turn a clear refusal into RESOURCE_EXHAUSTED.
+MAX_MESSAGE = 1000
+MAX_UPDATE_MESSAGE = 200
+MAX_DETAILS_BYTES = 14000
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 15] + " ...[truncated]"
+
+
 class P4RTError(Exception):
     """A P4Runtime request the server refuses; ``code`` is a google.rpc.Code name."""
 
@@ -22,6 +34,7 @@ class P4RTError(Exception):
         if code not in code_pb2.Code.keys():
             raise ValueError(f"not a google.rpc code: {code}")
         self.code = code
+        message = _clip(message, MAX_MESSAGE)
         self.message = message
         super().__init__(f"{code}: {message}")
 
@@ -48,18 +61,25 @@ def write_error_status(results: list[P4RTError | None]) -> tuple[str, bytes]:
     update of the batch, in order, with ``canonical_code`` OK for the updates that succeeded.
     Returns (summary message, serialized google.rpc.Status).
     """
-    status = status_pb2.Status(code=code_pb2.UNKNOWN)
-    failed = 0
-    for res in results:
-        err = p4runtime_pb2.Error()
-        if res is None:
-            err.canonical_code = code_pb2.OK
-        else:
-            failed += 1
-            err.canonical_code = res.rpc_code
-            err.message = res.message
-        packed = any_pb2.Any()
-        packed.Pack(err)
-        status.details.append(packed)
-    status.message = f"{failed} of {len(results)} updates failed"
-    return status.message, status.SerializeToString()
+    failed = sum(1 for r in results if r is not None)
+    summary = f"{failed} of {len(results)} updates failed"
+    first = next(r for r in results if r is not None) if failed else None
+    if first is not None:
+        summary += f" (first: {first.code}: {_clip(first.message, MAX_UPDATE_MESSAGE)})"
+
+    def build(with_messages: bool) -> bytes:
+        status = status_pb2.Status(code=code_pb2.UNKNOWN, message=summary)
+        for res in results:
+            err = p4runtime_pb2.Error(canonical_code=code_pb2.OK if res is None else res.rpc_code)
+            if res is not None and with_messages:
+                err.message = _clip(res.message, MAX_UPDATE_MESSAGE)
+            packed = any_pb2.Any()
+            packed.Pack(err)
+            status.details.append(packed)
+        return status.SerializeToString()
+
+    details = build(with_messages=True)
+    if len(details) > MAX_DETAILS_BYTES:
+        # Huge batches: keep the per-update codes (the contract) and drop the texts.
+        details = build(with_messages=False)
+    return summary, details

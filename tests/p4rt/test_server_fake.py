@@ -604,3 +604,19 @@ def test_entry_metadata_is_stored_and_returned(harness):
     c.write(update("MODIFY", table_entry=e))
     [got] = c.read(p4runtime_pb2.Entity(table_entry=lpm_entry(c, 0x0A000000, 8)))
     assert (got.table_entry.controller_metadata, got.table_entry.metadata) == (0, b"")
+
+
+def test_huge_failing_batch_still_reports_every_update(harness):
+    """The per-update details travel in a header; they must fit gRPC's 16 KiB metadata limit."""
+    c = harness.primary_with_pipeline()
+    bad = [lpm_entry(c, 0x0A000000 | k, 8) for k in range(1, 301)]  # bits past the prefix
+    with pytest.raises(WriteFailed) as ex:
+        c.write(*(update("INSERT", table_entry=e) for e in bad))
+    assert codes(ex) == ["INVALID_ARGUMENT"] * 300
+
+
+def test_long_core_error_messages_are_clipped():
+    from p4sim.p4rt.errors import MAX_MESSAGE, P4RTError
+
+    err = P4RTError("INVALID_ARGUMENT", "x" * 100_000)
+    assert len(err.message) <= MAX_MESSAGE and err.message.endswith("[truncated]")

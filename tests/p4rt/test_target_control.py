@@ -99,3 +99,11 @@ def test_stats_reports_switch_tallies(control):
     dev, client = control
     dev.switch.stats = {"received": 3}
     assert client.call("stats") == {"received": 3, "dropped_no_pipeline": 0}
+
+
+def test_sync_waits_for_output_to_be_handed_to_the_ports(control):
+    dev, client = control
+    flushed = []
+    dev.flush_output = lambda: flushed.append(True)
+    assert client.call("sync") is None
+    assert flushed == [True]
