@@ -5,6 +5,7 @@ executes the generated module in its own namespace.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any, Optional
 
 from p4sim.frontend import ir
@@ -35,7 +36,7 @@ class Program:
 
             try:
                 code = ProgramCompiler(self.ir).compile()
-                compile(code.source, "<p4sim generated>", "exec")  # fail here, not in a switch
+                builtins.compile(code.source, "<p4sim generated>", "exec")  # fail here, not in a switch
             except CompileError:
                 raise
             except Exception as exc:  # a p4sim bug: still say clearly which program and why
