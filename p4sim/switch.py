@@ -99,6 +99,8 @@ class Switch:
     def advance(self, us: float) -> None:
         """Virtual clock: move time forward by ``us``, running every departure due on the way (in
         order, each at its own time).  Wall clock: just process what is due now."""
+        if not us >= 0:
+            raise RuntimeApiError("INVALID_ARGUMENT", f"cannot advance time by {us!r} us")
         with self.lock:
             if isinstance(self.clock, VirtualClock):
                 target = self.clock.now_us + us

@@ -313,3 +313,10 @@ def test_concurrent_senders_are_serialised_by_the_lock(prog):
     assert len(out) + sw.stats["queue_full"] == 800 and sw.stats["runtime_error"] == 0
     depths = [read(d)["enq_qdepth"] for _, d in out]
     assert max(depths) <= 64
+
+
+def test_switch_refuses_to_move_time_backwards(prog):
+    sw = p4sim.Switch(prog)
+    with pytest.raises(RuntimeApiError):
+        sw.advance(-5)
+    assert sw.now_us == 0
