@@ -14,11 +14,11 @@ import ipaddress
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from .errors import FabricError, Problem
 from .reader import MappingReader, parse_subnet
-from .yaml_marks import KeyPath, MarkedDocument, index, load_marked
+from .yaml_marks import KeyPath, MarkedDocument, load_marked
 
 ROLES = ("leaf", "spine")
 # Numbered as the data plane numbers them (p4src/CONTRACT.md section 1): background 0 .. control 3.
