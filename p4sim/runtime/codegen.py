@@ -1136,9 +1136,12 @@ class CompiledCode:
     role_fn: dict[str, str]
 
     def namespace(self, base: dict[str, Any]) -> dict[str, Any]:
-        """Execute the generated source in a fresh namespace seeded with ``base``."""
+        """Execute the generated source in a fresh namespace seeded with ``base`` (each switch
+        gets its own classes and functions bound to its own tables and extern state)."""
+        code = self.__dict__.get("_code_obj")
+        if code is None:
+            code = self.__dict__["_code_obj"] = compile(self.source, "<p4sim generated>", "exec")
         ns = dict(base)
-        code = compile(self.source, "<p4sim generated>", "exec")
         exec(code, ns)
         return ns
 
