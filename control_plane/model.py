@@ -91,6 +91,7 @@ class Host:
     port: int
     capacity_gbps: float
     tenant: Optional[str]
+    delay_us: float = 0.5  # propagation delay of the NIC-leaf link
 
 
 @dataclass(frozen=True)
@@ -637,6 +638,7 @@ class _Builder:
             port = r.get_int("port", required=True, minimum=0, maximum=MAX_PORT)
             capacity = r.get_number("capacity_gbps", default=host_defaults[0], minimum=0.0, maximum=MAX_GBPS,
                                     exclusive_minimum=True)
+            delay = r.get_number("delay_us", default=host_defaults[1], minimum=0.0, maximum=MAX_US)
             r.finish()
             if name is None:
                 continue
@@ -683,7 +685,8 @@ class _Builder:
             if not valid or None in (ip, mac, leaf, port):
                 continue
             tenant = next((t.name for t in tenants.values() if any(ip in net for net in t.subnets)), None)
-            hosts[name] = Host(name=name, ip=ip, mac=mac, leaf=leaf, port=port, capacity_gbps=capacity, tenant=tenant)
+            hosts[name] = Host(name=name, ip=ip, mac=mac, leaf=leaf, port=port, capacity_gbps=capacity, tenant=tenant,
+                               delay_us=delay)
         return hosts
 
     def _attach_hosts(self, switches: dict[str, Switch], hosts: dict[str, Host]) -> dict[str, Switch]:
@@ -692,8 +695,8 @@ class _Builder:
             ports = dict(switch.ports)
             for host in hosts.values():
                 if host.leaf == name:
-                    ports[host.port] = Port(number=host.port, capacity_gbps=host.capacity_gbps, delay_us=0.0,
-                                            host=host.name)
+                    ports[host.port] = Port(number=host.port, capacity_gbps=host.capacity_gbps,
+                                            delay_us=host.delay_us, host=host.name)
             result[name] = Switch(name=switch.name, role=switch.role, device_id=switch.device_id,
                                   p4runtime=switch.p4runtime, mac=switch.mac, subnet=switch.subnet,
                                   ports=dict(sorted(ports.items())))

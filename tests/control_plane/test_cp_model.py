@@ -50,6 +50,7 @@ def test_lab_details() -> None:
     classes = {c.name: c for c in lab.dataplane.classes}
     assert classes["critical"].dscp == (46,) and classes["critical"].elephant_queue == 5
     assert lab.switches["spine1"].mac == "02:53:00:00:00:65"  # derived from device id 101
+    assert lab.hosts["l1g1"].delay_us == 0.5 and leaf1.ports[1].delay_us == 0.5  # defaults.host_link
 
 
 def test_generated_fabrics_are_current() -> None:
