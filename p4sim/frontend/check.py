@@ -1006,6 +1006,7 @@ class Checker:
         """
         saved = (self.cur_control, self.sub_instances, self.key_prefix)
         self.cur_control, self.sub_instances, self.key_prefix = target, [], key_prefix
+        inits: list[ir.Stmt] = []
         try:
             for c in d.children:
                 if not isinstance(c, Tree):
@@ -1013,7 +1014,15 @@ class Checker:
                 if c.data == "const_decl":
                     self.decl_const_decl(c, scope)
                 elif c.data == "var_decl":
-                    target.locals.append(self.var_decl(c, scope))
+                    vd = self.var_decl(c, scope)
+                    if key_prefix and vd.init is not None:
+                        # an inlined control's variables start at each of its applies, after
+                        # copy-in: keep the slot in the enclosing control, run the initialiser
+                        # at the start of the inlined body
+                        inits.append(ir.Assign(vd.pos, ir.VarRef(vd.var.type, vd.pos, vd.var),
+                                               vd.init))
+                        vd = ir.VarDecl(vd.pos, vd.var, None)
+                    target.locals.append(vd)
                 elif c.data == "instantiation":
                     self.decl_instantiation(c, scope, target.locals)
                 elif c.data == "action_decl":
@@ -1028,6 +1037,8 @@ class Checker:
                     raise self.unsupported("instantiations with abstract method "
                                            "implementations", c)
             body = self.block(d.children[-1], Scope(scope))
+            if inits:
+                body = ir.Block(body.pos, inits + [body])
             # an instance that is never applied still owns its tables (as with p4c)
             for inst in self.sub_instances:
                 if inst.body is None:

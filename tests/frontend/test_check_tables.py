@@ -253,3 +253,20 @@ def test_field_list_annotations_reach_the_ir(build):
     assert t.fields[0].annotations == {"field_list": "1"} and t.fields[1].annotations == {}
     call = ingress(prog).apply.stmts[0].call
     assert call.name == "resubmit_preserving_field_list" and call.args[0].type == ir.BitT(8)
+
+
+def test_inlined_control_variables_are_initialised_after_copy_in(build):
+    prog = build(decls="control Sub(inout m_t m, in bit<8> k) {\n"
+                       "  bit<8> twice = k + k;\n  apply { m.x = twice; } }\n",
+                 ingress_locals="Sub() s;", ingress_apply="s.apply(meta, hdr.h.a);")
+    ing = ingress(prog)
+    slot = next(l for l in ing.locals if isinstance(l, ir.VarDecl) and l.var.name == "twice")
+    assert slot.init is None
+    blk = ing.apply.stmts[0]
+    copy_in = [s for s in blk.stmts if isinstance(s, ir.Assign)]
+    body = next(s for s in blk.stmts if isinstance(s, ir.Block))
+    # copy-in of k precedes the body, whose first statement initialises `twice`
+    assert blk.stmts.index(copy_in[1]) < blk.stmts.index(body)
+    first = body.stmts[0]
+    assert isinstance(first, ir.Assign) and first.lhs.var is slot.var
+    assert isinstance(first.rhs, ir.Binary)
