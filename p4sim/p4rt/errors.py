@@ -16,11 +16,12 @@ from p4sim.errors import RuntimeApiError
 
 
 # Status messages travel in gRPC *headers* (grpc-message, grpc-status-details-bin), and gRPC
-# clients refuse responses whose metadata exceeds 16 KiB by default: a long message (say a core
-# error quoting generated code) would turn a clear refusal into RESOURCE_EXHAUSTED.
+# clients start refusing responses whose metadata exceeds 8 KiB by default (the "soft" limit):
+# a long message (say a core error quoting generated code) or the details of a big failing batch
+# would turn a clear refusal into RESOURCE_EXHAUSTED.
 MAX_MESSAGE = 1000
 MAX_UPDATE_MESSAGE = 200
-MAX_DETAILS_BYTES = 14000
+MAX_DETAILS_BYTES = 6500
 
 
 def _clip(text: str, limit: int) -> str:
@@ -59,13 +60,13 @@ def write_error_status(results: list[P4RTError | None]) -> tuple[str, bytes]:
 
     The P4Runtime spec: the RPC status is UNKNOWN and its details carry one ``p4.v1.Error`` per
     update of the batch, in order, with ``canonical_code`` OK for the updates that succeeded.
-    Returns (summary message, serialized google.rpc.Status).
+    Returns (summary message, serialized google.rpc.Status -- empty when it cannot fit).
     """
-    failed = sum(1 for r in results if r is not None)
-    summary = f"{failed} of {len(results)} updates failed"
-    first = next(r for r in results if r is not None) if failed else None
-    if first is not None:
-        summary += f" (first: {first.code}: {_clip(first.message, MAX_UPDATE_MESSAGE)})"
+    failed = [(i, r) for i, r in enumerate(results) if r is not None]
+    summary = f"{len(failed)} of {len(results)} updates failed"
+    if failed:
+        i, first = failed[0]
+        summary += f" (first: #{i} {first.code}: {_clip(first.message, MAX_UPDATE_MESSAGE)})"
 
     def build(with_messages: bool) -> bytes:
         status = status_pb2.Status(code=code_pb2.UNKNOWN, message=summary)
@@ -80,6 +81,14 @@ def write_error_status(results: list[P4RTError | None]) -> tuple[str, bytes]:
 
     details = build(with_messages=True)
     if len(details) > MAX_DETAILS_BYTES:
-        # Huge batches: keep the per-update codes (the contract) and drop the texts.
+        # Big batches: keep the per-update codes (the contract) and drop the texts.
         details = build(with_messages=False)
+    if len(details) > MAX_DETAILS_BYTES:
+        # Even the bare codes (~40 bytes each) would not fit: send none rather than a list that
+        # no longer lines up with the updates, and say which failed in the message.
+        shown = ", ".join(f"#{i} {r.code}" for i, r in failed[:20])
+        more = f" and {len(failed) - 20} more" if len(failed) > 20 else ""
+        summary = (f"{len(failed)} of {len(results)} updates failed: {shown}{more} (per-update "
+                   "details omitted: too large for gRPC metadata; write smaller batches)")
+        return summary, b""
     return summary, details
