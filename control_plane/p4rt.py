@@ -754,11 +754,17 @@ class SwitchSession:
                 acked = len(batch)
             except WriteFailed as failed:
                 acked = 0
-                for (change, _), result in zip(batch, failed.errors):
-                    if result.code == "OK":
-                        acked += 1
-                    else:
-                        errors.append(WriteError(change, result.code, result.message))
+                if len(failed.errors) != len(batch):
+                    # not one status per update (not what the spec asks): blame the whole batch
+                    first = next((e for e in failed.errors if e.code != "OK"), None)
+                    code, message = (first.code, first.message) if first else ("UNKNOWN", str(failed))
+                    errors.extend(WriteError(change, code, f"{message} (batch-wide)") for change, _ in batch)
+                else:
+                    for (change, _), result in zip(batch, failed.errors):
+                        if result.code == "OK":
+                            acked += 1
+                        else:
+                            errors.append(WriteError(change, result.code, result.message))
             except grpc.RpcError as exc:
                 raise P4RuntimePushError(f"switch {self.name}: Write of {len(batch)} updates "
                                          f"(first: {batch[0][0].op.upper()} {batch[0][0].describe()}): "
@@ -889,7 +895,7 @@ class _Progress:
 def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program: Optional[ProgramFiles] = None,
                 addresses: Optional[Mapping[str, str]] = None, concurrency: int = 16, dry_run: bool = False,
                 election_id: tuple[int, int] = (0, 1), switches: Optional[Iterable[str]] = None,
-                progress: Optional[TextIO] = sys.stderr, batch_size: int = DEFAULT_BATCH,
+                progress: Optional[TextIO] | str = "stderr", batch_size: int = DEFAULT_BATCH,
                 label: str = "push", timeout: float = 10.0,
                 after_connect: Optional[Callable[[str, SwitchSession], None]] = None,
                 managed_tables: Optional[Iterable[str]] = None) -> FabricPush:
@@ -900,8 +906,11 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
     `p4runtime` addresses per switch.  A failing switch does not stop the others; its
     `SwitchResult.error` says why.  `after_connect(name, session)` runs before the reconcile.
     `managed_tables` limits deletes to those tables (see `compute_diff`), for partial documents.
+    `progress`: a stream for the progress line ("stderr" = sys.stderr at call time, None = quiet).
     """
     managed = list(managed_tables) if managed_tables is not None else None
+    if progress == "stderr":  # resolved per call, so a replaced sys.stderr (tests, the demo) is honoured
+        progress = sys.stderr
     names = list(switches) if switches is not None else list(documents)
     for name in names:
         if name not in documents:
