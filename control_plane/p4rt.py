@@ -4,7 +4,8 @@ Reconcile = read-diff-write: read what a switch holds (wildcard table reads, the
 actions, meter configs and register cells the document manages), compare it with the document
 by `render.entry_identity`, and write only the difference, in batches: deletes first (entries
 whose identity the document no longer has), then modifies (same identity, other action or
-params; defaults; meters; registers), then inserts.  A second reconcile of the same document
+params; defaults; meters; registers), then inserts -- except that a path set is inserted
+before anything may point at it and deleted only after nothing does (`Diff.phases`).  A second reconcile of the same document
 therefore writes nothing, and a restarted controller converges a switch instead of wiping it.
 
 Why the p4runtime stubs (through `p4sim.p4rt.client.P4RuntimeClient`) and not p4runtime-shell:
@@ -46,9 +47,13 @@ MatchType = p4info_pb2.MatchField.MatchType
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 DEFAULT_BATCH = 256
-# Inserts go path sets first (routes point at them); deletes the other way round, so a route
-# never names a path set the switch does not hold while the write is in flight.
-_REFERENCED_FIRST = ("StellarIngress.routing.path_set",)
+# Entries that other entries point at: (table, key field) <- action param holding that key.
+# Routes and reservations name a path set by id; `Diff.phases` orders writes so that no entry
+# ever names a path set the switch does not hold, not even between two batches.
+REFERENCED_TABLE = "StellarIngress.routing.path_set"
+REFERENCED_KEY = "meta.route.path_set_id"
+REFERENCE_PARAM = "path_set_id"
+_REFERENCED_FIRST = (REFERENCED_TABLE,)
 
 
 class P4RuntimePushError(Exception):
@@ -420,6 +425,29 @@ class Diff:
     def changes(self) -> list[Change]:
         return [*self.deletes, *self.modifies, *self.inserts]
 
+    def phases(self, state: Optional["SwitchState"] = None) -> list[list[Change]]:
+        """The write order: deletes first, then modifies, then inserts, except where that
+        would leave a dangling reference: path sets to insert go before the modifies (a
+        modified route may point at one), and a path set still named by an entry the switch
+        keeps is deleted last, after the modifies have moved that entry away."""
+        deleted = {entry_identity(c.item) for c in self.deletes}
+        in_use: set[int] = set()
+        if state is not None:
+            for key, entry in state.entries.items():
+                if key not in deleted and REFERENCE_PARAM in (entry.get("params") or {}):
+                    in_use.add(contract.value_to_int(entry["params"][REFERENCE_PARAM]))
+
+        def still_named(change: Change) -> bool:
+            item = change.item
+            return (item["table"] == REFERENCED_TABLE
+                    and contract.value_to_int(item.get("match", {}).get(REFERENCED_KEY, -1)) in in_use)
+
+        early_deletes = [c for c in self.deletes if not still_named(c)]
+        late_deletes = [c for c in self.deletes if still_named(c)]
+        targets = [c for c in self.inserts if c.item["table"] == REFERENCED_TABLE]
+        others = [c for c in self.inserts if c.item["table"] != REFERENCED_TABLE]
+        return [phase for phase in (early_deletes, targets, self.modifies, others, late_deletes) if phase]
+
     def summary(self) -> str:
         return f"+{len(self.inserts)} ~{len(self.modifies)} -{len(self.deletes)}"
 
@@ -788,7 +816,7 @@ class SwitchSession:
         if dry_run or diff.empty:
             return diff
         errors: list[WriteError] = []
-        for phase in (diff.deletes, diff.modifies, diff.inserts):
+        for phase in diff.phases(state):
             errors.extend(self.apply(phase, diff))
         if errors:
             raise ReconcileError(self.name, errors, diff)

@@ -325,6 +325,32 @@ def test_compute_diff_orders_path_sets_before_routes_and_after_them_on_delete(do
     assert isinstance(kept.deletes[0], Change) and kept.deletes[0].line().startswith(f"- {LPM} hdr.ipv4.dst_addr=")
 
 
+def test_phases_never_leave_a_route_pointing_at_a_missing_path_set():
+    def path_set(ident: int, port: int) -> dict:
+        params = {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)}, **{f"level{i}": 0 for i in range(8)}}
+        params["port0"] = port
+        return {"table": PATH_SET, "match": {"meta.route.path_set_id": ident},
+                "action": "StellarIngress.routing.set_members", "params": params}
+
+    def route(ident: int) -> dict:
+        return {"table": LPM, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.9.0", "prefix_len": 24}},
+                "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": ident}}
+
+    held = [path_set(5, 9), path_set(7, 10), route(5)]
+    state = SwitchState(entries={entry_identity(e): e for e in held})
+    diff = compute_diff("leaf9", {"entries": [path_set(6, 10), route(6)]}, state)
+    assert diff.summary() == "+1 ~1 -2"
+    order = [[(c.op, c.describe()) for c in phase] for phase in diff.phases(state)]
+    assert order == [
+        [("delete", f"{PATH_SET} meta.route.path_set_id=7")],  # unused: freed first
+        [("insert", f"{PATH_SET} meta.route.path_set_id=6")],  # the new target exists ...
+        [("modify", f"{LPM} hdr.ipv4.dst_addr=10.0.9.0/24")],  # ... before the route moves to it
+        [("delete", f"{PATH_SET} meta.route.path_set_id=5")],  # and the old one goes when unused
+    ]
+    # negative control: without the state (nothing known to be in use) the plain order applies
+    assert [c.op for phase in diff.phases() for c in phase] == ["delete", "delete", "insert", "modify"]
+
+
 # ---------------------------------------------------------------------------------------------
 # failover documents and stellarctl
 def test_failover_documents_route_around_the_link(fabric, documents):
