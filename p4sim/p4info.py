@@ -171,15 +171,42 @@ def _all_parsers(prog: ir.Program) -> list[ir.ParserDecl]:
     return out
 
 
+def _referenced_actions(controls: list[ir.ControlDecl]) -> list[ir.ActionDecl]:
+    """Actions referenced from the controls' tables, apply blocks and action bodies, in first
+    reference order."""
+    found: list[ir.ActionDecl] = []
+    seen: set[int] = set()
+    stack: list[object] = []
+    for c in controls:
+        stack += [c.apply, *c.tables.values()]
+    while stack:
+        node = stack.pop()
+        if node is None or isinstance(node, (str, int, bool, float, ir.Type)) \
+                or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+            continue
+        if isinstance(node, dict):
+            stack.extend(node.values())
+            continue
+        if isinstance(node, ir.ActionDecl):
+            found.append(node)
+        if hasattr(node, "__dataclass_fields__"):
+            for name in node.__dataclass_fields__:
+                if name not in ("type", "pos", "annotations", "var"):
+                    stack.append(getattr(node, name))
+    return found
+
+
 def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info p4c would write for ``prog`` (v1model)."""
     controls = [c for c in _all_controls(prog) if c in prog.blocks.values()]
-    tables = [t for c in controls for t in c.tables.values()]
-    actions: list[ir.ActionDecl] = []
-    for t in tables:
-        for ref in t.actions:
-            if all(a is not ref.action for a in actions):
-                actions.append(ref.action)
+    tables = [t for c in controls for t in c.tables.values() if "hidden" not in t.annotations]
+    # p4c keeps every action a control uses (in a table or called directly) and drops unused
+    # ones before generating P4Info; @hidden ones are left out.
+    actions = [a for a in _referenced_actions(controls) if "hidden" not in a.annotations]
     externs = list(prog.externs)
     for blk in list(controls) + [p for p in _all_parsers(prog) if p in prog.blocks.values()]:
         externs += [x for x in blk.locals if isinstance(x, ir.ExternInstance)]
@@ -227,6 +254,8 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
             mf.match_type = _MATCH_TYPES[k.match_kind]
             mf.annotations.extend(_annotation_strings(k.annotations))
         for ref in t.actions:
+            if "hidden" in ref.action.annotations:
+                continue
             ar = pt.action_refs.add()
             ar.id = alloc.get(PREFIX_ACTION, ref.action)
             if "tableonly" in ref.annotations:

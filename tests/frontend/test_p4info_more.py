@@ -118,3 +118,21 @@ def test_duplicate_explicit_ids_are_rejected():
     alloc.add(0x01, "b", {"id": "5"}, object())
     with pytest.raises(CompileError, match="used twice"):
         alloc.assign()
+
+
+def test_actions_called_directly_are_listed_unused_and_hidden_are_not(compile_src):
+    from tests.frontend.conftest import make_program
+    src = make_program(ingress_locals="""
+action direct() { meta.x = 1; }
+action unused() { meta.x = 2; }
+action via_action() { meta.x = 3; }
+action caller() { via_action(); }
+@hidden action secret() { }
+table t { key = { meta.x : exact; } actions = { caller; secret; } }
+@hidden table h { key = { meta.x : exact; } actions = { NoAction; } }
+""", ingress_apply="direct(); t.apply(); h.apply();")
+    info = build_p4info(compile_src(src))
+    assert sorted(a.preamble.name for a in info.actions) == \
+        ["I.caller", "I.direct", "I.via_action", "NoAction"]
+    assert [t.preamble.name for t in info.tables] == ["I.t"]
+    assert len(info.tables[0].action_refs) == 1
