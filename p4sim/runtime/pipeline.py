@@ -175,16 +175,14 @@ class Pipeline:
     def table(self, name: str) -> Table:
         t = self.tables.get(name)
         if t is None:
-            short = [x for x in self.tables.values() if x.decl.name == name]
-            if len(short) == 1:
-                return short[0]
-            raise RuntimeApiError("NOT_FOUND", f"no table {name!r} (tables: {sorted(self.tables)})")
+            return self._named("table", self.tables, name)
         return t
 
     def _named(self, kind: str, d: dict, name: str) -> Any:
         o = d.get(name)
         if o is None:
-            short = [v for k, v in d.items() if k.split(".")[-1] == name]
+            # a unique dotted suffix is enough: "telemetry.drops" for "StellarIngress.telemetry.drops"
+            short = [v for k, v in d.items() if k.endswith("." + name)]
             if len(short) == 1:
                 return short[0]
             raise RuntimeApiError("NOT_FOUND", f"no {kind} {name!r} (have: {sorted(d)})")

@@ -66,3 +66,13 @@ def test_switch_load_replaces_tables_and_state():
     sw.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": ("10.0.0.0", 8)}, "MyIngress.drop")
     sw.load(prog)
     assert sw.table_entries("MyIngress.ipv4_lpm") == []
+
+
+def test_names_may_be_given_by_a_unique_dotted_suffix():
+    prog = p4sim.compile(str(ROOT / "tests" / "runtime" / "p4" / "externs.p4"))
+    sw = p4sim.Switch(prog)
+    assert sw.counter_size("cnt") == sw.counter_size("I.cnt") == 4
+    sw.register_write("reg", 1, 5)
+    assert sw.register_read("I.reg", 1) == 5
+    l3 = p4sim.Switch(p4sim.compile(str(L3)))
+    assert l3.table_entries("ipv4_lpm") == []
