@@ -18,7 +18,7 @@ one implementation over P4Runtime (what a deployment uses) and one in-process (u
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
 from control_plane.model import Fabric, Port, Switch
@@ -230,7 +230,7 @@ class Controller:
         started = time.perf_counter()
         if mark_down:
             self.mark_ports_down(ports)
-        self.fabric = fabric_without_link(self.fabric, a, b)
+        self.fabric = self.fabric.without_links([(a, b)])
         new_plans = plan_fabric(self.fabric, None)
         written = 0
         for name, plan in new_plans.items():
@@ -260,14 +260,3 @@ class Controller:
         self._remote = self._remote_hops()
         self.writes += written
         return FailoverReport((a, b), list(ports), written, (time.perf_counter() - started) * 1e3)
-
-
-def fabric_without_link(fabric: Fabric, a: str, b: str) -> Fabric:
-    """The same fabric with every a–b link removed (both ends' ports lose their peer)."""
-    switches = {}
-    for name, s in fabric.switches.items():
-        ports = {n: (replace(p, peer_switch=None, peer_port=None)
-                     if {name, p.peer_switch} == {a, b} else p) for n, p in s.ports.items()}
-        switches[name] = replace(s, ports=ports)
-    links = tuple(l for l in fabric.links if {l.leaf, l.spine} != {a, b})
-    return replace(fabric, switches=switches, links=links)

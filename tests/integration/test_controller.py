@@ -1,0 +1,82 @@
+"""The controller loop on the lab fabric, through in-process SwitchOps."""
+import pytest
+
+from control_plane.controller import PATH_SET_TABLE, Controller, InProcessOps
+
+
+@pytest.fixture()
+def controller(lab_sim, lab_fabric):
+    ops = {name: InProcessOps(lab_sim.switch(name)) for name in lab_sim.devices}
+    return Controller(lab_fabric, ops, lab_sim.rendered.plans, lab_sim.rendered.documents,
+                      quantum_us=2, max_age_us=200)
+
+
+def path_set_params(sim, switch, ps_id):
+    for e in sim.switch(switch).table_entries(PATH_SET_TABLE):
+        if e.match["meta.route.path_set_id"] == ps_id:
+            return e.params
+    raise AssertionError(f"no path set {ps_id} on {switch}")
+
+
+def leaf2_set_id(plan):
+    return next(r.path_set for r in plan.routes if str(r.prefix) == "10.0.2.0/24")
+
+
+def test_remote_queue_delay_becomes_the_level_of_the_member_through_that_spine(lab_sim, controller):
+    # spine1's port towards leaf2 has a standing 37 µs queue, seen just now.
+    spine1 = lab_sim.switch("spine1")
+    spine1.register_write("port_qdelay_us", 2, 37)
+    spine1.register_write("port_qdelay_stamp", 2, 0)
+    controller.step(now_us=10)
+    ps = leaf2_set_id(controller.plans["leaf1"])
+    params = path_set_params(lab_sim, "leaf1", ps)
+    levels = {params[f"port{i}"]: params[f"level{i}"] for i in range(params["count"])}
+    assert levels == {9: 37, 10: 0}  # port 9 leads to spine1, port 10 to spine2
+    # leaf3 reaches leaf2 through the same spine port: it gets the same level
+    p3 = path_set_params(lab_sim, "leaf3", leaf2_set_id(controller.plans["leaf3"]))
+    assert {p3[f"port{i}"]: p3[f"level{i}"] for i in range(p3["count"])}[9] == 37
+
+
+def test_unchanged_telemetry_writes_nothing_and_small_changes_stay_below_the_quantum(lab_sim, controller):
+    spine1 = lab_sim.switch("spine1")
+    spine1.register_write("port_qdelay_us", 2, 37)
+    controller.step(now_us=10)
+    first = controller.writes
+    assert first > 0
+    controller.step(now_us=20)
+    assert controller.writes == first
+    spine1.register_write("port_qdelay_us", 2, 38)  # +1 µs < quantum 2
+    controller.step(now_us=30)
+    assert controller.writes == first
+
+
+def test_stale_queue_reading_counts_as_an_idle_link(lab_sim, controller):
+    spine1 = lab_sim.switch("spine1")
+    spine1.register_write("port_qdelay_us", 2, 50)
+    spine1.register_write("port_qdelay_stamp", 2, 0)
+    cmap = controller.poll(now_us=1000)  # last departure 1000 µs ago > max_age 200
+    assert cmap.qdelay_us[("spine1", 2)] == 0
+    cmap = controller.poll(now_us=100)
+    assert cmap.qdelay_us[("spine1", 2)] == 50
+
+
+def test_link_failure_marks_ports_down_and_rewrites_only_affected_path_sets(lab_sim, controller, lab_fabric):
+    before = {n: {e.match["meta.route.path_set_id"]: e.params
+                  for e in lab_sim.switch(n).table_entries(PATH_SET_TABLE)} for n in lab_sim.devices}
+    report = controller.handle_link_failure("leaf1", "spine2", [("leaf1", 10), ("spine2", 1)])
+    assert lab_sim.switch("leaf1").register_read("port_down", 10) == 1
+    assert lab_sim.switch("spine2").register_read("port_down", 1) == 1
+    after = {n: {e.match["meta.route.path_set_id"]: e.params
+                 for e in lab_sim.switch(n).table_entries(PATH_SET_TABLE)} for n in lab_sim.devices}
+    changed = {(n, ps) for n in after for ps in after[n] if after[n][ps] != before[n][ps]}
+    assert report.entries_written == len(changed) > 0
+    # leaf1 now reaches every other leaf only through port 9 (spine1) ...
+    for ps in (leaf2_set_id(controller.plans["leaf1"]),):
+        p = after["leaf1"][ps]
+        assert {p[f"port{i}"] for i in range(p["count"])} == {9}
+    # ... and the other leaves stop sending leaf1's traffic through spine2.
+    p = after["leaf2"][next(r.path_set for r in controller.plans["leaf2"].routes
+                            if str(r.prefix) == "10.0.1.0/24")]
+    assert {p[f"port{i}"] for i in range(p["count"])} == {9}
+    # path sets not involving the failed link are untouched
+    assert all(n in ("leaf1", "leaf2", "leaf3", "leaf4", "spine2") for n, _ in changed)
