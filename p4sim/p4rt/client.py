@@ -65,7 +65,12 @@ class P4RuntimeClient:
         self.device_id = device_id
         self.election_id = election_id
         self.role = role
-        self.channel = grpc.insecure_channel(address)
+        # A failed Write carries one status per update in a header; a big batch's list exceeds
+        # gRPC's default 8 KiB metadata limit, so accept up to 4 MiB.
+        self.channel = grpc.insecure_channel(address, options=[
+            ("grpc.max_metadata_size", 4 << 20),
+            ("grpc.max_receive_message_length", 256 << 20),
+        ])
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._out: "queue.Queue[p4runtime_pb2.StreamMessageRequest | None]" = queue.Queue()
         self.arbitrations: queue.Queue = queue.Queue()

@@ -184,8 +184,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 if r is not None:
                     log.info("write refused: %s", r)
             message, details = write_error_status(results)
-            if details:
-                context.set_trailing_metadata((("grpc-status-details-bin", details),))
+            context.set_trailing_metadata((("grpc-status-details-bin", details),))
             context.set_code(grpc.StatusCode.UNKNOWN)
             context.set_details(message)
         return p4runtime_pb2.WriteResponse()
