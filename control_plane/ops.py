@@ -248,15 +248,23 @@ def failover_documents(fabric: Fabric, link: Link) -> dict[str, dict[str, Any]]:
 @dataclass
 class FailLinkReport:
     link: Link
-    port_down_ms: float  # command start -> both port_down writes acknowledged
+    port_down_ms: Optional[float]  # command start -> the port_down writes acknowledged (None: neither was)
     last_ack_ms: float  # command start -> last write of the re-push acknowledged
     push: FabricPush
+    port_down_errors: list[str] = field(default_factory=list)  # ends that could not be marked down
+
+    @property
+    def ok(self) -> bool:
+        return self.push.ok and not self.port_down_errors
 
     def text(self) -> str:
         lk = self.link
-        lines = [f"fail-link {lk.leaf}:{lk.leaf_port} <-> {lk.spine}:{lk.spine_port}",
-                 f"  port_down set on {lk.leaf} port {lk.leaf_port} and {lk.spine} port {lk.spine_port}: "
-                 f"acknowledged {self.port_down_ms:.1f} ms after the command"]
+        lines = [f"fail-link {lk.leaf}:{lk.leaf_port} <-> {lk.spine}:{lk.spine_port}"]
+        if self.port_down_ms is not None:
+            marked = (f"{lk.leaf} port {lk.leaf_port} and {lk.spine} port {lk.spine_port}"
+                      if not self.port_down_errors else "the reachable end")
+            lines.append(f"  port_down set on {marked}: acknowledged {self.port_down_ms:.1f} ms after the command")
+        lines.extend(f"  port_down NOT set: {error}" for error in self.port_down_errors)
         for name, r in self.push.results.items():
             if r.error:
                 lines.append(f"  {name}: ERROR {r.error}")
@@ -270,7 +278,7 @@ class FailLinkReport:
 
 def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, str]] = None,
               started: Optional[float] = None, progress: Optional[TextIO] = None,
-              election_id: tuple[int, int] = (0, 1)) -> FailLinkReport:
+              election_id: tuple[int, int] = (0, 1), timeout: float = 5.0) -> FailLinkReport:
     """Mark the link's ports down on both ends (the data plane skips them at once), then
     reconcile every switch to path sets computed without the link.
 
@@ -281,23 +289,34 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
     link = find_link(fabric, a, b)
     ends = [(link.leaf, link.leaf_port), (link.spine, link.spine_port)]
 
-    def mark_down(end: tuple[str, int]) -> float:
+    def mark_down(end: tuple[str, int]) -> tuple[Optional[float], Optional[str]]:
         name, port = end
         sw = fabric.switches[name]
-        with SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
-                           name=name) as session:
+        session = SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
+                                name=name, timeout=timeout)
+        try:
+            session.connect()
             session.write_registers([("port_down", port, 1)])
-        return time.perf_counter()
+            return time.perf_counter(), None
+        except P4RuntimePushError as exc:  # e.g. the switch at that end is what died
+            return None, str(exc)
+        finally:
+            session.close()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        acks = list(pool.map(mark_down, ends))
-    port_down_at = max(acks)
+        marks = list(pool.map(mark_down, ends))
+    errors = [error for _, error in marks if error]
+    acked = [at for at, _ in marks if at is not None]
+    port_down_at = max(acked) if acked else None
+    # The path sets are recomputed even if one end could not be told: the others must stop
+    # sending towards the link either way.
     docs = failover_documents(fabric, link)
     push = push_fabric(fabric, docs, None, addresses, progress=progress, label="fail-link",
-                       election_id=election_id, managed_tables=ROUTING_TABLES)
-    last = max([port_down_at] + [r.diff.last_ack for r in push.results.values()
-                                 if r.diff is not None and r.diff.last_ack is not None])
-    return FailLinkReport(link, (port_down_at - t0) * 1000, (last - t0) * 1000, push)
+                       election_id=election_id, managed_tables=ROUTING_TABLES, timeout=timeout)
+    stamps = acked + [r.diff.last_ack for r in push.results.values() if r.diff is not None and r.diff.last_ack]
+    last = max(stamps) if stamps else time.perf_counter()
+    return FailLinkReport(link, None if port_down_at is None else (port_down_at - t0) * 1000, (last - t0) * 1000,
+                          push, errors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,17 +417,14 @@ def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     try:
         report = fail_link(fabric, args.a, args.b, started=started, progress=None, election_id=_election(args))
-    except ValueError as exc:
-        print(f"error: {exc}", file=err)
-        return 1
-    except (P4RuntimePushError, ReconcileError) as exc:
+    except ValueError as exc:  # no such switch or link
         print(f"error: {exc}", file=err)
         return 1
     except RenderError as exc:
         print(f"error: rendering without the link: {exc}", file=err)
         return 1
     out.write(report.text())
-    return 0 if report.push.ok else 1
+    return 0 if report.ok else 1
 
 
 def _program_options(p: argparse.ArgumentParser) -> None:

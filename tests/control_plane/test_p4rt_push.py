@@ -19,7 +19,7 @@ from scapy.contrib.roce import BTH
 from control_plane.cli import main as stellarctl
 from control_plane.inprocess import apply_document
 from control_plane.model import Fabric, load_fabric
-from control_plane.ops import ROUTING_TABLES, fabric_without_link, failover_documents, find_link
+from control_plane.ops import ROUTING_TABLES, fabric_without_link, fail_link, failover_documents, find_link
 from control_plane.p4rt import (Change, P4RuntimePushError, ProgramFiles, SwitchSession, SwitchState, compute_diff,
                                 push_fabric)
 from control_plane.render import entry_identity, render_fabric
@@ -374,6 +374,23 @@ def test_failover_documents_route_around_the_link(fabric, documents):
     assert len(fabric_without_link(fabric, link).links) == len(fabric.links) - 1
     with pytest.raises(ValueError, match="no link between leaf1 and leaf2"):
         find_link(fabric, "leaf1", "leaf2")
+
+
+def test_fail_link_with_a_dead_end_still_reroutes_the_rest(fabric, documents, lab, compiled):
+    assert push(fabric, documents, lab, compiled["files"]).ok
+    lab.servers["spine1"].stop(0)  # the spine at one end of the link is what died
+    report = fail_link(fabric, "leaf1", "spine1", addresses=lab.addresses, timeout=1.0)
+    assert not report.ok
+    assert len(report.port_down_errors) == 1 and "spine1" in report.port_down_errors[0]
+    assert report.port_down_ms is not None and report.port_down_ms <= report.last_ack_ms
+    assert "port_down NOT set: switch spine1" in report.text()
+    assert not report.push.results["spine1"].ok
+    assert all(r.ok for n, r in report.push.results.items() if n != "spine1")
+    with session_for(lab, fabric, "leaf1") as s:
+        assert s.read_registers(["port_down"], [9]) == {"port_down": {9: 1}}
+    with session_for(lab, fabric, "leaf3") as s:  # leaf3 reaches leaf1 through spine2 only now
+        to_leaf1 = next(e for e in s.read_entries(PATH_SET) if e["match"]["meta.route.path_set_id"] == 1)
+        assert (to_leaf1["params"]["count"], to_leaf1["params"]["port0"]) == (1, 10)
 
 
 def lab_yaml_at(tmp_path: Path, lab: LabServers, fabric: Fabric) -> Path:
