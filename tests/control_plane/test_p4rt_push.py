@@ -136,6 +136,12 @@ def test_push_installs_exactly_the_rendered_entries_and_second_push_writes_nothi
             if name == "leaf1":
                 routes = [e for e in s.read_entries(LPM) if e["match"]["hdr.ipv4.dst_addr"]["prefix_len"] == 24]
                 assert {e["params"]["path_set_id"] for e in routes} == {2, 3, 4}
+                # what was read back is itself a document the switch is in sync with
+                held = s.read_state(documents[name]).as_document()
+                assert len(held["entries"]) == len(documents[name]["entries"])
+                assert held["meters"] == [{k: m[k] for k in ("name", "index", "cir", "cburst", "pir", "pburst")}
+                                          for m in documents[name]["meters"]]
+                assert s.reconcile(held, dry_run=True).empty
 
     stream = io.StringIO()  # the progress line: one line per finished switch when not a tty
     second = push_fabric(fabric, documents, compiled["files"], lab.addresses, progress=stream)
