@@ -93,6 +93,8 @@ class Pipeline:
             obj = self._make_extern(inst)
             gname = comp.extern_name(inst)
             base[gname] = obj
+            if isinstance(obj, Register):
+                base[gname + "_c"] = obj.cells  # generated code indexes the cells directly
         ns = code.namespace(base)
         self.ns = ns
         self.tables: dict[str, Table] = {}
