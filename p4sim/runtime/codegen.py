@@ -501,7 +501,12 @@ class ProgramCompiler:
                 pre.append(f"if {idx} < {size}: {E}_c[{idx}] = {self.ex(a[1], sc, pre)}")
                 return
         elif inst.extern == "counter" and m == "count":
-            pre.append(f"{E}.count({self.ex(a[0], sc, pre)}, X.sm.packet_length)")
+            size = int(inst.ctor_args[0])
+            idx = sc.new_tmp()
+            pre.append(f"{idx} = {self.ex(a[0], sc, pre)}")
+            pre.append(f"if {idx} < {size}:")
+            pre.append(f"    {E}_p[{idx}] += 1")
+            pre.append(f"    {E}_b[{idx}] += X.sm.packet_length")
             return
         elif inst.extern == "direct_counter" and m == "count":
             return  # BMv2 counts a direct counter on every hit of its table; count() is a no-op

@@ -93,8 +93,10 @@ class Pipeline:
             obj = self._make_extern(inst)
             gname = comp.extern_name(inst)
             base[gname] = obj
-            if isinstance(obj, Register):
-                base[gname + "_c"] = obj.cells  # generated code indexes the cells directly
+            if isinstance(obj, Register):  # generated code indexes these lists directly
+                base[gname + "_c"] = obj.cells
+            elif isinstance(obj, Counter):
+                base[gname + "_p"], base[gname + "_b"] = obj.packets, obj.bytes
         ns = code.namespace(base)
         self.ns = ns
         self.tables: dict[str, Table] = {}
