@@ -531,7 +531,7 @@ class ProgramCompiler:
             if algo == "random":
                 h = f"X.rng.getrandbits(32)"
             else:
-                h = f"_ALGO_INT[{algo!r}]({data}, {width})"
+                h = f"{self.algo(algo, True)}({data}, {width})"
             base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
             tmp = sc.new_tmp()
             pre.append(f"{tmp} = {mx}")
@@ -574,6 +574,16 @@ class ProgramCompiler:
         else:
             raise Unsupported(f"{n}()", e.pos)
 
+    @staticmethod
+    def algo(name: str, on_int: bool) -> str:
+        """Global name of a hash implementation (bound in base_namespace), checked now so an
+        algorithm p4sim lacks is a compile error, not a per-packet failure."""
+        from p4sim.runtime import hashing
+
+        if name not in hashing.ALGORITHMS:
+            raise Unsupported(f"hash algorithm {name}")
+        return f"_HI_{name}" if on_int else f"_HB_{name}"
+
     def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
         a = e.args
         cond = self.ex(a[0], sc, pre)
@@ -584,9 +594,9 @@ class ProgramCompiler:
         if payload:
             self.uses_payload = True
         if payload:
-            calc = f"(_ALGO[{algo!r}](_pack_bits({data}, {width}) + X.payload) & {_mask(cw)})"
+            calc = f"({self.algo(algo, False)}(_pack_bits({data}, {width}) + X.payload) & {_mask(cw)})"
         else:
-            calc = f"(_ALGO_INT[{algo!r}]({data}, {width}) & {_mask(cw)})"
+            calc = f"({self.algo(algo, True)}({data}, {width}) & {_mask(cw)})"
         pre.append(f"if {cond}:")
         if e.name.startswith("verify"):
             pre.append(f"    if {calc} != {self.ex(a[2], sc, pre)}: X.sm.checksum_error = 1")
@@ -1196,7 +1206,7 @@ def base_namespace(err: dict[str, int]) -> dict[str, Any]:
         "_smod": support.smod,
         "_sat_add_s": support.sat_add_signed,
         "_sat_sub_s": support.sat_sub_signed,
-        "_ALGO": hashing.ALGORITHMS,
-        "_ALGO_INT": hashing.ALGORITHMS_INT,
+        **{f"_HB_{k}": f for k, f in hashing.ALGORITHMS.items()},
+        **{f"_HI_{k}": f for k, f in hashing.ALGORITHMS_INT.items()},
         "_pack_bits": hashing.pack_bits,
     }
