@@ -531,7 +531,7 @@ class ProgramCompiler:
             if algo == "random":
                 h = f"X.rng.getrandbits(32)"
             else:
-                h = f"{self.algo(algo, True)}({data}, {width})"
+                h = f"{self.algo(algo, True, e.pos)}({data}, {width})"
             base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
             tmp = sc.new_tmp()
             pre.append(f"{tmp} = {mx}")
@@ -575,13 +575,13 @@ class ProgramCompiler:
             raise Unsupported(f"{n}()", e.pos)
 
     @staticmethod
-    def algo(name: str, on_int: bool) -> str:
+    def algo(name: str, on_int: bool, pos: Optional[Pos] = None) -> str:
         """Global name of a hash implementation (bound in base_namespace), checked now so an
         algorithm p4sim lacks is a compile error, not a per-packet failure."""
         from p4sim.runtime import hashing
 
         if name not in hashing.ALGORITHMS:
-            raise Unsupported(f"hash algorithm {name}")
+            raise Unsupported(f"hash algorithm {name}", pos)
         return f"_HI_{name}" if on_int else f"_HB_{name}"
 
     def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
@@ -594,9 +594,9 @@ class ProgramCompiler:
         if payload:
             self.uses_payload = True
         if payload:
-            calc = f"({self.algo(algo, False)}(_pack_bits({data}, {width}) + X.payload) & {_mask(cw)})"
+            calc = f"({self.algo(algo, False, e.pos)}(_pack_bits({data}, {width}) + X.payload) & {_mask(cw)})"
         else:
-            calc = f"({self.algo(algo, True)}({data}, {width}) & {_mask(cw)})"
+            calc = f"({self.algo(algo, True, e.pos)}({data}, {width}) & {_mask(cw)})"
         pre.append(f"if {cond}:")
         if e.name.startswith("verify"):
             pre.append(f"    if {calc} != {self.ex(a[2], sc, pre)}: X.sm.checksum_error = 1")
