@@ -745,6 +745,10 @@ class ProgramCompiler:
     # ------------------------------------------------------------------ packet_in / packet_out
     def packet_stmt(self, c: ir.PacketCall, sc: Scope, w: Writer) -> None:
         pre: list[str] = []
+        if c.method in ("extract", "advance") and not sc.in_parser:
+            raise Unsupported(f"packet.{c.method} outside the v1model parser", c.pos)
+        if c.method == "emit" and sc.kind != "deparser":
+            raise Unsupported("packet.emit outside the v1model deparser", c.pos)
         if c.method == "extract":
             if len(c.args) != 1:
                 raise Unsupported("extract with a variable-size (varbit) argument", c.pos)
