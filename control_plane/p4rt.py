@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
+from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO
 
 import grpc
 from google.protobuf import text_format
@@ -925,14 +925,16 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
                 election_id: tuple[int, int] = (0, 1), switches: Optional[Iterable[str]] = None,
                 progress: Optional[TextIO] | str = "stderr", batch_size: int = DEFAULT_BATCH,
                 label: str = "push", timeout: float = 10.0,
-                after_connect: Optional[Callable[[str, SwitchSession], None]] = None,
-                managed_tables: Optional[Iterable[str]] = None) -> FabricPush:
+                managed_tables: Optional[Iterable[str]] = None,
+                sessions: Optional[Mapping[str, "SwitchSession"]] = None) -> FabricPush:
     """Reconcile every switch (a thread each, up to `concurrency` at once).
 
     `program` given: the pipeline is pushed where the switch does not already run it; None: the
     switch's own P4Info is used (it must have a pipeline).  `addresses` overrides the fabric's
     `p4runtime` addresses per switch.  A failing switch does not stop the others; its
-    `SwitchResult.error` says why.  `after_connect(name, session)` runs before the reconcile.
+    `SwitchResult.error` says why.  `sessions`: already connected sessions to use (and leave
+    open) for some switches -- a second primary connection with the same election id would be
+    refused.
     `managed_tables` limits deletes to those tables (see `compute_diff`), for partial documents.
     `progress`: a stream for the progress line ("stderr" = sys.stderr at call time, None = quiet).
     """
@@ -951,10 +953,12 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
         address = (addresses or {}).get(name, model.p4runtime)
         result = SwitchResult(name, address)
         t0 = time.perf_counter()
-        session = SwitchSession(address, model.device_id, election_id=election_id, name=name,
-                                batch_size=batch_size, timeout=timeout)
+        given = (sessions or {}).get(name)
+        session = given or SwitchSession(address, model.device_id, election_id=election_id, name=name,
+                                         batch_size=batch_size, timeout=timeout)
         try:
-            session.connect()
+            if given is None:
+                session.connect()
             if program is not None and not dry_run:
                 result.pipeline_pushed = session.ensure_pipeline(program.p4info, program.device_config)
             elif program is not None:
@@ -962,8 +966,6 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
                 if have is None or cookie != program.cookie:
                     result.pipeline_pushed = True  # would push: diff against an empty switch
                     session.use_p4info(program.p4info)
-            if after_connect is not None:
-                after_connect(name, session)
             if dry_run and result.pipeline_pushed:
                 result.diff = compute_diff(name, documents[name], SwitchState(), managed)
                 result.diff.dry_run = True
@@ -976,8 +978,9 @@ def push_fabric(fabric: Any, documents: Mapping[str, Mapping[str, Any]], program
         except Exception as exc:  # noqa: BLE001 - one switch's bug must not hide the others' results
             result.error = f"switch {name}: {type(exc).__name__}: {exc}"
         finally:
-            session.close()
-            result.seconds = time.perf_counter() - t0
+            result.seconds = time.perf_counter() - t0  # before the close: that only tears down gRPC
+            if given is None:
+                session.close()
         bar.update(result)
         return result
 
