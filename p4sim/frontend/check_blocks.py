@@ -1,0 +1,577 @@
+"""Parsers, controls (including controls inlined into controls) and statements."""
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from lark import Tree
+
+from p4sim.frontend import ir
+from p4sim.frontend.check_tables import TableChecker
+from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, Node, Scope, Sig, SubControl, same_type,
+                                    type_name)
+
+
+class BlockChecker(TableChecker):
+    """Checks parsers, controls, actions, functions and statements."""
+
+    def decl_instantiation(self, d: Tree, scope: Optional[Scope] = None,
+                           locals_out: Optional[list] = None) -> None:
+        scope = scope or self.global_scope
+        annots, tref, args, name_node = d.children
+        a = self.annotations(annots)
+        tname = self.type_head(tref)
+        if tname is not None and tname in self.block_types \
+                and self.block_types[tname].kind == "package":
+            if scope is not self.global_scope:
+                raise self.err("a package can only be instantiated at the top level", d)
+            self.package_instance(tname, args, name_node, d)
+            return
+        if tname is not None and tname in self.controls and locals_out is not None \
+                and self.cur_control is not None:
+            self.declare_subcontrol(d, tname, scope)
+            return
+        if tname is not None and (tname in self.parsers or tname in self.controls):
+            raise self.unsupported(f"instantiating parser/control '{tname}' here (controls "
+                                   "may be instantiated inside controls only)", d)
+        t = self.resolve_type(tref)
+        if not isinstance(t, ir.ExternT):
+            raise self.err(f"cannot instantiate {type_name(t)}", tref)
+        if t.name in ("action_profile", "action_selector"):
+            raise self.unsupported(f"{t.name} (action profiles and selectors)", d)
+        if t.name in ("packet_in", "packet_out"):
+            raise self.err(f"cannot instantiate {t.name}", d)
+        et = self.extern_types[t.name]
+        name = self.ident(name_node)
+        arg_trees = [c for c in args.children]
+        sig = next((s for s in et.ctors if len(s.params) == len(arg_trees)), None)
+        if sig is None:
+            raise self.err(f"wrong number of constructor arguments for {t.name}", args)
+        bindings = {n: ta for n, ta in zip(et.type_params, t.type_args)}
+        ctor_args: list[Union[int, str]] = []
+        for prm, at in zip(sig.params, arg_trees):
+            if isinstance(at, Tree) and at.data == "named_arg":
+                raise self.unsupported("named constructor arguments", at)
+            pt = self.subst(prm.type, bindings)
+            e = self.coerce(self.expr(at, scope, pt), pt, at)
+            if not isinstance(e, ir.Literal):
+                raise self.err("constructor arguments must be compile-time constants", at)
+            if isinstance(e.type, ir.EnumT):
+                ctor_args.append(e.type.members[e.type.values.index(e.value)
+                                                if e.type.values else e.value])
+            else:
+                ctor_args.append(int(e.value))
+        inst = ir.ExternInstance(name, self.qualify(name, a), t.name, list(t.type_args),
+                                 ctor_args, a, self.pos(d))
+        self.declare(scope, name, inst, name_node)
+        if locals_out is not None:
+            locals_out.append(inst)
+        else:
+            self.externs.append(inst)
+
+    def package_instance(self, pkg: str, args: Tree, name_node: Node, d: Tree) -> None:
+        if pkg != "V1Switch":
+            raise self.unsupported(f"package '{pkg}' (p4sim runs V1Switch)", d)
+        if self.package is not None:
+            raise self.err("a second package instance", d)
+        arg_trees = list(args.children)
+        if len(arg_trees) != len(ir.V1MODEL_ROLES):
+            raise self.err(f"V1Switch takes {len(ir.V1MODEL_ROLES)} blocks, "
+                           f"not {len(arg_trees)}", args)
+        sig = self.block_types[pkg].sig
+        for role, kind, at, prm in zip(ir.V1MODEL_ROLES, V1MODEL_BLOCK_KINDS, arg_trees,
+                                       sig.params):
+            if not (isinstance(at, Tree) and at.data == "ctor_expr"):
+                raise self.unsupported("package arguments other than block instantiations "
+                                       "like MyIngress()", at)
+            tref, cargs = at.children
+            if cargs.children:
+                raise self.unsupported("parser/control constructor arguments", cargs)
+            bname = self.type_head(tref)
+            block = self.parsers.get(bname) if kind == "parser" else self.controls.get(bname)
+            if block is None:
+                other = self.controls.get(bname) or self.parsers.get(bname)
+                if other is not None:
+                    raise self.err(f"the {role} block of V1Switch must be a {kind}, "
+                                   f"'{bname}' is not", at)
+                raise self.err(f"unknown {kind} '{bname}'", at)
+            expected = self.block_types[prm.type.name].sig if isinstance(prm.type, ir.ExternT) \
+                and prm.type.name in self.block_types else None
+            if expected is not None and len(expected.params) != len(block.params):
+                raise self.err(f"'{bname}' has {len(block.params)} parameters; the V1Switch "
+                               f"{role} block needs {len(expected.params)}", at)
+            if expected is not None:
+                for ep, bp in zip(expected.params, block.params):
+                    if (ep.direction or None) != (bp.direction or None):
+                        raise self.err(f"parameter '{bp.name}' of '{bname}' must be "
+                                       f"'{ep.direction or 'directionless'}' for the V1Switch "
+                                       f"{role} block", at)
+            self.blocks[role] = block
+        self.package = pkg
+
+    def decl_action_decl(self, d: Tree, scope: Optional[Scope] = None) -> ir.ActionDecl:
+        scope = scope or self.global_scope
+        annots, name_node, params, body = d.children
+        a = self.annotations(annots)
+        name = self.ident(name_node)
+        ptrees = self.children(params, "param")
+        prms = self.params(params)
+        for prm, pt in zip(prms, ptrees):
+            if prm.default is not None:
+                raise self.unsupported("default values of action parameters", pt)
+        seen_data = False
+        for prm, pt in zip(prms, ptrees):
+            if prm.direction is None:
+                seen_data = True
+            elif seen_data:
+                raise self.err("directional action parameters must come before action data "
+                               "parameters", pt)
+            if prm.direction is None and not isinstance(prm.type, (ir.BitT, ir.BoolT, ir.EnumT)):
+                raise self.unsupported(f"action data of type {type_name(prm.type)}", pt)
+        vars_ = self.make_vars(prms, ptrees)
+        act = ir.ActionDecl(name, self.qualify(name, a), vars_, ir.Block(self.pos(body), []), a,
+                            self.pos(d))
+        self.declare(scope, name, act, name_node)
+        inner = Scope(scope)
+        for v in vars_:
+            self.declare(inner, v.name, v, d)
+        saved = self.cur_action
+        self.cur_action = True
+        try:
+            act.body = self.block(body, inner)
+        finally:
+            self.cur_action = saved
+        if scope is self.global_scope:
+            self.actions[name] = act
+        return act
+
+    def decl_function_decl(self, d: Tree, scope: Optional[Scope] = None) -> ir.FunctionDecl:
+        scope = scope or self.global_scope
+        if self.child(d, "type_params") is not None:
+            raise self.unsupported("generic functions", self.child(d, "type_params"))
+        annots, tref, name_node = d.children[:3]
+        params = self.child(d, "params")
+        body = d.children[-1]
+        ret = self.resolve_type(tref, allow_void=True)
+        name = self.ident(name_node)
+        ptrees = self.children(params, "param")
+        prms = self.params(params)
+        vars_ = self.make_vars(prms, ptrees)
+        for v in vars_:
+            if v.direction is None:
+                v.direction = "in"
+        fn = ir.FunctionDecl(name, vars_, ret, ir.Block(self.pos(body), []), self.pos(d))
+        self.declare(scope, name, fn, name_node)
+        inner = Scope(scope)
+        for v in vars_:
+            self.declare(inner, v.name, v, d)
+        saved = self.cur_function
+        self.cur_function = fn
+        try:
+            fn.body = self.block(body, inner)
+        finally:
+            self.cur_function = saved
+        if not isinstance(ret, ir.VoidT) and not _always_returns(fn.body):
+            raise self.err(f"function '{name}' does not return a value on every path", d)
+        self.functions[name] = fn
+        return fn
+
+    def decl_parser_decl(self, d: Tree) -> None:
+        annots = d.children[0]
+        name_node = self.child(d, "decl_name")
+        name = self.ident(name_node)
+        if self.child(d, "type_params") is not None:
+            raise self.unsupported("generic parsers", self.child(d, "type_params"))
+        cp = self.child(d, "ctor_params")
+        if cp is not None and cp.children and self.child(cp, "params").children:
+            raise self.unsupported("parser constructor parameters", cp)
+        params = self.child(d, "params")
+        ptrees = self.children(params, "param")
+        vars_ = self.make_vars(self.params(params), ptrees)
+        pd = ir.ParserDecl(name, vars_, [], {}, self.annotations(annots), self.pos(d))
+        if name in self.parsers or name in self.controls or name in self.types:
+            raise self.err(f"'{name}' is already declared", name_node)
+        scope = Scope(self.global_scope)
+        for v in vars_:
+            self.declare(scope, v.name, v, d)
+        saved = (self.prefix, self.in_parser)
+        self.prefix, self.in_parser = self.qualify(name, pd.annotations) + ".", True
+        try:
+            states = []
+            for c in d.children:
+                if not isinstance(c, Tree):
+                    continue
+                if c.data == "const_decl":
+                    self.decl_const_decl(c, scope)
+                elif c.data == "var_decl":
+                    pd.locals.append(self.var_decl(c, scope))
+                elif c.data == "instantiation":
+                    self.decl_instantiation(c, scope, pd.locals)
+                elif c.data == "value_set_decl":
+                    raise self.unsupported("parser value sets (value_set)", c)
+                elif c.data == "parser_state":
+                    states.append(c)
+            state_names = {self.ident(s.children[1]) for s in states}
+            for s in states:
+                st = self.parser_state(s, scope, state_names)
+                if st.name in pd.states:
+                    raise self.err(f"duplicate state '{st.name}'", s)
+                pd.states[st.name] = st
+        finally:
+            self.prefix, self.in_parser = saved
+        if "start" not in pd.states:
+            raise self.err(f"parser '{name}' has no 'start' state", d)
+        self.parsers[name] = pd
+
+    def parser_state(self, s: Tree, scope: Scope, state_names: set[str]) -> ir.ParserState:
+        name_node = s.children[1]
+        name = self.ident(name_node)
+        if name in ("accept", "reject"):
+            raise self.err(f"state '{name}' is predefined", name_node)
+        inner = Scope(scope)
+        stmts: list[ir.Stmt] = []
+        transition: Union[str, ir.Select] = "reject"
+        for c in s.children[2:]:
+            if isinstance(c, Tree) and c.data == "goto_state":
+                transition = self._state_ref(c.children[0], state_names)
+            elif isinstance(c, Tree) and c.data == "goto_select":
+                transition = self.select(c.children[0], inner, state_names)
+            elif isinstance(c, Tree):
+                st = self.stmt(c, inner)
+                if st is not None:
+                    stmts.append(st)
+        return ir.ParserState(name, stmts, transition, self.pos(s))
+
+    def _state_ref(self, node: Node, state_names: set[str]) -> str:
+        n = self.ident(node)
+        if n not in state_names and n not in ("accept", "reject"):
+            raise self.err(f"unknown parser state '{n}'", node)
+        return n
+
+    def select(self, sel: Tree, scope: Scope, state_names: set[str]) -> ir.Select:
+        key_list = sel.children[0]
+        keys = [self.expr(k, scope, None) for k in key_list.children]
+        for k, kt in zip(keys, key_list.children):
+            if isinstance(k.type, ir.IntT):
+                raise self.err("select key needs a type with a width", kt)
+            if not isinstance(k.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)):
+                raise self.err(f"cannot select on {type_name(k.type)}", kt)
+        cases = []
+        for c in sel.children[1:]:
+            ks, target = c.children
+            keysets = self.keysets(ks, keys, scope, None)
+            cases.append(ir.KsSelectCase(keysets, self._state_ref(target, state_names),
+                                         self.pos(c)))
+        return ir.Select(keys, cases, self.pos(sel))
+
+    def decl_control_decl(self, d: Tree) -> None:
+        annots = d.children[0]
+        name_node = self.child(d, "decl_name")
+        name = self.ident(name_node)
+        if self.child(d, "type_params") is not None:
+            raise self.unsupported("generic controls", self.child(d, "type_params"))
+        cp = self.child(d, "ctor_params")
+        if cp is not None and cp.children and self.child(cp, "params").children:
+            raise self.unsupported("control constructor parameters", cp)
+        if name in self.parsers or name in self.controls or name in self.types:
+            raise self.err(f"'{name}' is already declared", name_node)
+        params = self.child(d, "params")
+        ptrees = self.children(params, "param")
+        vars_ = self.make_vars(self.params(params), ptrees)
+        cd = ir.ControlDecl(name, vars_, [], {}, {}, ir.Block(None, []),
+                            self.annotations(annots), self.pos(d))
+        scope = Scope(self.global_scope)
+        for v in vars_:
+            self.declare(scope, v.name, v, d)
+        saved = self.prefix
+        self.prefix = self.qualify(name, cd.annotations) + "."
+        try:
+            cd.apply = self.control_body(d, scope, cd, "")
+        finally:
+            self.prefix = saved
+        self.control_trees[name] = d
+        self.controls[name] = cd
+
+    def control_body(self, d: Tree, scope: Scope, target: ir.ControlDecl,
+                     key_prefix: str) -> ir.Block:
+        """Check a control's locals and apply block into ``target``.
+
+        For a sub-control instance (see :class:`SubControl`) ``target`` is the *enclosing*
+        control: the instance's tables, actions, extern instances and variables become the
+        enclosing control's, under ``key_prefix`` (the instance name) and with P4Info names
+        ``Outer.instance.table`` as p4c gives them.
+        """
+        saved = (self.cur_control, self.sub_instances, self.key_prefix)
+        self.cur_control, self.sub_instances, self.key_prefix = target, [], key_prefix
+        inits: list[ir.Stmt] = []
+        try:
+            for c in d.children:
+                if not isinstance(c, Tree):
+                    continue
+                if c.data == "const_decl":
+                    self.decl_const_decl(c, scope)
+                elif c.data == "var_decl":
+                    vd = self.var_decl(c, scope)
+                    if key_prefix and vd.init is not None:
+                        # an inlined control's variables start at each of its applies, after
+                        # copy-in: keep the slot in the enclosing control, run the initialiser
+                        # at the start of the inlined body
+                        inits.append(ir.Assign(vd.pos, ir.VarRef(vd.var.type, vd.pos, vd.var),
+                                               vd.init))
+                        vd = ir.VarDecl(vd.pos, vd.var, None)
+                    target.locals.append(vd)
+                elif c.data == "instantiation":
+                    self.decl_instantiation(c, scope, target.locals)
+                elif c.data == "action_decl":
+                    act = self.decl_action_decl(c, scope)
+                    target.actions[key_prefix + act.name] = act
+                elif c.data == "table_decl":
+                    t = self.table(c, scope)
+                    target.tables[key_prefix + t.name] = t
+                elif c.data == "function_decl":
+                    raise self.unsupported("functions declared inside a control", c)
+                elif c.data == "abstract_instantiation":
+                    raise self.unsupported("instantiations with abstract method "
+                                           "implementations", c)
+            body = self.block(d.children[-1], Scope(scope))
+            if inits:
+                body = ir.Block(body.pos, inits + [body])
+            # an instance that is never applied still owns its tables (as with p4c)
+            for inst in self.sub_instances:
+                if inst.body is None:
+                    self.instantiate_subcontrol(inst, None)
+        finally:
+            self.cur_control, self.sub_instances, self.key_prefix = saved
+        return body
+
+    def declare_subcontrol(self, d: Tree, tname: str, scope: Scope) -> None:
+        annots, _tref, args, name_node = d.children
+        if self.cur_control is None:
+            raise self.unsupported(f"instantiating control '{tname}' outside a control", d)
+        if args.children:
+            raise self.unsupported("control constructor arguments", args)
+        name = self.ident(name_node)
+        a = self.annotations(annots)
+        tree = self.control_trees[tname]
+        params = self.params(self.child(tree, "params"))
+        inst = SubControl(name, tname, tree, params, self.qualify(name, a) + ".",
+                          self.cur_control, self.key_prefix + name + ".", self.pos(d))
+        self.declare(scope, name, inst, name_node)
+        self.sub_instances.append(inst)
+
+    def instantiate_subcontrol(self, inst: "SubControl", alias: Optional[list[ir.Var]]) -> None:
+        """Check the instance's control body once, with its parameters bound either to the
+        caller's variables (``alias``) or to fresh variables of the enclosing control."""
+        scope = Scope(self.global_scope)
+        ro: set[int] = set()
+        inst.param_vars = []
+        for i, prm in enumerate(inst.params):
+            if alias is not None:
+                v = alias[i]
+            else:
+                v = ir.Var(f"{inst.name}.{prm.name}", prm.type, "local", None, inst.pos)
+                inst.owner.locals.append(ir.VarDecl(inst.pos, v, None))
+            if prm.direction == "in" or prm.direction is None:
+                ro.add(id(v))
+            inst.param_vars.append(v)
+            scope.names[prm.name] = v
+        inst.alias = alias is not None
+        saved = (self.prefix, self.readonly_ids)
+        self.prefix, self.readonly_ids = inst.prefix, self.readonly_ids | ro
+        try:
+            inst.body = self.control_body(inst.tree, scope, inst.owner, inst.key)
+        finally:
+            self.prefix, self.readonly_ids = saved
+        if self.returns_in(inst.body):
+            raise self.unsupported("'return' in the apply block of a control that is "
+                                   "instantiated inside another control", inst.tree)
+
+    def apply_subcontrol(self, inst: "SubControl", arg_nodes: list, scope: Scope,
+                         n: Tree) -> ir.Stmt:
+        if self.cur_action or self.cur_function or self.in_parser:
+            raise self.err("a control can only be applied from a control's apply block", n)
+        sig = Sig(inst.name, [], inst.params, ir.VoidT())
+        args, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, f"{inst.name}.apply")
+        whole = [a.var for a in args if isinstance(a, ir.VarRef)]
+        can_alias = len(whole) == len(args) and len({id(v) for v in whole}) == len(whole) \
+            and all(same_type(a.type, p.type) for a, p in zip(args, inst.params))
+        if inst.body is None:
+            self.instantiate_subcontrol(inst, whole if can_alias else None)
+        if inst.alias:
+            if not (can_alias and all(a is b for a, b in zip(whole, inst.param_vars))):
+                raise self.unsupported(f"applying control instance '{inst.name}' again with "
+                                       "different argument variables", n)
+            return ir.Block(self.pos(n), [inst.body])
+        pos = self.pos(n)
+        stmts: list[ir.Stmt] = []
+        for prm, v, a in zip(inst.params, inst.param_vars, args):
+            if prm.direction != "out":
+                stmts.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), a))
+        stmts.append(inst.body)
+        for prm, v, a in zip(inst.params, inst.param_vars, args):
+            if prm.direction in ("out", "inout"):
+                stmts.append(ir.Assign(pos, a, ir.VarRef(v.type, pos, v)))
+        return ir.Block(pos, stmts)
+
+    def returns_in(self, st: Any) -> bool:
+        if isinstance(st, ir.Return):
+            return True
+        if isinstance(st, ir.Block):
+            return any(self.returns_in(x) for x in st.stmts)
+        if isinstance(st, ir.If):
+            return self.returns_in(st.then) or (st.other is not None and
+                                                self.returns_in(st.other))
+        if isinstance(st, ir.SwitchStmt):
+            return any(c.body is not None and self.returns_in(c.body) for c in st.cases)
+        return False
+
+    def block(self, b: Tree, scope: Scope) -> ir.Block:
+        inner = Scope(scope)
+        stmts = []
+        for c in b.children[1:]:
+            st = self.stmt(c, inner)
+            if st is not None:
+                stmts.append(st)
+        return ir.Block(self.pos(b), stmts)
+
+    def var_decl(self, d: Tree, scope: Scope) -> ir.VarDecl:
+        annots, tref, name_node = d.children[:3]
+        t = self.resolve_type(tref)
+        if isinstance(t, (ir.ExternT, ir.IntT, ir.StringT, ir.MatchKindT)):
+            raise self.err(f"cannot declare a variable of type {type_name(t)}", tref)
+        if isinstance(t, ir.TupleT):
+            raise self.unsupported("variables of tuple type", tref)
+        init = None
+        if len(d.children) > 3:
+            init = self.coerce(self.expr(d.children[3], scope, t), t, d.children[3])
+        v = ir.Var(self.ident(name_node), t, "local", None, self.pos(d), self.annotations(annots))
+        self.declare(scope, v.name, v, name_node)
+        return ir.VarDecl(self.pos(d), v, init)
+
+    def stmt(self, s: Tree, scope: Scope) -> Optional[ir.Stmt]:
+        kind = s.data
+        if kind == "var_decl":
+            return self.var_decl(s, scope)
+        if kind == "const_decl":
+            self.decl_const_decl(s, scope)
+            return None
+        if kind == "instantiation":
+            raise self.err("instantiations are not allowed inside a block", s)
+        if kind == "block":
+            return self.block(s, scope)
+        if kind == "assign_stmt":
+            _a, lhs_t, rhs_t = s.children
+            lhs = self.expr(lhs_t, scope, None)
+            self.check_lvalue(lhs, lhs_t)
+            rhs = self.coerce(self.expr(rhs_t, scope, lhs.type), lhs.type, rhs_t)
+            return ir.Assign(self.pos(s), lhs, rhs)
+        if kind == "call_stmt":
+            callee = s.children[1]
+            head = self.value_view(callee.children[0], scope) if callee.data == "call" else None
+            if head is not None and head.data == "member":
+                base_n, mname_n = head.children
+                sym = self.expr_symbol(base_n, scope) \
+                    if base_n.data in ("name_ref", "top_name_ref") else None
+                if isinstance(sym, SubControl):
+                    if self.ident(mname_n) != "apply":
+                        raise self.err(f"controls only have 'apply'", mname_n)
+                    return self.apply_subcontrol(sym, list(callee.children[1].children), scope,
+                                                 callee)
+            e = self.expr(s.children[1], scope, None)
+            if isinstance(e, ir.ApplyResult):
+                if e.field is not None:
+                    raise self.err("expression statement has no effect", s.children[1])
+                return ir.CallStmt(self.pos(s), e)
+            if not isinstance(e, ir.Call):
+                raise self.err("only calls can be used as statements", s.children[1])
+            return ir.CallStmt(self.pos(s), e)
+        if kind == "if_stmt":
+            cond_t = s.children[1]
+            cond = self.coerce(self.expr(cond_t, scope, ir.BoolT()), ir.BoolT(), cond_t)
+            then = self._sub_stmt(s.children[2], scope)
+            other = self._sub_stmt(s.children[3], scope) if len(s.children) > 3 else None
+            return ir.If(self.pos(s), cond, then, other)
+        if kind == "switch_stmt":
+            return self.switch(s, scope)
+        if kind == "exit_stmt":
+            if self.in_parser:
+                raise self.err("'exit' is not allowed in a parser", s)
+            return ir.Exit(self.pos(s))
+        if kind == "return_stmt":
+            if self.in_parser:
+                raise self.err("'return' is not allowed in a parser", s)
+            value = None
+            if len(s.children) > 1:
+                fn = self.cur_function
+                if fn is None or isinstance(fn.return_type, ir.VoidT):
+                    raise self.err("return with a value outside a non-void function", s)
+                value = self.coerce(self.expr(s.children[1], scope, fn.return_type),
+                                    fn.return_type, s.children[1])
+            elif self.cur_function is not None and \
+                    not isinstance(self.cur_function.return_type, ir.VoidT):
+                raise self.err("missing return value", s)
+            return ir.Return(self.pos(s), value)
+        if kind == "empty_stmt":
+            return ir.Empty(self.pos(s))
+        raise self.err(f"unexpected statement {kind}", s)
+
+    def _sub_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
+        st = self.stmt(s, Scope(scope))
+        return st if st is not None else ir.Empty(self.pos(s))
+
+    def switch(self, s: Tree, scope: Scope) -> ir.SwitchStmt:
+        subj_t = s.children[1]
+        subj = self.expr(subj_t, scope, None)
+        is_action_run = isinstance(subj, ir.ApplyResult) and subj.field == "action_run"
+        if isinstance(subj, ir.ApplyResult) and not is_action_run:
+            raise self.err("switch on a table needs '.action_run'", subj_t)
+        if not is_action_run and not isinstance(subj.type, (ir.BitT, ir.EnumT, ir.ErrorT)):
+            raise self.err(f"cannot switch on {type_name(subj.type)}", subj_t)
+        cases: list[ir.SwitchCase] = []
+        pending: list = []
+        seen_labels: list = []
+        pending_pos = None
+        for c in s.children[2:]:
+            label_t = c.children[0]
+            if isinstance(label_t, Tree) and label_t.data == "default_label":
+                label: Any = "default"
+            elif is_action_run:
+                if label_t.data != "name_ref":
+                    raise self.err("switch labels on action_run must be action names", label_t)
+                aname = self.ident(label_t.children[0])
+                ref = next((r for r in subj.table.actions if r.action.name == aname), None)
+                if ref is None:
+                    raise self.err(f"'{aname}' is not an action of table '{subj.table.name}'",
+                                   label_t)
+                label = ref.action
+            else:
+                e = self.coerce(self.expr(label_t, scope, subj.type), subj.type, label_t)
+                if not isinstance(e, ir.Literal):
+                    raise self.err("switch labels must be compile-time constants", label_t)
+                label = e
+            key = label if not isinstance(label, ir.Literal) else ("lit", label.value)
+            if any(key is k or key == k for k in seen_labels):
+                raise self.err("duplicate switch label", label_t)
+            seen_labels.append(key)
+            if pending_pos is None:
+                pending_pos = self.pos(c)
+            pending.append(label)
+            if c.data == "switch_case":
+                body = self.block(c.children[1], scope)
+                cases.append(ir.SwitchCase(pending, body, pending_pos))
+                pending, pending_pos = [], None
+        if pending:
+            cases.append(ir.SwitchCase(pending, None, pending_pos))
+        for i, case in enumerate(cases):
+            if "default" in case.labels and i != len(cases) - 1:
+                raise self.err("'default' must be the last switch label", s)
+        return ir.SwitchStmt(self.pos(s), subj, cases)
+
+
+def _always_returns(st: ir.Stmt) -> bool:
+    if isinstance(st, (ir.Return, ir.Exit)):
+        return True
+    if isinstance(st, ir.Block):
+        return any(_always_returns(s) for s in st.stmts)
+    if isinstance(st, ir.If):
+        return st.other is not None and _always_returns(st.then) and _always_returns(st.other)
+    return False
