@@ -83,7 +83,11 @@ class Switch:
             if not isinstance(program, Program):
                 program = Program(program)
             ctx = PacketContext(self.drop_port, self.seed)
-            self.pipeline = Pipeline(program.code(), ctx)
+            pipeline = Pipeline(program.code(), ctx)
+            if self.pipeline is not None:  # queued packets belong to the old program
+                for port in list(self.tm.busy):
+                    self.stats["pipeline_reload"] += self.tm.flush_port(port)
+            self.pipeline = pipeline
             self.program = program
             self.ctx = ctx
 

@@ -76,3 +76,15 @@ def test_names_may_be_given_by_a_unique_dotted_suffix():
     assert sw.register_read("I.reg", 1) == 5
     l3 = p4sim.Switch(p4sim.compile(str(L3)))
     assert l3.table_entries("ipv4_lpm") == []
+
+
+def test_reloading_a_program_drops_packets_still_queued_for_the_old_one():
+    prog = p4sim.compile(str(ROOT / "tests" / "runtime" / "p4" / "queue_probe.p4"))
+    sw = p4sim.Switch(prog)
+    sw.set_queue_rate(1000, port=1)
+    for _ in range(3):
+        sw.send(0, bytes([0, 1, 0]) + bytes(35))  # probe: out_port 1, priority 0
+    sw.take_output()
+    sw.load(prog)
+    sw.advance(10_000)
+    assert sw.take_output() == [] and sw.stats["pipeline_reload"] == 2 and sw.stats["runtime_error"] == 0
