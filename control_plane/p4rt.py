@@ -14,6 +14,15 @@ the shell keeps one global connection per process (`shell.setup()` / `shell.tear
 stream and arbitration.  The client works against any P4Runtime server (p4sim or
 simple_switch_grpc) and exposes the per-update error details that error messages need.
 
+Use::
+
+    program = ProgramFiles.load("build/stellar.json", "build/stellar.p4info.txtpb")
+    result = push_fabric(fabric, render_fabric(fabric).documents, program)   # all switches at once
+    with SwitchSession("127.0.0.1:9501", device_id=1, name="leaf1") as s:    # one switch
+        s.reconcile(document, dry_run=True).lines()                           # what would change
+        s.modify_entries([path_set_entry_with_new_levels])                    # controller deltas
+        s.read_counters(["StellarEgress.ecn.marks"], [9, 10])
+
 Values are sent in canonical (shortest) bytes and are *not* checked against field widths here:
 the contract check happens at render time, and a switch is the authority on what it accepts, so
 a value that is too wide comes back as the switch's OUT_OF_RANGE, named with switch and entry.
@@ -36,7 +45,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4sim.p4rt.client import P4RuntimeClient, WriteFailed
+from p4sim.p4rt.client import P4RuntimeClient, WriteFailed, parse_write_error
 
 from . import contract
 from .render import entry_identity
@@ -47,6 +56,7 @@ MatchType = p4info_pb2.MatchField.MatchType
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 DEFAULT_BATCH = 256
+RPC_TIMEOUT_S = 60.0  # per Read/Write: a hung switch must not hang a fabric push forever
 # Entries that other entries point at: (table, key field) <- action param holding that key.
 # Routes and reservations name a path set by id; `Diff.phases` orders writes so that no entry
 # ever names a path set the switch does not hold, not even between two batches.
@@ -644,7 +654,8 @@ class SwitchSession:
         if not entities:
             return []
         try:
-            return self.client.read(*entities)
+            req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)
+            return [e for resp in self.client.stub.Read(req, timeout=RPC_TIMEOUT_S) for e in resp.entities]
         except grpc.RpcError as exc:
             raise P4RuntimePushError(f"switch {self.name}: reading {what}: {_rpc_text(exc)}") from None
 
@@ -762,6 +773,18 @@ class SwitchSession:
                                                                         item["pburst"])
         return Update(type=kind, entity=Entity(meter_entry=e))
 
+    def _write(self, updates: list[Update]) -> None:
+        """One Write RPC (CONTINUE_ON_ERROR), with a deadline; WriteFailed carries per-update codes."""
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=updates)
+        req.election_id.high, req.election_id.low = self.client.election_id
+        try:
+            self.client.stub.Write(req, timeout=RPC_TIMEOUT_S)
+        except grpc.RpcError as err:
+            details = parse_write_error(err) if err.code() == grpc.StatusCode.UNKNOWN else []
+            if details:
+                raise WriteFailed(details) from err
+            raise
+
     def apply(self, changes: Sequence[Change], diff: Optional[Diff] = None) -> list[WriteError]:
         """Write `changes` in batches (CONTINUE_ON_ERROR); returns the refused ones.
 
@@ -778,7 +801,7 @@ class SwitchSession:
         for start in range(0, len(pending), self.batch_size):
             batch = pending[start:start + self.batch_size]
             try:
-                self.client.write(*(u for _, u in batch))
+                self._write([u for _, u in batch])
                 acked = len(batch)
             except WriteFailed as failed:
                 acked = 0
