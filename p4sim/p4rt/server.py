@@ -5,6 +5,10 @@ PERMISSION_DENIED for a non-primary writer, FAILED_PRECONDITION before a pipelin
 problems of a Write become status UNKNOWN with one ``p4.v1.Error`` per update in the
 ``grpc-status-details-bin`` trailer, like PI/BMv2.  No handler lets an exception escape as a
 crash: anything unexpected is an INTERNAL status and the server keeps serving.
+
+Write atomicity: CONTINUE_ON_ERROR (default) applies each update on its own, all or nothing per
+update; ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply the batch under the switch lock and undo it
+at the first failure (that update reports its error, every other one ABORTED).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from p4sim.p4rt.errors import P4RTError, write_error_status
 from p4sim.p4rt.packetio import packet_in_message, packet_out_bytes
 from p4sim.p4rt.pipeline import Pipeline
 from p4sim.p4rt.reads import read_entity
+from p4sim.p4rt.undo import apply_all_or_nothing
 from p4sim.p4rt.writes import apply_update
 
 log = logging.getLogger("p4sim.p4rt")
@@ -31,6 +36,7 @@ log = logging.getLogger("p4sim.p4rt")
 API_VERSION = "1.4.1"
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+WriteReq = p4runtime_pb2.WriteRequest
 
 
 def _check_p4info_matches(p4info: p4info_pb2.P4Info, program_p4info: Any) -> None:
@@ -163,20 +169,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self._check_device(request.device_id)
             self._check_primary(request)
-            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-                raise P4RTError("UNIMPLEMENTED", "only CONTINUE_ON_ERROR atomicity is supported")
+            atomicity = request.atomicity
+            if atomicity not in (WriteReq.CONTINUE_ON_ERROR, WriteReq.ROLLBACK_ON_ERROR,
+                                 WriteReq.DATAPLANE_ATOMIC):
+                raise P4RTError("INVALID_ARGUMENT", f"unknown atomicity {atomicity}")
             with self._config_lock:
                 pipe = self._require_pipeline()
-                results: list[P4RTError | None] = []
-                for update in request.updates:
-                    try:
-                        apply_update(pipe, update)
-                        results.append(None)
-                    except P4RTError as err:
-                        results.append(err)
-                    except Exception as err:  # noqa: BLE001 - never kill the server
-                        log.exception("write failed unexpectedly")
-                        results.append(P4RTError("INTERNAL", f"{type(err).__name__}: {err}"))
+                if atomicity == WriteReq.CONTINUE_ON_ERROR:
+                    results = [self._apply_one(pipe, update) for update in request.updates]
+                else:
+                    # Both all-or-none modes: applied under the switch lock, so packets never
+                    # see a partial batch (DATAPLANE_ATOMIC), and undone on the first failure.
+                    results = apply_all_or_nothing(pipe, request.updates, self._apply_or_raise)
         except P4RTError as err:
             self._abort(context, err)
         if any(r is not None for r in results):
@@ -188,6 +192,23 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.set_code(grpc.StatusCode.UNKNOWN)
             context.set_details(message)
         return p4runtime_pb2.WriteResponse()
+
+    @staticmethod
+    def _apply_or_raise(pipe: Pipeline, update) -> None:
+        try:
+            apply_update(pipe, update)
+        except P4RTError:
+            raise
+        except Exception as err:  # noqa: BLE001 - never kill the server
+            log.exception("write failed unexpectedly")
+            raise P4RTError("INTERNAL", f"{type(err).__name__}: {err}") from err
+
+    def _apply_one(self, pipe: Pipeline, update) -> P4RTError | None:
+        try:
+            self._apply_or_raise(pipe, update)
+            return None
+        except P4RTError as err:
+            return err
 
     def Read(self, request, context):
         try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import struct
 
+import grpc
 import pynng
 import pytest
 from p4.v1 import p4runtime_pb2
@@ -116,3 +117,36 @@ def test_meter_and_direct_meter_configs_round_trip(session):
         assert got.direct_meter_entry.config == dme.config
     finally:
         c.write(update("DELETE", table_entry=e))
+
+
+def test_rollback_batch_restores_real_core_state(session):
+    c, peer = session
+    base = c.table_entry("MkIngress.t_exact", {"hdr.ethernet.etherType": 0x0802}, "MkIngress.to_port_metered",
+                         {"port": 1})
+    lpm = c.table_entry("MkIngress.t_lpm", {"hdr.ethernet.dstAddr": (0x0C0000000000, 8)}, "MkIngress.to_port",
+                        {"port": 2})
+    c.write(update("INSERT", table_entry=base), update("INSERT", table_entry=lpm))
+    try:
+        dme = p4runtime_pb2.DirectMeterEntry(table_entry=c.table_entry(
+            "MkIngress.t_exact", {"hdr.ethernet.etherType": 0x0802}))
+        dme.config.cir, dme.config.cburst, dme.config.pir, dme.config.pburst = 5, 5, 9, 9
+        c.write(update("MODIFY", direct_meter_entry=dme))
+        everything = p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())
+        before = c.read(everything)
+        changed = c.table_entry("MkIngress.t_exact", {"hdr.ethernet.etherType": 0x0802},
+                                "MkIngress.to_port_metered", {"port": 7})
+        bad = c.table_entry("MkIngress.t_lpm", {"hdr.ethernet.dstAddr": (0x0C0000000001, 8)},
+                            "MkIngress.to_port", {"port": 2})
+        req = p4runtime_pb2.WriteRequest(device_id=1, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+        req.election_id.high, req.election_id.low = c.election_id
+        req.updates.extend([update("MODIFY", table_entry=changed), update("DELETE", table_entry=lpm),
+                            update("INSERT", table_entry=bad)])
+        with pytest.raises(grpc.RpcError):
+            c.stub.Write(req)
+        assert c.read(everything) == before
+        [dm] = c.read(p4runtime_pb2.Entity(direct_meter_entry=p4runtime_pb2.DirectMeterEntry(
+            table_entry=c.table_entry("MkIngress.t_exact", {"hdr.ethernet.etherType": 0x0802}))))
+        assert dm.direct_meter_entry.config == dme.config
+        assert send(peer, 9, 0x0C0000000001, 1, 0x0802) == 2  # the lpm entry forwards again
+    finally:
+        c.write(update("DELETE", table_entry=base), update("DELETE", table_entry=lpm))

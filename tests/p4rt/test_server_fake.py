@@ -562,15 +562,81 @@ def test_roles_elect_their_own_primary(harness):
     assert r1b.connect().status.code == code_pb2.ALREADY_EXISTS
 
 
-def test_rollback_atomicity_is_unimplemented_and_changes_nothing(harness):
-    c = harness.primary_with_pipeline()
-    req = p4runtime_pb2.WriteRequest(device_id=1, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
-    req.election_id.low = 1
-    req.updates.append(update("INSERT", table_entry=lpm_entry(c, 0x0A000000, 8)))
-    with pytest.raises(grpc.RpcError) as e:
+def atomic_write(c, atomicity, *updates):
+    req = p4runtime_pb2.WriteRequest(device_id=1, atomicity=atomicity)
+    req.election_id.high, req.election_id.low = c.election_id
+    req.updates.extend(updates)
+    try:
         c.stub.Write(req)
-    assert rpc_code(e) == grpc.StatusCode.UNIMPLEMENTED
-    assert harness.switch.table_entries("MyIngress.t_lpm") == []
+        return None
+    except grpc.RpcError as err:
+        from p4sim.p4rt.client import parse_write_error
+
+        return [e.code for e in parse_write_error(err)]
+
+
+@pytest.mark.parametrize("atomicity", [p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                                       p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC])
+def test_all_or_none_batch_is_rolled_back_on_failure(harness, atomicity):
+    c = harness.primary_with_pipeline()
+    sw = harness.switch
+    # State before: one entry, a counter value, a register value, a multicast group.
+    c.write(update("INSERT", table_entry=lpm_entry(c, 0x0B000000, 8, port=1)))
+    sw.counter_write("MyIngress.port_counter", 2, 5, 50)
+    sw.register_write("MyIngress.last_seen", 3, 9)
+    grp = p4runtime_pb2.PacketReplicationEngineEntry()
+    grp.multicast_group_entry.multicast_group_id = 4
+    grp.multicast_group_entry.replicas.add(egress_port=1, instance=0)
+    c.write(update("INSERT", packet_replication_engine_entry=grp))
+    before = (list(sw.table_entries("MyIngress.t_lpm")), list(sw.counters["MyIngress.port_counter"]),
+              list(sw.registers["MyIngress.last_seen"]), dict(sw.mcast),
+              sw.get_default_action("MyIngress.t_lpm"))
+
+    ce = p4runtime_pb2.CounterEntry(counter_id=c.object_id("counters", "MyIngress.port_counter"))
+    ce.index.index = 2
+    re = p4runtime_pb2.RegisterEntry(register_id=c.object_id("registers", "MyIngress.last_seen"))
+    re.index.index = 3
+    re.data.bitstring = b"\x07"
+    grp2 = p4runtime_pb2.PacketReplicationEngineEntry()
+    grp2.CopyFrom(grp)
+    grp2.multicast_group_entry.replicas.add(egress_port=2, instance=0)
+    result = atomic_write(
+        c, atomicity,
+        update("INSERT", table_entry=lpm_entry(c, 0x0A000000, 8)),            # new entry
+        update("MODIFY", table_entry=lpm_entry(c, 0x0B000000, 8, port=9)),    # changed entry
+        update("MODIFY", table_entry=c.table_entry("MyIngress.t_lpm", action="MyIngress.drop",
+                                                   default=True)),
+        update("MODIFY", counter_entry=ce),
+        update("MODIFY", register_entry=re),
+        update("MODIFY", packet_replication_engine_entry=grp2),
+        update("DELETE", table_entry=lpm_entry(c, 0x0B000000, 8)),
+        update("INSERT", table_entry=lpm_entry(c, 0x0C000001, 8)),            # bad: past prefix
+        update("INSERT", table_entry=lpm_entry(c, 0x0D000000, 8)),            # never attempted
+    )
+    assert result == ["ABORTED"] * 7 + ["INVALID_ARGUMENT", "ABORTED"]
+    after = (list(sw.table_entries("MyIngress.t_lpm")), list(sw.counters["MyIngress.port_counter"]),
+             list(sw.registers["MyIngress.last_seen"]), dict(sw.mcast),
+             sw.get_default_action("MyIngress.t_lpm"))
+    assert after == before
+
+
+def test_all_or_none_batch_applies_everything_when_valid(harness):
+    c = harness.primary_with_pipeline()
+    result = atomic_write(c, p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                          update("INSERT", table_entry=lpm_entry(c, 0x0A000000, 8)),
+                          update("INSERT", table_entry=lpm_entry(c, 0x0B000000, 8)))
+    assert result is None
+    assert len(harness.switch.table_entries("MyIngress.t_lpm")) == 2
+
+
+def test_continue_on_error_control_keeps_the_good_updates(harness):
+    """Negative control for the rollback test: the default mode applies what it can."""
+    c = harness.primary_with_pipeline()
+    result = atomic_write(c, p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+                          update("INSERT", table_entry=lpm_entry(c, 0x0A000000, 8)),
+                          update("INSERT", table_entry=lpm_entry(c, 0x0C000001, 8)))
+    assert result == ["OK", "INVALID_ARGUMENT"]
+    assert len(harness.switch.table_entries("MyIngress.t_lpm")) == 1
 
 
 def test_packet_in_goes_to_the_primary_only(harness):
