@@ -228,8 +228,11 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         alloc.add(PREFIX_DIGEST, d.name, {}, d)
     alloc.assign()
 
+    # p4c computes aliases over every symbol it knows, controller header and digest type names
+    # included
     all_names = [t.qualified_name for t in tables] + [a.qualified_name for a in actions] + \
-        [x.qualified_name for x in externs if x.extern in ext_prefix]
+        [x.qualified_name for x in externs if x.extern in ext_prefix] + \
+        [h.name for h in prog.controller_headers] + [d.name for d in prog.digests]
     alias = _aliases(sorted(set(all_names)))
 
     info = p4info_pb2.P4Info()

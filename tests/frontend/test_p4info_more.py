@@ -136,3 +136,9 @@ table t { key = { meta.x : exact; } actions = { caller; secret; } }
         ["I.caller", "I.direct", "I.via_action", "NoAction"]
     assert [t.preamble.name for t in info.tables] == ["I.t"]
     assert len(info.tables[0].action_refs) == 1
+
+
+def test_alias_is_the_shortest_unique_suffix():
+    from p4sim.p4info import _aliases
+    names = ["I.a.c", "I.b.c", "E.d", "x"]
+    assert _aliases(names) == {"I.a.c": "a.c", "I.b.c": "b.c", "E.d": "d", "x": "x"}
