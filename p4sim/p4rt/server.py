@@ -126,6 +126,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.install_pipeline(*self._saved)
             self._saved = None
             return
+        if action == SetAction.UNSPECIFIED:
+            raise P4RTError("INVALID_ARGUMENT", "SetForwardingPipelineConfig needs an action")
         if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE, SetAction.VERIFY_AND_COMMIT):
             raise P4RTError("UNIMPLEMENTED", f"action {SetAction.Action.Name(action)}")
         if not request.HasField("config"):

@@ -699,3 +699,14 @@ def test_long_core_error_messages_are_clipped():
 
     err = P4RTError("INVALID_ARGUMENT", "x" * 100_000)
     assert len(err.message) <= MAX_MESSAGE and err.message.endswith("[truncated]")
+
+
+def test_pipeline_actions_unspecified_and_reconcile(harness):
+    c = harness.client()
+    with pytest.raises(grpc.RpcError) as e:
+        c.set_pipeline(fake_p4info(), FAKE_CONFIG, action=SetAction.UNSPECIFIED)
+    assert rpc_code(e) == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as e:
+        c.set_pipeline(fake_p4info(), FAKE_CONFIG, action=SetAction.RECONCILE_AND_COMMIT)
+    assert rpc_code(e) == grpc.StatusCode.UNIMPLEMENTED
+    assert harness.switch is None
