@@ -23,11 +23,11 @@ from control_plane.ops import ROUTING_TABLES, fabric_without_link, fail_link, fa
 from control_plane.p4rt import (Change, P4RuntimePushError, ProgramFiles, SwitchSession, SwitchState, compute_diff,
                                 push_fabric)
 from control_plane.render import entry_identity, render_fabric
+import p4sim
 from p4sim.compiler import compile_files
 from p4sim.p4rt import Device, DeviceOptions, P4RuntimeServer
 from p4sim.p4rt.client import P4RuntimeClient
 from p4sim.program import Program
-import p4sim
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "fabrics" / "lab.yaml"
