@@ -382,8 +382,52 @@ class BlockChecker(TableChecker):
         finally:
             self.prefix, self.readonly_ids = saved
         if self.returns_in(inst.body):
-            raise self.unsupported("'return' in the apply block of a control that is "
-                                   "instantiated inside another control", inst.tree)
+            # inlined, `return` must end only this control: p4c-style, it sets a flag and the
+            # statements after it run only while the flag is clear
+            pos = inst.pos
+            flag = ir.Var(f"{inst.name}.returned__", ir.BoolT(), "local", None, pos)
+            inst.owner.locals.append(ir.VarDecl(pos, flag, None))
+            clear = ir.Assign(pos, ir.VarRef(flag.type, pos, flag),
+                              ir.Literal(ir.BoolT(), pos, False))
+            inst.body = ir.Block(inst.body.pos,
+                                 [clear] + self._without_returns(inst.body.stmts, flag))
+
+    def _without_returns(self, stmts: list[ir.Stmt], flag: ir.Var) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for i, st in enumerate(stmts):
+            new, may_return = self._replace_returns(st, flag)
+            out.append(new)
+            if may_return and i + 1 < len(stmts):
+                pos = stmts[i + 1].pos
+                still = ir.Unary(ir.BoolT(), pos, "!", ir.VarRef(flag.type, pos, flag))
+                out.append(ir.If(pos, still,
+                                 ir.Block(pos, self._without_returns(stmts[i + 1:], flag)),
+                                 None))
+                break
+        return out
+
+    def _replace_returns(self, st: ir.Stmt, flag: ir.Var) -> tuple[ir.Stmt, bool]:
+        if isinstance(st, ir.Return):
+            return ir.Assign(st.pos, ir.VarRef(flag.type, st.pos, flag),
+                             ir.Literal(ir.BoolT(), st.pos, True)), True
+        if isinstance(st, ir.Block):
+            if not self.returns_in(st):
+                return st, False
+            return ir.Block(st.pos, self._without_returns(st.stmts, flag)), True
+        if isinstance(st, ir.If):
+            then, r1 = self._replace_returns(st.then, flag)
+            other, r2 = self._replace_returns(st.other, flag) if st.other is not None \
+                else (None, False)
+            return ir.If(st.pos, st.cond, then, other), r1 or r2
+        if isinstance(st, ir.SwitchStmt):
+            cases, any_r = [], False
+            for c in st.cases:
+                body, r = self._replace_returns(c.body, flag) if c.body is not None \
+                    else (None, False)
+                any_r = any_r or r
+                cases.append(ir.SwitchCase(c.labels, body, c.pos))
+            return ir.SwitchStmt(st.pos, st.subject, cases), any_r
+        return st, False
 
     def apply_subcontrol(self, inst: "SubControl", arg_nodes: list, scope: Scope,
                          n: Tree) -> ir.Stmt:

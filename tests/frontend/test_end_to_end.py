@@ -76,3 +76,24 @@ r.apply(v, v);
 hdr.h.a = v + 1;""")
     port, data = _run(sw, bytes([9, 0, 0, 0, 0, 0, 0]))[0]
     assert data[0] == 10
+
+
+def test_return_in_an_inlined_control_ends_only_that_control(tmp_path):
+    sw = _switch(tmp_path, decls="""
+control Early(inout bit<8> v) {
+    apply {
+        if (v == 1) {
+            v = 50;
+            return;
+        }
+        v = v + 100;
+    }
+}
+""", ingress_locals="Early() e;", ingress_apply="""
+sm.egress_spec = 1;
+e.apply(hdr.h.a);
+hdr.h.b = 16w7;                   // runs after the sub-control returned""")
+    _, data = _run(sw, bytes([1, 0, 0, 0, 0, 0, 0]))[0]
+    assert data[0] == 50 and int.from_bytes(data[1:3], "big") == 7
+    _, data = _run(sw, bytes([2, 0, 0, 0, 0, 0, 0]))[0]
+    assert data[0] == 102 and int.from_bytes(data[1:3], "big") == 7

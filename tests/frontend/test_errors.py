@@ -145,14 +145,6 @@ def test_control_instantiated_in_a_parser_is_unsupported(compile_src):
     assert "instantiating parser/control 'Sub' here" in e.message
 
 
-def test_return_in_an_inlined_control_is_unsupported(compile_src):
-    src = make_program(decls="control Sub(inout m_t m) { apply { if (m.x == 1) { return; } "
-                             "m.x = 2; } }\n",
-                       ingress_locals="Sub() s;", ingress_apply="s.apply(meta);")
-    e = _err(compile_src, src, Unsupported)
-    assert "'return' in the apply block" in e.message
-
-
 def test_sub_control_in_parameter_is_read_only(compile_src):
     src = make_program(decls="control Sub(in m_t m) { apply { m.x = 2; } }\n",
                        ingress_locals="Sub() s;", ingress_apply="s.apply(meta);")
