@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -174,6 +175,22 @@ def collect_stats(fabric: Fabric, switches: Optional[list[str]] = None,
 def _nonzero(values: Mapping[Any, int]) -> str:
     shown = [f"{k} {v}" for k, v in values.items() if v]
     return ", ".join(shown) if shown else "none"
+
+
+def stats_json(stats: Mapping[str, SwitchStats]) -> dict[str, Any]:
+    """Plain JSON-able form (ports as string keys, (packets, bytes) as lists) for scripts."""
+    def keyed(values: Mapping[Any, Any]) -> dict[str, Any]:
+        return {("/".join(map(str, k)) if isinstance(k, tuple) else str(k)):
+                (list(v) if isinstance(v, tuple) else v) for k, v in values.items()}
+
+    out: dict[str, Any] = {}
+    for name, s in stats.items():
+        item = dataclasses.asdict(s)
+        for key, value in item.items():
+            if isinstance(value, dict):
+                item[key] = keyed(value)
+        out[name] = item
+    return out
 
 
 def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats]) -> str:
@@ -416,7 +433,10 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     stats = collect_stats(fabric, args.switch, election_id=_election(args))
-    out.write(format_stats(fabric, stats))
+    if args.json:
+        out.write(json.dumps(stats_json(stats), indent=1, sort_keys=True) + "\n")
+    else:
+        out.write(format_stats(fabric, stats))
     return 0 if all(s.error is None for s in stats.values()) else 1
 
 
@@ -468,6 +488,7 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("stats", help="per-port, per-queue and per-reason counters of the switches")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
     p.set_defaults(func=cmd_stats)
 

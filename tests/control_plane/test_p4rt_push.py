@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -440,6 +441,12 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
     assert port1.split()[2] == "1" and port1.split()[4] == "0"  # rx 1 packet on port 1
     assert port2.split()[2] == "0" and port2.split()[4] == "1"  # tx 1 packet on port 2
     assert "path changes:" in out and "drops: none" in out
+    code, out, err = run("stats", str(path), "--switch", "leaf1", "--json")
+    data = json.loads(out)["leaf1"]
+    assert code == 0 and data["rx"]["1"] == [1, len(frame)] and data["tx"]["2"][0] == 1
+    assert sum(v[0] for k, v in data["tx_queue"].items() if k.startswith("2/")) == 1
+    # one flow, placed once (CONTRACT.md §1: reason `new`)
+    assert data["path_changes"] == {"new": 1, "gap": 0, "drain": 0, "failover": 0, "membership": 0}
 
     code, out, err = run("fail-link", str(path), "leaf1", "spine1")
     assert code == 0, out + err
