@@ -499,9 +499,3 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
     p.set_defaults(func=cmd_fail_link)
 
-
-def main(argv: Optional[list[str]] = None) -> int:  # pragma: no cover - for `python -m control_plane.ops`
-    parser = argparse.ArgumentParser(prog="stellar-ops")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args, sys.stdout, sys.stderr)
