@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any, Mapping, Optional, TextIO
 
 from .errors import FabricError
 from .model import Fabric, Link, load_fabric
-from .p4rt import (FabricPush, P4RuntimePushError, ProgramFiles, ReconcileError, SwitchSession, push_fabric)
+from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
 from .render import RenderError, render_fabric
 
 REPO = Path(__file__).resolve().parent.parent
