@@ -106,3 +106,35 @@ class StellarMalformedTest(StellarTest):
         del exp[IP].chksum
         tu.verify_packet(self, Ether(bytes(exp)), 2)
         self.assertEqual(self.counter(f"{ING}.telemetry.malformed", MALFORMED_IPV4_OPTIONS), opts_before + 1)
+
+
+class StellarEcnVirtualClockTest(StellarTest):
+    """With a 1000 pps queue, a burst's later ECT packets wait >= 1000 µs (above Kmax) and leave
+    marked CE; the first (no queue) is not; a non-ECT burst is never marked."""
+
+    def burst(self, tos: int, first_sport: int) -> list[int]:
+        pkts = [udp_flow(first_sport, tos=tos) for _ in range(5)]
+        before = self.received_count()
+        for p in pkts:
+            tu.send_packet(self, 1, p)
+        self.wait_ingested(before, len(pkts))
+        out = self.collect(1)  # the head of the burst leaves at once
+        self.advance_us(4000)  # the other four, one per 1000 µs
+        out += self.collect(4)
+        self.advance_us(1000)  # let the port finish sending the last one
+        return [Ether(data)[IP].tos & 3 for _, data in out]
+
+    def runTest(self):
+        self.require_virtual_clock()
+        self.route("10.0.2.0", 24, 1)
+        self.path_set(1, [2])
+        self.target.set_queue_rate(1000, port=2)
+        try:
+            marks = self.counter("StellarEgress.ecn.marks", 2)
+            self.assertEqual(self.burst(tos=0x02, first_sport=7200), [2, 3, 3, 3, 3])  # ECT(0) -> CE
+            self.assertEqual(self.counter("StellarEgress.ecn.marks", 2), marks + 4)
+            # Control: the same queueing with non-ECT packets marks nothing.
+            self.assertEqual(self.burst(tos=0x00, first_sport=7300), [0, 0, 0, 0, 0])
+            self.assertEqual(self.counter("StellarEgress.ecn.marks", 2), marks + 4)
+        finally:
+            self.target.set_queue_rate(0, port=2)
