@@ -333,3 +333,16 @@ def test_direct_meter_colours_by_the_matched_entry():
     assert colours(2, 3) == [0, 0, 0]  # another entry's meter is unconfigured: GREEN
     assert sw.direct_meter_get_config("I.t", {"hdr.m.key": 1}).pburst == 2
     assert [e.meter_config is not None for e in sw.table_entries("I.t")] == [True, False]
+
+
+def test_mark_to_drop_in_egress_drops_the_packet(sw):
+    assert run(sw, 30) == [] and sw.stats["dropped"] == 1
+
+
+def test_bytes_meter_charges_packet_length(sw):
+    size = CTL_BYTES + 9 + 11  # this packet's length in bytes
+    # committed burst fits one packet, peak burst two: GREEN, YELLOW, RED
+    sw.meter_set_config("I.bmtr", 0, 1000, size, 1000, 2 * size)
+    assert [one(sw, 31, idx=0, payload=b"p" * 11)["color"] for _ in range(3)] == [0, 1, 2]
+    sw.advance(size * 1000)  # 1000 bytes/s refills `size` bytes per `size` ms
+    assert one(sw, 31, idx=0, payload=b"p" * 11)["color"] == 0

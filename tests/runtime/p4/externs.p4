@@ -58,6 +58,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
     register<bit<32>>(8) reg;
     counter(4, CounterType.packets_and_bytes) cnt;
     meter(4, MeterType.packets) mtr;
+    meter(4, MeterType.bytes) bmtr;
 
     apply {
         sm.egress_spec = 1;
@@ -129,6 +130,8 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             resubmit_preserving_field_list(1);   /* forever: the switch must bound it */
         } else if (hdr.c.op == 25) {
             meta.recirc = 2;
+        } else if (hdr.c.op == 31) {
+            bmtr.execute_meter(hdr.c.idx, hdr.c.color);
         } else if (hdr.c.op == 27 || hdr.c.op == 28) {
             hdr.c.color = (bit<8>) sm.checksum_error;
         }
@@ -151,6 +154,9 @@ control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         }
         if (hdr.c.op == 25) {
             recirculate_preserving_field_list(1);   /* forever: the switch must bound it */
+        }
+        if (hdr.c.op == 30) {
+            mark_to_drop(sm);   /* a drop decided in egress */
         }
         if (meta.recirc == 1 && sm.instance_type == 0) {
             hdr.c.val = 77;
