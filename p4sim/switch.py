@@ -208,7 +208,11 @@ class Switch:
             return
         clone, resub, trunc = X.clone, X.resubmit, X.truncate
         if clone is not None and clone[0] == "I2E":
-            self._clone_i2e(data, port, now, meta, clone, passes)
+            try:
+                self._clone_i2e(data, port, now, meta, clone, passes)
+            except Exception:  # never let one packet's clone stop the switch
+                self.stats["runtime_error"] += 1
+                log.exception("ingress-to-egress clone failed: clone dropped")
         if resub is not None:
             if passes >= MAX_REINJECT:
                 self.stats["resubmit_limit"] += 1
