@@ -328,7 +328,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 class P4RuntimeServer:
     """A gRPC server running ``P4RuntimeService`` on ``address`` (host:port)."""
 
-    def __init__(self, device: Device, address: str, max_workers: int = 16) -> None:
+    def __init__(self, device: Device, address: str, max_workers: int = 32) -> None:
         self.service = P4RuntimeService(device)
         self.grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),

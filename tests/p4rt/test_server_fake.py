@@ -710,3 +710,11 @@ def test_pipeline_actions_unspecified_and_reconcile(harness):
         c.set_pipeline(fake_p4info(), FAKE_CONFIG, action=SetAction.RECONCILE_AND_COMMIT)
     assert rpc_code(e) == grpc.StatusCode.UNIMPLEMENTED
     assert harness.switch is None
+
+
+def test_primary_vanishing_without_closing_its_stream_promotes_the_backup(harness):
+    a = harness.client(election_id=(0, 10))
+    b = harness.client(election_id=(0, 5))
+    a.channel.close()  # abrupt: no half-close of the stream, like a killed controller
+    assert b.next_arbitration(timeout=10).status.code == code_pb2.OK
+    b.set_pipeline(fake_p4info(), FAKE_CONFIG)  # and the new primary may write
