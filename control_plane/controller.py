@@ -30,66 +30,43 @@ LEVEL_MAX = 0xFFFF  # levelN is 16 bits
 
 
 class SwitchOps(Protocol):
-    """The few operations the controller needs from a switch, whatever the transport."""
+    """The few operations the controller needs from a switch, whatever the transport.
 
-    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]: ...
+    Entries are in the rendered document's form (``table``, ``match``, ``action``, ``params``).
+    ``control_plane.p4rt.SwitchSession`` implements this over P4Runtime; ``InProcessOps`` on an
+    in-process ``p4sim.Switch``.
+    """
 
-    def write_register(self, name: str, index: int, value: int) -> None: ...
+    def read_registers(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, int]]: ...
 
-    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None: ...
+    def write_registers(self, cells: list[tuple[str, int, int]]) -> int: ...
+
+    def modify_entries(self, entries: list[dict]) -> int: ...
 
 
 class InProcessOps:
-    """SwitchOps on an in-process ``p4sim.Switch``."""
+    """SwitchOps on an in-process ``p4sim.Switch`` (unit tests, no gRPC in between)."""
 
     def __init__(self, switch) -> None:
         self.switch = switch
 
-    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]:
-        return {i: self.switch.register_read(name, i) for i in indexes}
+    def read_registers(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, int]]:
+        return {n: {i: self.switch.register_read(n, i)
+                    for i in (indexes if indexes is not None else range(self.switch.register_size(n)))}
+                for n in names}
 
-    def write_register(self, name: str, index: int, value: int) -> None:
-        self.switch.register_write(name, index, value)
+    def write_registers(self, cells: list[tuple[str, int, int]]) -> int:
+        for name, index, value in cells:
+            self.switch.register_write(name, index, value)
+        return len(cells)
 
-    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None:
-        for match, action, params in entries:
-            self.switch.modify_entry(table, match, action, params)
+    def modify_entries(self, entries: list[dict]) -> int:
+        from control_plane.inprocess import p4sim_match
 
-
-class P4RuntimeOps:
-    """SwitchOps over P4Runtime with ``p4sim.p4rt.client.P4RuntimeClient`` (connected, primary)."""
-
-    def __init__(self, client) -> None:
-        self.client = client
-
-    def read_register(self, name: str, indexes: list[int]) -> dict[int, int]:
-        from p4.v1 import p4runtime_pb2
-
-        rid = self.client.object_id("registers", name)
-        # One ReadRequest naming just the cells we need: a wildcard read would ship every cell
-        # of a 512-entry array through (pure-Python) protobuf on every poll.
-        entities = [p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(
-            register_id=rid, index=p4runtime_pb2.Index(index=i))) for i in indexes]
-        return {ent.register_entry.index.index: int.from_bytes(ent.register_entry.data.bitstring, "big")
-                for ent in self.client.read(*entities)}
-
-    def write_register(self, name: str, index: int, value: int) -> None:
-        from p4.v1 import p4data_pb2, p4runtime_pb2
-
-        from p4sim.p4rt.client import update
-
-        entry = p4runtime_pb2.RegisterEntry(
-            register_id=self.client.object_id("registers", name),
-            index=p4runtime_pb2.Index(index=index),
-            data=p4data_pb2.P4Data(bitstring=value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")))
-        self.client.write(update("MODIFY", register_entry=entry))
-
-    def modify_entries(self, table: str, entries: list[tuple[dict, str, dict]]) -> None:
-        from p4sim.p4rt.client import update
-
-        if entries:
-            self.client.write(*(update("MODIFY", table_entry=self.client.table_entry(table, m, a, p))
-                                for m, a, p in entries))
+        for e in entries:
+            self.switch.modify_entry(e["table"], p4sim_match(e["match"]), e["action"], dict(e["params"]),
+                                     e.get("priority"))
+        return len(entries)
 
 
 @dataclass
@@ -175,9 +152,8 @@ class Controller:
             ports = [p.number for p in self._fabric_ports(switch)]
             if not ports:
                 continue
-            ops = self.ops[name]
-            delays = ops.read_register("port_qdelay_us", ports)
-            stamps = ops.read_register("port_qdelay_stamp", ports)
+            cells = self.ops[name].read_registers(["port_qdelay_us", "port_qdelay_stamp"], ports)
+            delays, stamps = cells.get("port_qdelay_us", {}), cells.get("port_qdelay_stamp", {})
             for port in ports:
                 fresh = now_us - stamps.get(port, 0) <= self.max_age_us
                 cmap.qdelay_us[(name, port)] = delays.get(port, 0) if fresh else 0
@@ -201,9 +177,9 @@ class Controller:
                 if any(abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
                        for m in members):
                     entry["params"] = new
-                    changed.append((entry["match"], entry["action"], new))
+                    changed.append(entry)
             if changed:
-                self.ops[leaf].modify_entries(PATH_SET_TABLE, changed)
+                self.ops[leaf].modify_entries(changed)
                 written += len(changed)
         self.writes += written
         return written
@@ -219,8 +195,11 @@ class Controller:
     # ------------------------------------------------------------------ failures
     def mark_ports_down(self, ports: list[tuple[str, int]]) -> None:
         """What a switch's port-status handler does locally on loss of light."""
+        by_switch: dict[str, list[tuple[str, int, int]]] = {}
         for switch, port in ports:
-            self.ops[switch].write_register("port_down", port, 1)
+            by_switch.setdefault(switch, []).append(("port_down", port, 1))
+        for switch, cells in by_switch.items():
+            self.ops[switch].write_registers(cells)
 
     def handle_link_failure(self, a: str, b: str, ports: list[tuple[str, int]],
                             mark_down: bool = True) -> FailoverReport:
@@ -252,9 +231,9 @@ class Controller:
                 params.update({f"port{i}": p for i, p in enumerate(ports_)})
                 params.update({f"level{i}": 0 for i in range(8)})
                 entry["params"] = params
-                changed.append((entry["match"], entry["action"], params))
+                changed.append(entry)
             if changed:
-                self.ops[name].modify_entries(PATH_SET_TABLE, changed)
+                self.ops[name].modify_entries(changed)
                 written += len(changed)
         self.plans = new_plans
         self._remote = self._remote_hops()

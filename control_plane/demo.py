@@ -77,8 +77,8 @@ class Lab:
 
     def __init__(self, fabric, program_files: tuple[Path, Path], mode: str) -> None:
         from bmv2_env.simfabric import SimFabric
-        from control_plane.controller import Controller, P4RuntimeOps
-        from control_plane.p4rt import ProgramFiles, push_fabric
+        from control_plane.controller import Controller
+        from control_plane.p4rt import ProgramFiles, SwitchSession, push_fabric
         from control_plane.render import render_fabric
 
         self.mode = mode
@@ -87,19 +87,20 @@ class Lab:
         self.addresses = self.sim.serve_p4runtime()
         rendered = render_fabric(self.fabric)
         started = time.perf_counter()
-        self.push = push_fabric(self.fabric, rendered.documents, ProgramFiles.load(*program_files),
-                                self.addresses, progress=None)
+        program = ProgramFiles.load(*program_files)
+        self.push = push_fabric(self.fabric, rendered.documents, program, self.addresses, progress=None)
         if not self.push.ok:
             raise RuntimeError(f"push failed: {self.push.results}")
         self.push_s = time.perf_counter() - started
-        self.clients = {name: _primary_client(addr, self.fabric.switches[name].device_id, program_files[1])
-                        for name, addr in self.addresses.items()}
-        self.controller = Controller(self.fabric, {n: P4RuntimeOps(c) for n, c in self.clients.items()},
-                                     rendered.plans, rendered.documents)
+        # The controller is a second client with a higher election id: it becomes primary.
+        self.sessions = {name: SwitchSession(addr, self.fabric.switches[name].device_id, program.p4info,
+                                             election_id=(0, 2), name=name).connect()
+                         for name, addr in self.addresses.items()}
+        self.controller = Controller(self.fabric, self.sessions, rendered.plans, rendered.documents)
 
     def close(self) -> None:
-        for c in self.clients.values():
-            c.close()
+        for session in self.sessions.values():
+            session.close()
         self.sim.stop()
 
     def port(self, switch: str, peer: str) -> int:
@@ -115,16 +116,6 @@ class Lab:
     def counters(self, name: str, size: int) -> list[int]:
         return [sum(self.sim.switch(s).counter_read(name, i)[0] for s in self.sim.devices)
                 for i in range(size)]
-
-
-def _primary_client(address: str, device_id: int, p4info_path: Path):
-    from p4sim.p4rt.client import P4RuntimeClient, load_p4info
-
-    # election id 2: the pusher (id 1) has disconnected; the controller is now the primary.
-    client = P4RuntimeClient(address, device_id=device_id, election_id=(0, 2))
-    client.connect()
-    client.p4info = load_p4info(str(p4info_path))
-    return client
 
 
 def endpoints(fabric):
