@@ -192,7 +192,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_analyze_scheduler)
     from .ops import add_commands  # diff, push, stats, fail-link (P4Runtime; grpc loaded only here)
     add_commands(sub)
+    p = sub.add_parser("watch", help="live congestion map: per-link queue delay read over P4Runtime")
+    p.add_argument("fabric", help="fabric YAML file")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
+    p.add_argument("--count", type=int, default=1_000_000, help="refreshes before exiting")
+    p.add_argument("--top", type=int, default=10, help="links shown (default 10)")
+    p.set_defaults(func=cmd_watch)
     return parser
+
+
+def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .controller import watch
+    from .p4rt import P4RuntimePushError, SwitchSession
+
+    fabric = load_fabric(args.fabric)
+    sessions = {}
+    try:
+        for name, sw in fabric.switches.items():
+            # read-only: no arbitration, so watching never displaces the primary controller
+            session = SwitchSession(sw.p4runtime, sw.device_id, name=name, timeout=5.0)
+            sessions[name] = session.connect(read_only=True)
+            session.load_switch_p4info()
+        watch(fabric, sessions, args.interval, args.count, out, args.top)
+    except P4RuntimePushError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for session in sessions.values():
+            session.close()
+    return 0
 
 
 def main(argv: Optional[list[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:

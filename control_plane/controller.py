@@ -239,3 +239,37 @@ class Controller:
         self._remote = self._remote_hops()
         self.writes += written
         return FailoverReport((a, b), list(ports), written, (time.perf_counter() - started) * 1e3)
+
+
+def format_congestion(fabric: Fabric, cmap: CongestionMap, top: int = 10) -> str:
+    """The congestion map as a table of the busiest directed links."""
+    lines = [f"congestion map ({len(cmap.qdelay_us)} directed links)", "  link                         queue delay"]
+    for (switch, port), delay in cmap.hottest(top):
+        peer = fabric.switches[switch].ports[port].peer_switch
+        lines.append(f"  {switch}:{port} -> {peer}".ljust(31) + f"{delay:>8} us")
+    return "\n".join(lines) + "\n"
+
+
+def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: int, out,
+          top: int = 10) -> None:
+    """``stellarctl watch``: print the live congestion map every ``interval_s`` seconds.
+
+    P4Runtime does not carry the switch's clock, so a reading's freshness is judged against the
+    newest departure stamp of that switch (a port silent for ``max_age_us`` beyond it is idle)."""
+    controller = Controller(fabric, ops, {}, {})
+    for i in range(count):
+        cmap = CongestionMap(0.0)
+        for name, switch in fabric.switches.items():
+            ports = [p.number for p in switch.ports.values() if p.peer_switch is not None]
+            if not ports:
+                continue
+            cells = ops[name].read_registers(["port_qdelay_us", "port_qdelay_stamp"], ports)
+            stamps = cells.get("port_qdelay_stamp", {})
+            newest = max(stamps.values(), default=0)
+            for port in ports:
+                fresh = newest - stamps.get(port, 0) <= controller.max_age_us
+                cmap.qdelay_us[(name, port)] = cells.get("port_qdelay_us", {}).get(port, 0) if fresh else 0
+        out.write(format_congestion(fabric, cmap, top))
+        out.flush()
+        if i + 1 < count:
+            time.sleep(interval_s)  # a human-facing refresh cadence, not a timing mechanism

@@ -40,3 +40,11 @@ def lab_sim(stellar_program, lab_fabric):
     sim.rendered = rendered
     yield sim
     sim.stop()
+
+
+@pytest.fixture(scope="session")
+def stellar_files(tmp_path_factory):
+    """stellar.p4 compiled by `p4sim compile` into (device config, P4Info) files."""
+    from control_plane.demo import build_program
+
+    return build_program(tmp_path_factory.mktemp("stellar"))
