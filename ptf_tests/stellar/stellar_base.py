@@ -36,14 +36,25 @@ class StellarTest(P4RuntimeTest):
         self.insert(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (ip_int(prefix), plen)},
                     f"{ING}.routing.set_path_set", {"path_set_id": path_set})
 
-    def path_set(self, ps: int, ports: list[int], levels: list[int] | None = None, ecmp: bool = False) -> None:
+    @staticmethod
+    def _members(ports: list[int], levels: list[int] | None, ecmp: bool) -> dict[str, int]:
         levels = levels or [0] * len(ports)
         params = {"count": len(ports), "ecmp": int(ecmp)}
         for i in range(8):
             params[f"port{i}"] = ports[i] if i < len(ports) else 0
             params[f"level{i}"] = levels[i] if i < len(ports) else 0
+        return params
+
+    def path_set(self, ps: int, ports: list[int], levels: list[int] | None = None, ecmp: bool = False) -> None:
         self.insert(f"{ING}.routing.path_set", {"meta.route.path_set_id": ps},
-                    f"{ING}.routing.set_members", params)
+                    f"{ING}.routing.set_members", self._members(ports, levels, ecmp))
+
+    def modify_path_set(self, ps: int, ports: list[int], levels: list[int] | None = None,
+                        ecmp: bool = False) -> None:
+        """MODIFY an existing path set (as the controller does when levels change)."""
+        self.p4rt.write(update("MODIFY", table_entry=self.p4rt.table_entry(
+            f"{ING}.routing.path_set", {"meta.route.path_set_id": ps}, f"{ING}.routing.set_members",
+            self._members(ports, levels, ecmp))))
 
     def port_macs(self, port: int, src: str, dst: str) -> None:
         self.insert(f"{EGR}.rewrite.port_mac", {"standard_metadata.egress_port": port},

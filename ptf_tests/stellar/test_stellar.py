@@ -138,3 +138,54 @@ class StellarEcnVirtualClockTest(StellarTest):
             self.assertEqual(self.counter("StellarEgress.ecn.marks", 2), marks + 4)
         finally:
             self.target.set_queue_rate(0, port=2)
+
+
+class StellarQueueDelayAdaptiveTest(StellarTest):
+    """A backlog on port 2 (its egress reports the queue delay) steers new flows to port 3 with
+    adaptive choice; ECMP mode (control) keeps hashing flows onto the congested port."""
+
+    HOT, COOL = 2, 3
+
+    def place_new_flows(self, ecmp: bool, base: int) -> set[int]:
+        """Flows use ports ``base``.. so that no flow state from another test applies."""
+        self.route("10.0.2.0", 24, 1)
+        self.path_set(1, [self.HOT, self.COOL], levels=[0, 1000])  # pin the hog flow to HOT
+        self.target.set_queue_rate(100_000, port=self.HOT)          # one packet per 10 µs
+        try:
+            before = self.received_count()
+            for _ in range(30):
+                tu.send_packet(self, 1, udp_flow(base))
+            self.wait_ingested(before, 30)
+            self.modify_path_set(1, [self.HOT, self.COOL], ecmp=ecmp)  # levels back to 0
+            self.advance_us(50)           # a few hog packets leave: egress reports ~50 µs delay
+            self.collect(6)
+            sports = range(base + 1, base + 17)
+            before = self.received_count()
+            for sport in sports:
+                tu.send_packet(self, 1, udp_flow(sport, src="10.0.1.2"))
+            self.wait_ingested(before, len(sports))
+            self.advance_us(1000)         # long enough for the whole backlog (and anything behind it)
+            placed = {Ether(d)[UDP].sport: port for port, d in self.collect_ports(len(sports), sports)}
+        finally:
+            self.target.set_queue_rate(0, port=self.HOT)
+            self.advance_us(1000)         # drain the rest of the backlog before the next test
+        return set(placed.values())
+
+    def collect_ports(self, count: int, sports) -> list[tuple[int, bytes]]:
+        """New-flow packets, skipping any hog packet that left meanwhile."""
+        out = []
+        while len(out) < count:
+            port, data = self.collect(1)[0]
+            if Ether(data)[UDP].sport in sports:
+                out.append((port, data))
+        return out
+
+    def runTest(self):
+        self.require_virtual_clock()
+        self.assertEqual(self.place_new_flows(ecmp=False, base=6000), {self.COOL})
+
+
+class StellarQueueDelayEcmpControlTest(StellarQueueDelayAdaptiveTest):
+    def runTest(self):
+        self.require_virtual_clock()
+        self.assertEqual(self.place_new_flows(ecmp=True, base=6100), {self.HOT, self.COOL})
