@@ -48,3 +48,11 @@ def stellar_files(tmp_path_factory):
     from control_plane.demo import build_program
 
     return build_program(tmp_path_factory.mktemp("stellar"))
+
+
+@pytest.fixture(scope="session")
+def lab_fabric_full():
+    """The lab fabric exactly as the YAML says (the demo derives its modes from it)."""
+    from control_plane.model import load_fabric
+
+    return load_fabric(ROOT / "fabrics" / "lab.yaml")
