@@ -85,6 +85,10 @@ class Scope:
     returns: Callable[[Optional[str]], str] = lambda v: "return"
     in_parser: bool = False
     tmp: Any = field(default_factory=lambda: itertools.count())
+    # Composite sub-objects read through a local bound once at function entry (see member_alias)
+    roots: set = field(default_factory=set)
+    member_alias: dict = field(default_factory=dict)  # "P_hdr.ipv4" -> "_m0"
+    alias_order: list = field(default_factory=list)  # [("_m0", "P_hdr.ipv4"), ...]
 
     def new_tmp(self) -> str:
         return f"_t{next(self.tmp)}"
@@ -191,7 +195,25 @@ class ProgramCompiler:
                 return str(e.base.type.size)
             if e.name in ("next", "last", "lastIndex"):
                 return self.stack_prop(base, e.base.type, e.name, sc)
-        return f"{base}.{pyattr(e.name)}"
+        code = f"{base}.{pyattr(e.name)}"
+        if base in sc.roots and is_composite(e.type):
+            return self.member_alias(code, sc)
+        return code
+
+    @staticmethod
+    def member_alias(code: str, sc: Scope) -> str:
+        """A local for a composite member of a stable object (``hdr.ipv4`` of a control's ``hdr``).
+
+        Safe because composite values are only ever updated in place (``_set``, setInvalid clears
+        the object's own dict): the object a member path reaches is the same for the whole
+        packet, so it can be looked up once per call instead of on every access."""
+        alias = sc.member_alias.get(code)
+        if alias is None:
+            alias = f"_m{len(sc.alias_order)}"
+            sc.member_alias[code] = alias
+            sc.alias_order.append((alias, code))
+            sc.roots.add(alias)
+        return alias
 
     def ex_StackIndex(self, e: ir.StackIndex, sc: Scope, pre: list[str]) -> str:
         base = self.ex(e.base, sc, pre)
@@ -938,12 +960,29 @@ class ProgramCompiler:
         return out, binds
 
     @staticmethod
-    def bind_used(w: "Writer", body: list[str], binds: list[tuple[str, str]], depth: int) -> None:
-        """Emit ``alias = F.attr`` for the aliases ``body`` uses, then the body."""
+    def bind_used(w: "Writer", body: list[str], binds: list[tuple[str, str]], depth: int,
+                  sc: Optional[Scope] = None) -> None:
+        """Emit ``alias = F.attr`` for the frame aliases, then ``_mN = alias.member`` for the
+        member aliases, that ``body`` needs (directly or through another alias), then the body."""
         text = "\n".join(body)
+
+        def used(name: str, where: str) -> bool:
+            return re.search(r"\b" + re.escape(name) + r"\b", where) is not None
+
+        needed_members: list[tuple[str, str]] = []
+        if sc is not None:
+            need_text = text
+            for alias, code in reversed(sc.alias_order):  # later aliases build on earlier ones
+                if used(alias, need_text):
+                    needed_members.append((alias, code))
+                    need_text += "\n" + code
+            needed_members.reverse()
+            text = text + "\n" + "\n".join(code for _, code in needed_members)
         for alias, fexpr in binds:
-            if re.search(r"\b" + re.escape(alias) + r"\b", text):
+            if used(alias, text):
                 w.lines.append("    " * depth + f"{alias} = {fexpr}")
+        for alias, code in needed_members:
+            w.lines.append("    " * depth + f"{alias} = {code}")
         w.lines += body
 
     def compile_control(self, c: ir.ControlDecl, role: Optional[str] = None) -> str:
@@ -985,16 +1024,17 @@ class ProgramCompiler:
                 self.extern_name(loc)
         avars, binds = self.aliased(c, fvars)
         sc.vars.update(avars)
+        sc.roots = {alias for alias, _ in binds}
         body = Writer()
         body.depth = w.depth + (1 if role is not None else 0)
         self.stmts([c.apply], sc, body)
         if role is not None:  # ``exit`` ends the top-level block (raised from any depth)
             w("try:")
-            self.bind_used(w, body.lines, binds, w.depth + 1)
+            self.bind_used(w, body.lines, binds, w.depth + 1, sc)
             w("except _ExitBlock:")
             w("    pass")
         else:
-            self.bind_used(w, body.lines, binds, w.depth)
+            self.bind_used(w, body.lines, binds, w.depth, sc)
         w(sc.returns(None))
         w.dedent()
         self.w.lines += w.lines
@@ -1079,7 +1119,7 @@ class ProgramCompiler:
     def compile_action(self, a: ir.ActionDecl, fvars: dict[int, str], control: Optional[ir.ControlDecl] = None) -> None:
         fn = self.action_fn[id(a)]
         avars, binds = self.aliased(control, fvars)
-        sc = Scope(vars=avars, frame="F", kind="action")
+        sc = Scope(vars=avars, frame="F", kind="action", roots={alias for alias, _ in binds})
         params = []
         for p in a.params:
             nm = f"a_{pyattr(p.name)}"
@@ -1095,7 +1135,7 @@ class ProgramCompiler:
         self.stmts([a.body], sc, body)
         if outs:
             body(sc.returns(None))
-        self.bind_used(w, body.lines, binds, w.depth)
+        self.bind_used(w, body.lines, binds, w.depth, sc)
         w.dedent()
         self.w.lines += w.lines
         self.w("")
