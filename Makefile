@@ -21,10 +21,11 @@ $(VENV)/.stamp: requirements.txt pyproject.toml
 	$(VPY) -m pip install -q --no-deps -e .
 	touch $@
 
-# The README's test command: unit + in-process integration tests, then the PTF suite on p4sim.
+# The README's test command: the PTF suites on the target, then the pytest suite (unit and
+# in-process integration tests), whose summary line closes the output.
 test: setup
-	$(VPY) -m pytest tests
 	$(MAKE) --no-print-directory ptf
+	$(VPY) -m pytest tests
 
 test-fast: setup
 	$(VPY) -m pytest tests -x
@@ -41,9 +42,10 @@ endif
 ptf: setup
 	@if [ -x ptf_tests/run.sh ]; then TARGET=$(TARGET) VPY=$(VPY) ptf_tests/run.sh; else echo "ptf: no PTF suite yet"; fi
 
-# The main job: bring up the lab fabric on p4sim and compare ECMP with Stellar.
+# The main job: bring up the lab fabric on p4sim and compare ECMP with Stellar
+# (DEMO_ARGS=--quick for a short run; the report lands in build/demo/).
 demo: setup
-	$(VPY) -m control_plane.demo
+	$(VPY) -m control_plane.demo $(DEMO_ARGS)
 
 bench: setup
 	$(VPY) bench/p4sim_pps.py
