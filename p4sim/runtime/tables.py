@@ -126,77 +126,74 @@ class Table:
 
     # ---------------------------------------------------------------- the per-packet path
     def _build_apply(self) -> Callable[[Any], tuple]:
+        """The per-packet ``apply(F)``: one closure per lookup structure, each finding the entry
+        (or the default), counting/metering it, running its action and returning its
+        (hit, action id) result."""
         key_fn, X, table = self.key_fn, self.ctx, self
         counted, metered, meter_key = self.has_counter, self.has_meter, self.meter_key
         by_bytes = self.meter_kind == "bytes"
 
-        def finish(e: _Entry, F: Any) -> tuple:
-            if counted:
-                c = e.counter
-                c[0] += 1
-                c[1] += X.sm.packet_length
-            if metered:
-                X.dmeter[meter_key] = e.meter.execute(X.sm.packet_length if by_bytes else 1, X.now)
-            e.fn(F, *e.args)
-            return e.result
+        def find_exact(F: Any) -> _Entry:
+            return exact.get(key_fn(F)) or table.default
 
-        if self.mode == "exact":
-            exact = self.exact
+        def find_lpm1(F: Any) -> _Entry:
+            k = key_fn(F)
+            for _, m, d in levels:
+                e = d.get(k & m)
+                if e is not None:
+                    return e
+            return table.default
 
-            def apply(F: Any) -> tuple:
-                e = exact.get(key_fn(F))
-                if e is None:
-                    e = table.default
-                if counted or metered:
-                    return finish(e, F)
-                e.fn(F, *e.args)
-                return e.result
-        elif self.mode == "lpm" and len(self.keys) == 1:
-            levels = self.levels
+        def find_lpm(F: Any) -> _Entry:
+            k = key_fn(F)
+            for _, m, d in levels:
+                e = d.get(k[:li] + (k[li] & m,) + k[li + 1:])
+                if e is not None:
+                    return e
+            return table.default
 
-            def apply(F: Any) -> tuple:
-                k = key_fn(F)
-                for _, m, d in levels:
-                    e = d.get(k & m)
-                    if e is not None:
-                        break
-                else:
-                    e = table.default
-                if counted or metered:
-                    return finish(e, F)
-                e.fn(F, *e.args)
-                return e.result
-        elif self.mode == "lpm":
-            levels, li = self.levels, self.lpm_index
-
-            def apply(F: Any) -> tuple:
-                k = key_fn(F)
-                for _, m, d in levels:
-                    e = d.get(k[:li] + (k[li] & m,) + k[li + 1:])
-                    if e is not None:
-                        break
-                else:
-                    e = table.default
-                return finish(e, F)
-        else:
-            single = len(self.keys) == 1
-            entries = self.sorted
-
-            def apply(F: Any) -> tuple:
-                k = key_fn(F)
-                if single:
-                    k = (k,)
-                for e in entries:
-                    for i, is_range, a, b in e.checks:
-                        x = k[i]
-                        if is_range:
-                            if not a <= x <= b:
-                                break
-                        elif (x & a) != b:
+        def find_list(F: Any) -> _Entry:
+            k = key_fn(F)
+            if single:
+                k = (k,)
+            for e in entries:
+                for i, is_range, a, b in e.checks:
+                    x = k[i]
+                    if is_range:
+                        if not a <= x <= b:
                             break
-                    else:
-                        return finish(e, F)
-                return finish(table.default, F)
+                    elif (x & a) != b:
+                        break
+                else:
+                    return e
+            return table.default
+
+        exact, levels, entries = self.exact, self.levels, self.sorted
+        li = getattr(self, "lpm_index", 0)
+        single = len(self.keys) == 1
+        if self.mode == "exact":
+            find = find_exact
+        elif self.mode == "lpm":
+            find = find_lpm1 if single else find_lpm
+        else:
+            find = find_list
+
+        if not counted and not metered:
+            def apply(F: Any) -> tuple:
+                e = find(F)
+                e.fn(F, *e.args)
+                return e.result
+        else:
+            def apply(F: Any) -> tuple:
+                e = find(F)
+                if counted:
+                    c = e.counter
+                    c[0] += 1
+                    c[1] += X.sm.packet_length
+                if metered:
+                    X.dmeter[meter_key] = e.meter.execute(X.sm.packet_length if by_bytes else 1, X.now)
+                e.fn(F, *e.args)
+                return e.result
         return apply
 
     # ---------------------------------------------------------------- validation
