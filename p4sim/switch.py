@@ -53,8 +53,25 @@ class _Session:
 
 
 class Switch:
+    """One v1model switch running ``program`` (a ``p4sim.Program`` or an ``ir.Program``).
+
+    ``clock``: "virtual" (time moves only through ``advance``) or "wall"; ``priority_queues``:
+    strict-priority queues per port (``standard_metadata.priority`` picks one, 1..8);
+    ``drop_port``: the egress_spec value that drops (``mark_to_drop``); ``cpu_port``: the port
+    whose output is packet-in and whose input is packet-out; ``seed``: for ``random()`` and the
+    "random" hash, so runs repeat.
+
+    Packets: ``send``, ``advance``/``service``, ``take_output`` (or ``on_output``), ``digests``.
+    Control plane: table entries and defaults, registers, counters, meters (direct ones by
+    entry), multicast groups, clone sessions, queue rate/depth, port up/down.  Names are P4Info
+    names (a unique dotted suffix also works).  Bad requests raise ``RuntimeApiError`` with a
+    google.rpc code name.
+    """
+
     def __init__(self, program: Any, clock: "str | Clock" = "virtual", priority_queues: int = 1,
                  drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0) -> None:
+        if not 1 <= priority_queues <= 8:
+            raise ValueError(f"priority_queues must be 1..8 (standard_metadata.priority is 3 bits), not {priority_queues}")
         self.lock = threading.RLock()
         self.clock = make_clock(clock)
         self.drop_port = drop_port
