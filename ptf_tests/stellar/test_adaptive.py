@@ -1,0 +1,89 @@
+"""Adaptive path choice vs ECMP, driven by a real queue: UPLINK_A is made slow (set_queue_rate)
+and a backlog is built on it on the virtual clock, so its egress pipeline reports a queue delay
+that ingress reads for the next placement.  The new flows are ones whose hash picks UPLINK_A, so
+only the congestion signal can send them elsewhere."""
+from __future__ import annotations
+
+import ptf.testutils as tu
+
+from ptf_tests.stellar.stellar_base import (HOST_PORT, UPLINK_A, UPLINK_B, UPLINK_SET, StellarTest,
+                                            qp_of, qps_hashing_to, roce, routed)
+
+DST = "10.0.2.40"
+SLOW, FAST = UPLINK_A, UPLINK_B
+SLOW_PPS = 100_000         # one departure per 10 µs
+HOG_PKTS, HOG_DRAIN_US = 30, 50
+
+
+class _BacklogTest(StellarTest):
+    hog_qp = 0
+
+    def build_backlog(self, *, ecmp: bool) -> None:
+        """Park HOG_PKTS packets of one flow on SLOW and let HOG_DRAIN_US pass: the packets
+        that left meanwhile waited up to ~50 µs, which the egress records for SLOW."""
+        self.require_virtual_clock()
+        self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[0, 1000])   # pin the hog to SLOW
+        self.target_op(self.target.set_queue_rate, SLOW_PPS, port=SLOW)
+        before = self.transmitted()
+        self.send_at_once(HOST_PORT, [roce(DST, self.hog_qp, psn) for psn in range(HOG_PKTS)])
+        self.modify_path_set(UPLINK_SET, [SLOW, FAST], ecmp=ecmp)          # levels back to 0
+        self.advance_us(HOG_DRAIN_US)
+        left = self.collect_sent_since(before)
+        self.assertEqual({port for port, _ in left}, {SLOW}, "setup: the hog must be on SLOW")
+        self.assertLess(len(left), HOG_PKTS, "setup: a backlog must remain on SLOW")
+
+    def tearDown(self) -> None:
+        try:
+            if self.target.has_virtual_clock:
+                # Leave an idle, unlimited port: the rest of the backlog leaves now, not in
+                # the next test.
+                self.target.set_queue_rate(0, port=SLOW)
+                self.target.advance_us(1000)
+                self.target.sync()
+                self.dataplane.flush()
+        finally:
+            super().tearDown()
+
+
+class AdaptiveAvoidsCongestedMemberTest(_BacklogTest):
+    """Adaptive mode: new flows that hash onto SLOW leave on FAST while SLOW has a backlog.
+    Control: before the backlog, the first such flow does take SLOW (the hash tie-break)."""
+
+    hog_qp = 0x800
+
+    def runTest(self):
+        self.require_virtual_clock()
+        calm, *new = qps_hashing_to(0, DST, 2, n=9, start=0x810)
+        pkt = roce(DST, calm, 0)
+        tu.send_packet(self, HOST_PORT, pkt)
+        tu.verify_packet(self, routed(pkt, SLOW), SLOW)
+        tu.verify_no_other_packets(self)
+
+        self.build_backlog(ecmp=False)
+        for qp in new:
+            pkt = roce(DST, qp, 0)
+            tu.send_packet(self, HOST_PORT, pkt)
+            tu.verify_packet(self, routed(pkt, FAST), FAST)
+        self.target.sync()
+        tu.verify_no_other_packets(self)   # the clock stands still: the backlog stays queued
+
+
+class EcmpIgnoresCongestionTest(_BacklogTest):
+    """Control: the same backlog in ECMP mode (path set ecmp = 1); flows that hash onto SLOW
+    go there anyway and wait behind the backlog."""
+
+    hog_qp = 0x900
+
+    def runTest(self):
+        self.require_virtual_clock()
+        new = qps_hashing_to(0, DST, 2, n=8, start=0x910)
+        self.build_backlog(ecmp=True)
+        before = self.transmitted()
+        self.send_at_once(HOST_PORT, [roce(DST, qp, 0) for qp in new])
+        self.target.sync()
+        tu.verify_no_other_packets(self)   # nothing went to the idle FAST port
+        self.advance_us(1000)
+        out = self.collect_sent_since(before)
+        placed = {qp_of(p): port for port, p in out if qp_of(p) in new}
+        self.assertEqual(placed, {qp: SLOW for qp in new})
+        self.assertEqual({port for port, _ in out}, {SLOW})
