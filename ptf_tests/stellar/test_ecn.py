@@ -1,0 +1,89 @@
+"""ECN marking by queue delay, on the virtual clock.
+
+SINGLE_PORT sends at 100 kpps, so in a burst that arrives at one instant packet i waits exactly
+10*i µs (deq_timedelta).  The port marks with a static K = Kmin = 25 µs, Kmax = 45 µs and the
+steepest ramp (pmax = 1.0): delays 0/10/20 are below Kmin, 30/40 fall in the random ramp,
+50/60/70 are above Kmax.
+"""
+from __future__ import annotations
+
+import ptf.testutils as tu
+from ptf.dataplane import match_exp_pkt
+
+from ptf_tests.stellar.stellar_base import (ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, EGR, HOST_PORT,
+                                            SINGLE_PORT, StellarTest, ecn_dont_care, roce, routed)
+
+DST = "10.0.4.50"
+PPS, SPACING_US = 100_000, 10
+KMIN_US, KMAX_US = 25, 45
+BURST = 8
+MARKS = f"{EGR}.ecn.marks"
+
+
+class EcnMarkingTest(StellarTest):
+    """ECT(0)/ECT(1) packets that waited above Kmax leave CE-marked (checksum updated);
+    below Kmin none is marked even with a certain ramp; not-ECT packets queued just as long
+    are never marked; the marks counter counts exactly the CE packets."""
+
+    def burst(self, qp: int, ecns: list[int]) -> list:
+        pkts = [roce(DST, qp, psn, ecn=ecn) for psn, ecn in enumerate(ecns)]
+        self.send_at_once(HOST_PORT, pkts)
+        self.advance_us(SPACING_US * BURST + SPACING_US)   # the whole burst leaves
+        return pkts
+
+    def runTest(self):
+        self.require_virtual_clock()
+        self.ecn_port(SINGLE_PORT, kmin_us=KMIN_US, kmax_us=KMAX_US, pmax=65536, adapt=0)
+        self.target_op(self.target.set_queue_rate, PPS, port=SINGLE_PORT)
+        try:
+            marks = self.packets(MARKS, SINGLE_PORT)
+            ects = [ECN_ECT0 if i % 2 == 0 else ECN_ECT1 for i in range(BURST)]
+            sent = self.burst(0xA00, ects)
+            ce = 0
+            for i, pkt in enumerate(sent):
+                waited = SPACING_US * i
+                if waited < KMIN_US:
+                    exp = routed(pkt, SINGLE_PORT)                    # never marked
+                elif waited >= KMAX_US:
+                    exp = routed(pkt, SINGLE_PORT, ecn=ECN_CE)        # always marked
+                    ce += 1
+                else:
+                    exp = ecn_dont_care(routed(pkt, SINGLE_PORT))     # random ramp
+                res = tu.dp_poll(self, port_number=SINGLE_PORT, timeout=5)
+                self.assertIsInstance(res, self.dataplane.PollSuccess, f"packet {i} missing")
+                got = bytes(res.packet)
+                if (got[15] & 3) == ECN_CE and KMIN_US <= waited < KMAX_US:
+                    ce += 1                                          # marked in the ramp
+                self.assertTrue(match_exp_pkt(exp, got),
+                                f"packet {i} (waited {waited} µs, ECN {ects[i]}) wrong: "
+                                f"ToS {got[15]:#04x}")
+            tu.verify_no_other_packets(self)
+            self.assertEqual(self.packets(MARKS, SINGLE_PORT), marks + ce)
+
+            # Control: not-ECT packets queued exactly as long are never marked.
+            for pkt in self.burst(0xA01, [ECN_NOT_ECT] * BURST):
+                tu.verify_packet(self, routed(pkt, SINGLE_PORT), SINGLE_PORT)
+            tu.verify_no_other_packets(self)
+            self.assertEqual(self.packets(MARKS, SINGLE_PORT), marks + ce)
+        finally:
+            self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
+
+
+class EcnOffControlTest(StellarTest):
+    """Control: the same ECT burst through a port with marking off (ecn_off, the suite's
+    default) leaves unmarked however long it waited."""
+
+    def runTest(self):
+        self.require_virtual_clock()
+        self.target_op(self.target.set_queue_rate, PPS, port=SINGLE_PORT)
+        try:
+            marks = self.packets(MARKS, SINGLE_PORT)
+            pkts = [roce(DST, 0xA02, psn, ecn=ECN_ECT0) for psn in range(BURST)]
+            self.send_at_once(HOST_PORT, pkts)
+            self.advance_us(SPACING_US * BURST + SPACING_US)
+            for pkt in pkts:
+                tu.verify_packet(self, routed(pkt, SINGLE_PORT), SINGLE_PORT)
+            tu.verify_no_other_packets(self)
+            self.assertEqual(self.packets(MARKS, SINGLE_PORT), marks)
+        finally:
+            self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
