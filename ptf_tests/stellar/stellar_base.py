@@ -227,15 +227,19 @@ class StellarTest(P4RuntimeTest):
                      "meta.flow.l4_id": (qp, full)},
                     f"{ING}.elephant.hint_elephant", priority=10)
 
+    def _liveness(self, port: int, down: bool) -> p4runtime_pb2.Update:
+        re = p4runtime_pb2.RegisterEntry(register_id=self.p4rt.object_id("registers", "port_down"))
+        re.index.index = port
+        re.data.bitstring = b"\x01" if down else b"\x00"
+        return update("MODIFY", register_entry=re)
+
     def port_down(self, port: int) -> None:
         """The controller's liveness write (register ``port_down``), undone after the test."""
-        def entry(value: bytes) -> p4runtime_pb2.RegisterEntry:
-            re = p4runtime_pb2.RegisterEntry(register_id=self.p4rt.object_id("registers", "port_down"))
-            re.index.index = port
-            re.data.bitstring = value
-            return re
-        self.write_undoable(update("MODIFY", register_entry=entry(b"\x01")),
-                            update("MODIFY", register_entry=entry(b"\x00")))
+        self.write_undoable(self._liveness(port, True), self._liveness(port, False))
+
+    def port_up(self, port: int) -> None:
+        """The port is alive again (the after-test undo of port_down is then a no-op)."""
+        self.p4rt.write(self._liveness(port, False))
 
     # -- telemetry over P4Runtime -------------------------------------------------------------
     def packets(self, counter: str, index: int) -> int:

@@ -56,7 +56,7 @@ class AllMembersDownTest(StellarTest):
         self.send_settled(HOST_PORT, roce(DST, 0x600, 0))
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(DROP_NO_LIVE_MEMBER), before + 1)
-        self.p4rt.write(self._undo.pop())  # the UPLINK_B liveness write, undone now
+        self.port_up(UPLINK_B)
         pkt = roce(DST, 0x600, 1)
         tu.send_packet(self, HOST_PORT, pkt)
         tu.verify_packet(self, routed(pkt, UPLINK_B), UPLINK_B)
