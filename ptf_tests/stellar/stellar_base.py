@@ -283,6 +283,16 @@ class StellarTest(P4RuntimeTest):
         self.target_op(self.target.sync)
         return self.collect(self.transmitted() - before)
 
+    def start_tap(self) -> None:
+        """From now on ``take()`` returns every packet the switch sends, none twice."""
+        self._tapped = self.transmitted()
+
+    def take(self) -> list[tuple[int, Packet]]:
+        """Everything sent since the last ``take()`` (or ``start_tap()``), in departure order."""
+        got = self.collect_sent_since(self._tapped)
+        self._tapped += len(got)
+        return got
+
 
 def psn_of(pkt: Packet) -> int | None:
     return pkt[BTH].psn if BTH in pkt else None

@@ -8,6 +8,7 @@ steepest ramp (pmax = 1.0): delays 0/10/20 are below Kmin, 30/40 fall in the ran
 from __future__ import annotations
 
 import ptf.testutils as tu
+from scapy.layers.inet import IP
 from ptf.dataplane import match_exp_pkt
 
 from ptf_tests.stellar.stellar_base import (ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, EGR, HOST_PORT,
@@ -87,3 +88,78 @@ class EcnOffControlTest(StellarTest):
             self.assertEqual(self.packets(MARKS, SINGLE_PORT), marks)
         finally:
             self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
+
+
+K_REG = f"{EGR}.ecn.k_us"
+# Adaptation scenario: every packet of phase 1 waits exactly 10 µs (a one-packet standing
+# queue); K starts at 12 = Kmax, so only an adapted K (<= 8) can mark a 10 µs packet.
+ADAPT = dict(kmin_us=4, kmax_us=12, k_init_us=12, step_us=2, window_us=100, target_us=4,
+             pmax=65536, idle_bytes=600)
+STANDING_US, LIGHT_US, LIGHT_GAP_US = 1000, 1600, 50
+
+
+class _EcnWindows(StellarTest):
+    qp = 0
+
+    def standing_then_light(self, adapt: int) -> tuple[list[int], int, int, int]:
+        """Phase 1: a packet every 10 µs behind a one-packet backlog (standing 10 µs queue).
+        Phase 2: a packet every 50 µs, no queue, few bytes (light load).  Returns K sampled at
+        every window of phase 1, K after each phase, and the CE marks of phase 1."""
+        self.require_virtual_clock()
+        self.ecn_port(SINGLE_PORT, adapt=adapt, **ADAPT)
+        self.target_op(self.target.set_queue_rate, PPS, port=SINGLE_PORT)
+        marks = self.packets(MARKS, SINGLE_PORT)
+        self.start_tap()
+        psn, trace, phase1 = 0, [], []
+        try:
+            self.send_at_once(HOST_PORT, [roce(DST, self.qp, 0)])
+            psn = 1
+            for t in range(0, STANDING_US, SPACING_US):
+                self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn)])
+                psn += 1
+                self.advance_us(SPACING_US)
+                if t % ADAPT["window_us"] == 0:
+                    phase1 += self.take()
+                    trace.append(self.read_register(K_REG, SINGLE_PORT))
+            self.advance_us(2 * SPACING_US)
+            phase1 += self.take()
+            k_standing = self.read_register(K_REG, SINGLE_PORT)
+            for _ in range(0, LIGHT_US, LIGHT_GAP_US):
+                self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn)])
+                psn += 1
+                self.advance_us(LIGHT_GAP_US)
+            self.take()
+            k_light = self.read_register(K_REG, SINGLE_PORT)
+        finally:
+            self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
+        ce = sum(1 for _, p in phase1 if p[IP].tos & 3 == ECN_CE)
+        self.assertEqual(len(phase1), STANDING_US // SPACING_US + 1, "phase 1 packets lost")
+        self.assertEqual(self.packets(MARKS, SINGLE_PORT) - marks, ce)
+        return trace, k_standing, k_light, ce
+
+
+class EcnAdaptiveThresholdTest(_EcnWindows):
+    """Under a standing queue K falls window by window to Kmin, so the 10 µs packets get
+    marked; once the load goes K climbs back to Kmax."""
+
+    qp = 0xA10
+
+    def runTest(self):
+        trace, k_standing, k_light, ce = self.standing_then_light(adapt=1)
+        self.assertEqual(trace[0], ADAPT["k_init_us"], trace)
+        self.assertEqual(k_standing, ADAPT["kmin_us"], f"K should reach Kmin, trace {trace}")
+        self.assertTrue(all(a >= b for a, b in zip(trace, trace[1:])), f"K rose under load: {trace}")
+        self.assertGreater(ce, 0, "K below the standing delay must mark some ECT packets")
+        self.assertEqual(k_light, ADAPT["kmax_us"], "K should recover to Kmax under light load")
+
+
+class EcnStaticThresholdControlTest(_EcnWindows):
+    """Control: adaptation off (static K = 12 µs): K never moves and the 10 µs standing queue
+    is never marked."""
+
+    qp = 0xA11
+
+    def runTest(self):
+        trace, k_standing, k_light, ce = self.standing_then_light(adapt=0)
+        self.assertEqual(set(trace) | {k_standing, k_light}, {ADAPT["k_init_us"]})
+        self.assertEqual(ce, 0)

@@ -47,15 +47,7 @@ class _OrderingScenario(StellarTest):
         reorders = self.reorder_total()
         self.target_op(self.target.set_queue_rate, 100_000, port=SLOW)
         out, first_fast = [], None
-        seen = self.transmitted()
-
-        def take() -> list:
-            """Everything sent since the last take(), in departure order."""
-            nonlocal seen
-            got = self.collect_sent_since(seen)
-            seen += len(got)
-            return got
-
+        self.start_tap()
         try:
             self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn) for psn in range(BURST)])
             start = self.target.now_us()
@@ -64,17 +56,17 @@ class _OrderingScenario(StellarTest):
             self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[100, 0])  # cheaper path appears
             for _ in range(ROUNDS):
                 self.advance_us(ROUND_GAP_US - 1)
-                out += take()
+                out += self.take()
                 sent_at = self.target.now_us() - start
                 self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn + i) for i in range(ROUND_PKTS)])
                 psn += ROUND_PKTS
                 self.advance_us(1)
-                got = take()
+                got = self.take()
                 if first_fast is None and any(port == FAST for port, _ in got):
                     first_fast = sent_at
                 out += got
             self.advance_us(2000)            # whatever is still queued leaves
-            out += take()
+            out += self.take()
         finally:
             self.target_op(self.target.set_queue_rate, 0, port=SLOW)
         mine = [(port, p) for port, p in out if qp_of(p) == self.qp]
