@@ -242,3 +242,14 @@ def test_fields_of_a_header_made_invalid_read_as_zero():
                         ingress_extra=ingress_extra)
     out, _ = run(prog, bytes([1, 2]))
     assert out[1] == 0 and out[2:] == b""  # a.y was 2 before setInvalid; a is not emitted
+
+
+def test_writing_a_field_of_an_invalid_header_is_allowed_and_keeps_it_invalid():
+    def ingress_extra(b):
+        return [assign(path(b.hdr, "a.x"), lit(5, 8)),
+                if_(is_valid(mem(b.hdr, "a")), assign(path(b.hdr, "mark.flag"), lit(1, 8)),
+                    assign(path(b.hdr, "mark.flag"), path(b.hdr, "a.x")))]
+
+    prog = mark_program(lambda b: [state("start", [], "accept")], [("a", A)], ingress_extra=ingress_extra)
+    out, sw = run(prog, bytes([9]))
+    assert out[1] == 5 and out[2:] == bytes([9]) and sw.stats["runtime_error"] == 0
