@@ -31,6 +31,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
+from bmv2_env.target import NotSupportedByTarget
 from p4sim.p4rt.client import update
 from ptf_tests.base import P4RuntimeTest
 
@@ -282,6 +283,26 @@ class StellarTest(P4RuntimeTest):
         """Everything the switch transmitted since ``transmitted()`` was ``before``."""
         self.target_op(self.target.sync)
         return self.collect(self.transmitted() - before)
+
+    def tally(self) -> int | None:
+        """Packets the switch has transmitted so far, or None where the target cannot tell."""
+        try:
+            return int(self.target.stats().get("transmitted", 0))
+        except NotSupportedByTarget:
+            return None
+
+    def collect_all(self, since: int | None, quiet_s: float = 1.0) -> list[tuple[int, Packet]]:
+        """Every packet sent since ``tally()`` was ``since``: counted exactly where the target
+        keeps tallies, else whatever arrives until the ports stay quiet for ``quiet_s``."""
+        if since is not None:
+            self.target.sync()
+            return self.collect(self.tally() - since)
+        out = []
+        while True:
+            res = tu.dp_poll(self, device_number=0, timeout=quiet_s)
+            if not isinstance(res, self.dataplane.PollSuccess):
+                return out
+            out.append((res.port, Ether(bytes(res.packet))))
 
     def start_tap(self) -> None:
         """From now on ``take()`` returns every packet the switch sends, none twice."""

@@ -1,0 +1,90 @@
+"""Tenant policing over P4Runtime: a tenant above its meter (MeterEntry, bytes/s) is demoted
+(yellow) and then dropped (red); another tenant's traffic on the same port is not touched.
+
+The committed and peak rates are tiny (100 and 200 bytes/s), so in the second a burst may
+take to send, on any clock, the buckets refill by less than one packet (~90 bytes): the outcome
+is set by the burst sizes alone and the test runs unchanged on a wall-clock target (the +-2
+packet slack covers a target whose bucket arithmetic rounds differently)."""
+from __future__ import annotations
+
+import ptf.testutils as tu
+from p4.v1 import p4runtime_pb2
+
+from p4sim.p4rt.client import update
+from ptf_tests.stellar.stellar_base import (HOST_PORT, ING, SINGLE_PORT, StellarTest, ip_int, qp_of,
+                                            roce)
+
+DST = "10.0.4.80"
+TENANT1_SRC, TENANT2_SRC = "10.0.1.10", "10.0.1.200"
+FRAME_LEN = len(roce(DST, 1, 0, src=TENANT1_SRC))
+CBURST_PKTS, PBURST_PKTS, BURST = 16, 32, 44   # 88 frames: PTF keeps 100 per port
+DROP_TENANT_RED = 7
+METER = f"{ING}.qos.tenant_meter"
+
+
+class _TenantTest(StellarTest):
+    def setUp(self) -> None:
+        super().setUp()
+        for tenant, subnet in ((1, "10.0.1.0"), (2, "10.0.1.128")):
+            self.insert(f"{ING}.qos.tenant", {"hdr.ipv4.src_addr": (ip_int(subnet), 25)},
+                        f"{ING}.qos.set_tenant", {"tenant_id": tenant})
+
+    def meter(self, tenant: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        """Configure a tenant's meter; reset to unconfigured (all green) after the test."""
+        mid = self.p4rt.object_id("meters", METER)
+        entry = p4runtime_pb2.MeterEntry(meter_id=mid)
+        entry.index.index = tenant
+        entry.config.cir, entry.config.cburst = cir, cburst
+        entry.config.pir, entry.config.pburst = pir, pburst
+        reset = p4runtime_pb2.MeterEntry(meter_id=mid)
+        reset.index.index = tenant
+        self.write_undoable(update("MODIFY", meter_entry=entry), update("MODIFY", meter_entry=reset))
+
+    def burst_both_tenants(self, qp1: int, qp2: int) -> dict[int, int]:
+        """BURST packets from each tenant, interleaved; packets that left, per QP."""
+        since = self.tally()
+        received = None if since is None else self.received_count()
+        for psn in range(BURST):
+            tu.send_packet(self, HOST_PORT, roce(DST, qp1, psn, src=TENANT1_SRC))
+            tu.send_packet(self, HOST_PORT, roce(DST, qp2, psn, src=TENANT2_SRC))
+        if received is not None:
+            self.wait_ingested(received, 2 * BURST)   # all taken in before we count the output
+        counts = {qp1: 0, qp2: 0}
+        for port, pkt in self.collect_all(since):
+            self.assertEqual(port, SINGLE_PORT)
+            counts[qp_of(pkt)] += 1
+        return counts
+
+    def tenant_counters(self, tenant: int) -> tuple[int, int]:
+        return (self.packets(f"{ING}.qos.tenant_yellow", tenant),
+                self.packets(f"{ING}.qos.tenant_red", tenant))
+
+
+class TenantOverItsMeterTest(_TenantTest):
+    """Tenant 1's burst: ~CBURST green, ~PBURST-CBURST yellow (demoted, still sent), the rest
+    red (dropped, counted as tenant_red).  Tenant 2, unmetered, loses nothing."""
+
+    def runTest(self):
+        self.meter(1, cir=100, cburst=CBURST_PKTS * FRAME_LEN, pir=200, pburst=PBURST_PKTS * FRAME_LEN)
+        y1, r1 = self.tenant_counters(1)
+        y2, r2 = self.tenant_counters(2)
+        drops = self.drops(DROP_TENANT_RED)
+        sent = self.burst_both_tenants(0xC01, 0xC02)
+        yellow, red = (a - b for a, b in zip(self.tenant_counters(1), (y1, r1)))
+        self.assertTrue(CBURST_PKTS - 2 <= yellow <= CBURST_PKTS + 2, f"yellow {yellow}")
+        self.assertTrue(PBURST_PKTS - 2 <= sent[0xC01] <= PBURST_PKTS + 2, f"tenant 1 sent {sent}")
+        self.assertEqual(sent[0xC01], BURST - red)
+        self.assertEqual(self.drops(DROP_TENANT_RED), drops + red)
+        # The other tenant is untouched.
+        self.assertEqual(sent[0xC02], BURST)
+        self.assertEqual(self.tenant_counters(2), (y2, r2))
+
+
+class TenantWithoutMeterControlTest(_TenantTest):
+    """Control: the same bursts with no meter configured -- nothing demoted or dropped."""
+
+    def runTest(self):
+        before = self.tenant_counters(1)
+        sent = self.burst_both_tenants(0xC03, 0xC04)
+        self.assertEqual(sent, {0xC03: BURST, 0xC04: BURST})
+        self.assertEqual(self.tenant_counters(1), before)
