@@ -49,8 +49,8 @@ def xor16(data: bytes) -> int:
 
 
 def identity(data: bytes) -> int:
-    """BMv2's identity hash: the (up to 8) last bytes read as a big-endian number."""
-    return int.from_bytes(data[-8:], "big")
+    """BMv2's identity hash: the first (up to) 8 bytes read as a big-endian number."""
+    return int.from_bytes(data[:8], "big")
 
 
 def csum16_int(value: int, nbits: int) -> int:

@@ -83,6 +83,11 @@ def test_hash_identity_is_the_data_as_a_number(sw):
     assert one(sw, 18)["res"] == int.from_bytes(b"6789", "big")
 
 
+def test_hash_identity_keeps_the_first_eight_bytes_like_bmv2():
+    assert hashing.identity(CHECK) == int.from_bytes(b"12345678", "big")
+    assert hashing.identity(b"\x01\x02") == 0x0102
+
+
 def test_hash_csum16_and_xor16(sw):
     assert one(sw, 19)["res16"] == hashing.csum16(CHECK)
     words = CHECK + b"\x00"
