@@ -279,6 +279,10 @@ class Switch:
         sm.deq_qdepth = left & M19
         sm.deq_timedelta = (int(t) - int(enq_t)) & M32
         sm.egress_global_timestamp = int(t) & M48
+        # As simple_switch: egress starts with egress_spec != drop port (only an egress
+        # mark_to_drop drops) and packet_length = the length the packet entered ingress with.
+        sm.egress_spec = (self.drop_port + 1) & M9
+        sm.packet_length = len(pkt.orig)
         X.begin(sm, t, pkt.payload)
         X.truncate = pkt.truncate
         try:
