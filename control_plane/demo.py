@@ -40,6 +40,7 @@ LAB = ROOT / "fabrics" / "lab.yaml"
 STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
 CONTROLLER_REACTION_US = 500.0  # modelled detection + re-plan delay of a central controller
 POLL_US = 50.0  # controller telemetry cadence (virtual time)
+JITTER_US = 96.0  # QPs of the collective start spread over one message period
 QUEUE_DEPTH = 2000  # deep buffers: RoCE fabrics run lossless (PFC), so congestion shows as delay
 
 
@@ -137,7 +138,7 @@ def run_congestion(fabric, files, mode: str, messages: int) -> ModeResult:
         w = Workload()
         # 8-packet messages at half line rate per QP, 80 µs apart: ~0.08 packets/µs per QP.
         w.alltoall(members, packets_per_pair=8 * messages, start_us=0, gap_us=2, job="moe",
-                   burst=8, idle_us=80)
+                   burst=8, idle_us=80, jitter_us=JITTER_US)
         others = [eps[h] for h in eps if h not in job.hosts]
         pairs = [(a, b) for a in others for b in others if a.leaf != b.leaf]
         horizon = 96 * messages

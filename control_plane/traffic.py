@@ -81,10 +81,14 @@ class Workload:
         return flow
 
     def alltoall(self, members: Sequence[Endpoint], packets_per_pair: int, start_us: float,
-                 gap_us: float, job: str, **kw) -> list[Flow]:
+                 gap_us: float, job: str, jitter_us: float = 0.0, seed: int = 7, **kw) -> list[Flow]:
         """Every member sends to every other member on its own QP: the AlltoAll pattern of
-        expert-parallel training, where cross-leaf pairs contend for uplinks."""
-        return [self.add(s, d, packets_per_pair, start_us, gap_us, "job", job, **kw)
+        expert-parallel training, where cross-leaf pairs contend for uplinks.  ``jitter_us``
+        spreads the QPs' first packets over that window (a NIC starts its QPs one after another,
+        not in the same microsecond)."""
+        rng = random.Random(seed)
+        return [self.add(s, d, packets_per_pair, start_us + (rng.uniform(0, jitter_us) if jitter_us else 0),
+                         gap_us, "job", job, **kw)
                 for s in members for d in members if s is not d]
 
     def mice(self, pairs: Sequence[tuple[Endpoint, Endpoint]], count: int, packets: int,
