@@ -114,6 +114,8 @@ class Device:
 
     # -- data plane -------------------------------------------------------------------------
     def _on_output(self, port: int, data: bytes) -> None:
+        if log.isEnabledFor(logging.DEBUG):  # -L debug --log-console: a packet trace like BMv2's
+            log.debug("port %d out: %d bytes %s", port, len(data), data[:32].hex())
         if self.options.cpu_port is not None and port == self.options.cpu_port:
             if self.on_packet_in is not None:
                 self.on_packet_in(data)
@@ -128,6 +130,8 @@ class Device:
 
     def inject(self, port: int, data: bytes) -> None:
         """A packet arrived on ``port`` (from a transport or a PacketOut on the CPU port)."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("port %d in: %d bytes %s", port, len(data), data[:32].hex())
         with self.lock:
             if self.switch is None:
                 self.dropped_no_pipeline += 1
