@@ -98,6 +98,8 @@ class P4RuntimeClient:
                  "digest": self.digests}.get(kind, self.errors).put(msg)
         except grpc.RpcError as err:
             self.stream_status = err
+        except ValueError:  # the channel was closed under the stream (abrupt close)
+            pass
         finally:
             self.arbitrations.put(None)
 
