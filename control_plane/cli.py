@@ -205,7 +205,9 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .controller import watch
     from .p4rt import P4RuntimePushError, SwitchSession
 
-    fabric = load_fabric(args.fabric)
+    fabric = _load(args.fabric, err)
+    if fabric is None:
+        return 1
     sessions = {}
     try:
         for name, sw in fabric.switches.items():

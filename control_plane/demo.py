@@ -187,12 +187,7 @@ def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
         horizon = 4 * 8 * messages
         fail_at = horizon * 0.4
         collector = Collector(w)
-        arrivals: dict[int, list[float]] = {}
-
-        def deliver(t, host, frame):
-            collector.on_receive(t, frame)
-
-        lab.sim.deliver = deliver
+        lab.sim.deliver = lambda t, host, frame: collector.on_receive(t, frame)
         report = {}
 
         def fail():
@@ -208,10 +203,6 @@ def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
         lab.sim.run(w.schedule(lambda e: lab.fabric.switches[e.leaf].mac), until_us=horizon + 20_000,
                     on_send=collector.on_send)
         lost = collector.total("sent") - collector.total("received")
-        gaps = []
-        for f in w.flows:
-            lat = collector.results[f.fid]
-            gaps.append(lat.received)
         reasons = lab.counters("StellarIngress.flowlet.path_changes", 5)
         r = report.get("r")
         m = {

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, TextIO
 
-from .errors import FabricError
-from .model import Fabric, Link, load_fabric
+from .model import Fabric, Link
 from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
 from .render import RenderError, render_fabric
 
@@ -348,12 +347,7 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
 # ---------------------------------------------------------------------------------------------
 # stellarctl subcommands
 # ---------------------------------------------------------------------------------------------
-def _load(path: str, err: TextIO) -> Optional[Fabric]:
-    try:
-        return load_fabric(path)
-    except FabricError as exc:
-        print(f"error: {exc}", file=err)
-        return None
+from .cli import _load  # noqa: E402 - one loader for every subcommand (cli imports ops lazily)
 
 
 def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> bool:
