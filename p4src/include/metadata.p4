@@ -95,6 +95,7 @@ struct path_md_t {
     bit<32> best_score;
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;
+    bit<32> cur_level;          /* controller level of the current member: remote queue delay (us) */
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;

@@ -53,7 +53,9 @@ class _OrderingScenario(StellarTest):
             start = self.target.now_us()
             psn = BURST
             self.advance_us(1)
-            self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[100, 0])  # cheaper path appears
+            # The cheaper path appears: FAST loses its level; SLOW is dear through its own backlog
+            # (no remote level, so the drain margin stays the plain one).
+            self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[0, 0])
             for _ in range(ROUNDS):
                 self.advance_us(ROUND_GAP_US - 1)
                 out += self.take()

@@ -51,8 +51,9 @@ def _run(leaf: Leaf) -> Run:
         leaf.send(1, roce(SRC, DST, QP, psn))
         psn += 1
     leaf.advance(1)
-    # The cheaper path appears.
-    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [100, 0], modify=True)
+    # The cheaper path appears: the controller lifts port 4's level; port 3 keeps no remote level
+    # (its cost is its local backlog), so the drain margin stays the plain one.
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW_PORT, FAST_PORT], [0, 0], modify=True)
 
     departures = []
     first_fast = None

@@ -16,7 +16,12 @@
  *       (a) gap:   idle for >= flowlet_timeout_us, or
  *       (b) drain: an elephant whose packets have all left this switch
  *                  (flow_departed_seq == flow_last_seq) at least
- *                  drain_margin_us ago.
+ *                  drain_margin_us + (current member's level) ago.
+ *                  The drain point proves the packets left *this* queue;
+ *                  the controller's level of the old member is its estimate
+ *                  of the queue they may still sit in downstream (e.g. a
+ *                  spine's congested downlink), so the margin grows by it:
+ *                  a move then cannot overtake them there either.
  * (b) lets a flow leave a congested port as soon as doing so cannot reorder
  * it here, instead of waiting out a worst-case timeout.  Mice are not moved
  * at drain points (pinned), only at gaps.
@@ -130,7 +135,8 @@
             }
             if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 &&
                 meta.flow.departed_seq == meta.flow.last_seq &&
-                now - meta.flow.departed_stamp >= (timestamp_t)meta.cfg.drain_margin_us) {
+                now - meta.flow.departed_stamp >=
+                    (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
                 drain_ok = 1;
             }
             /* Move only if the best member beats the current one by more

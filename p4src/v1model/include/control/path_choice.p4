@@ -150,24 +150,33 @@
         /* The flow's current member, if its port is still in the set. */
         port_t cur = meta.flow.cur_port[8:0];
         meta.path.cur_member = 1;
+        meta.path.cur_level = 0;
         if (meta.flow.known == 0) {
             meta.path.cur_member = 0;
         } else if (n > 0 && meta.route.port0 == cur) {
             meta.path.cur_score = meta.path.rank0 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level0;
         } else if (n > 1 && meta.route.port1 == cur) {
             meta.path.cur_score = meta.path.rank1 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level1;
         } else if (n > 2 && meta.route.port2 == cur) {
             meta.path.cur_score = meta.path.rank2 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level2;
         } else if (n > 3 && meta.route.port3 == cur) {
             meta.path.cur_score = meta.path.rank3 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level3;
         } else if (n > 4 && meta.route.port4 == cur) {
             meta.path.cur_score = meta.path.rank4 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level4;
         } else if (n > 5 && meta.route.port5 == cur) {
             meta.path.cur_score = meta.path.rank5 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level5;
         } else if (n > 6 && meta.route.port6 == cur) {
             meta.path.cur_score = meta.path.rank6 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level6;
         } else if (n > 7 && meta.route.port7 == cur) {
             meta.path.cur_score = meta.path.rank7 >> 3;
+            meta.path.cur_level = (bit<32>)meta.route.level7;
         } else {
             meta.path.cur_member = 0;
         }
