@@ -55,7 +55,7 @@ struct flow_md_t {
     bit<32>     l4_id;          /* dest QP (RoCE) | sport++dport | 0 */
     bit<32>     slot;           /* index into the flow_* registers */
     bit<32>     sig;            /* FLOW_SIG_VALID | crc16(flow key) */
-    bit<32>     rot;            /* crc16(flow key) mod member count */
+    bit<32>     rot;            /* crc32(flow key) mod member count */
     bit<1>      known;          /* slot holds this flow */
     bit<1>      slot_busy;      /* slot held by another flow active within the flowlet timeout */
     bit<16>     cur_port;       /* stored current port (if known) */

@@ -73,8 +73,10 @@
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
              32w65536);
         meta.flow.sig = meta.flow.sig | FLOW_SIG_VALID;
-        /* Where a tie between equal members starts (see member_rank). */
-        hash(meta.flow.rot, HashAlgorithm.crc16, 32w0,
+        /* Where a tie between equal members starts (see member_rank).  CRC-32, not
+         * CRC-16: CRC-16/ARC of this key modulo 8 takes only 4 of the 8 values when
+         * just the QP varies, which would leave half of an 8-slot set unused. */
+        hash(meta.flow.rot, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
              (bit<32>)meta.route.count);
 
