@@ -98,8 +98,14 @@ class Controller:
     """Polls telemetry and pushes congestion levels; reacts to link failures."""
 
     def __init__(self, fabric: Fabric, ops: dict[str, SwitchOps], plans: dict[str, SwitchPlan],
-                 documents: dict[str, dict], quantum_us: int = 2, max_age_us: int = 200) -> None:
+                 documents: dict[str, dict], quantum_us: int = 2, max_age_us: int = 200,
+                 headroom: float = 2.0) -> None:
         self.fabric = fabric
+        # A level is also the drain margin a leaf adds before moving a flow off that member
+        # (flowlet.p4), so it must not undershoot the queue the flow's last packets still face.
+        # The reading is the delay of the *last departed* packet, polled every few tens of µs:
+        # a growing queue makes it lag, hence the headroom factor.
+        self.headroom = headroom
         self.ops = ops
         self.plans = plans
         self.quantum_us = quantum_us
@@ -172,7 +178,7 @@ class Controller:
                 params = entry["params"]
                 new = dict(params)
                 for m in members:
-                    level = min(LEVEL_MAX, cmap.qdelay_us.get(m.remote, 0)) if m.remote else 0
+                    level = min(LEVEL_MAX, int(self.headroom * cmap.qdelay_us.get(m.remote, 0))) if m.remote else 0
                     new[f"level{m.slot}"] = level
                 if any(abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
                        for m in members):

@@ -8,7 +8,7 @@ from control_plane.controller import PATH_SET_TABLE, Controller, InProcessOps
 def controller(lab_sim, lab_fabric):
     ops = {name: InProcessOps(lab_sim.switch(name)) for name in lab_sim.devices}
     return Controller(lab_fabric, ops, lab_sim.rendered.plans, lab_sim.rendered.documents,
-                      quantum_us=2, max_age_us=200)
+                      quantum_us=2, max_age_us=200, headroom=2.0)
 
 
 def path_set_params(sim, switch, ps_id):
@@ -31,13 +31,16 @@ def test_remote_queue_delay_becomes_the_level_of_the_member_through_that_spine(l
     ps = leaf2_set_id(controller.plans["leaf1"])
     params = path_set_params(lab_sim, "leaf1", ps)
     levels = {params[f"port{i}"]: params[f"level{i}"] for i in range(params["count"])}
-    assert levels == {9: 37, 10: 0}  # port 9 leads to spine1, port 10 to spine2
+    assert levels == {9: 74, 10: 0}  # port 9 leads to spine1 (37 us x headroom 2), port 10 to spine2
     # leaf3 reaches leaf2 through the same spine port: it gets the same level
     p3 = path_set_params(lab_sim, "leaf3", leaf2_set_id(controller.plans["leaf3"]))
-    assert {p3[f"port{i}"]: p3[f"level{i}"] for i in range(p3["count"])}[9] == 37
+    assert {p3[f"port{i}"]: p3[f"level{i}"] for i in range(p3["count"])}[9] == 74
 
 
-def test_unchanged_telemetry_writes_nothing_and_small_changes_stay_below_the_quantum(lab_sim, controller):
+def test_unchanged_telemetry_writes_nothing_and_small_changes_stay_below_the_quantum(lab_sim, lab_fabric):
+    ops = {name: InProcessOps(lab_sim.switch(name)) for name in lab_sim.devices}
+    controller = Controller(lab_fabric, ops, lab_sim.rendered.plans, lab_sim.rendered.documents,
+                            quantum_us=2, headroom=1.0)
     spine1 = lab_sim.switch("spine1")
     spine1.register_write("port_qdelay_us", 2, 37)
     controller.step(now_us=10)
@@ -45,9 +48,12 @@ def test_unchanged_telemetry_writes_nothing_and_small_changes_stay_below_the_qua
     assert first > 0
     controller.step(now_us=20)
     assert controller.writes == first
-    spine1.register_write("port_qdelay_us", 2, 38)  # +1 µs < quantum 2
+    spine1.register_write("port_qdelay_us", 2, 38)  # +1 us < quantum 2
     controller.step(now_us=30)
     assert controller.writes == first
+    spine1.register_write("port_qdelay_us", 2, 40)  # +3 us from what was pushed: written
+    controller.step(now_us=40)
+    assert controller.writes > first
 
 
 def test_stale_queue_reading_counts_as_an_idle_link(lab_sim, controller):
