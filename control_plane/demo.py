@@ -11,8 +11,10 @@ Two scenarios, each run once per mode:
   collective are) beside latency-sensitive RoCE mice, while the leaf1–spine1 link runs at 40% of
   its capacity (a degraded optic).  Reports job completion time, mice p50/p99 latency, receiver
   PSN regressions, CE marks and path changes by reason.
-* **failure** — steady cross-leaf flows while the leaf1–spine2 link fails.  Reports packets lost,
-  the longest delivery gap of an affected flow, and the controller's event-to-last-ack time.
+* **failure** — steady cross-leaf flows while the leaf1–spine2 link fails.  Reports packets lost
+  (split by whether the failed link is local to the sending leaf, where ``port_down`` acts at
+  once, or remote, where only the controller's re-plan helps), path changes for failover, and the
+  controller's event-to-last-ack time for its delta push.
 
 Modes:
 * ``ecmp``: RoCEv2 + ECMP as deployed today — hash-based path choice, static ECN threshold, one
@@ -208,6 +210,8 @@ def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
         m = {
             "packets sent": collector.total("sent"),
             "packets lost": lost,
+            "  lost leaving leaf1 (failure is local)": _lost(collector, w, lambda f: f.src.leaf == "leaf1"),
+            "  lost entering leaf1 (failure is remote)": _lost(collector, w, lambda f: f.dst.leaf == "leaf1"),
             "flows that lost packets": sum(1 for f in w.flows
                                            if collector.results[f.fid].received < f.packets),
             "PSN regressions at receivers": collector.total("reorders"),
@@ -218,6 +222,10 @@ def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
         return ModeResult("failure", mode, m, time.perf_counter() - started)
     finally:
         lab.close()
+
+
+def _lost(collector, workload, which) -> int:
+    return sum(f.packets - collector.results[f.fid].received for f in workload.flows if which(f))
 
 
 def _every(sim, period: float, until: float, action) -> None:
