@@ -24,6 +24,12 @@ Modes:
 * ``no-drain`` (negative control, congestion only): Stellar's adaptive choice with drain detection
   off and a 1 µs flowlet timeout — shows that moving flows without the drain check reorders them.
 
+The hosts model no RDMA retransmission: a PSN regression is counted (a go-back-N receiver would
+drop and re-request everything after it), not replayed, so the ``no-drain`` job time flatters it.
+"reorder events (switch counters)" is the data plane's own detector, hashed per (src, dst, QP)
+into a fixed register array: two flows sharing a cell can count a false event, which is why the
+receivers' exact count is reported beside it.
+
 All times are virtual microseconds of the modelled fabric (100G modelled as 1 packet/µs), so the
 figures are repeatable run to run; only the controller's wall-clock push time varies.
 """
