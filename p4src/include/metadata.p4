@@ -55,7 +55,8 @@ struct flow_md_t {
     bit<32>     l4_id;          /* dest QP (RoCE) | sport++dport | 0 */
     bit<32>     slot;           /* index into the flow_* registers */
     bit<32>     sig;            /* FLOW_SIG_VALID | crc16(flow key) */
-    bit<32>     rot;            /* crc32(flow key) mod member count */
+    bit<32>     rot_seed;       /* crc32(flow key) mod 65521 */
+    bit<32>     rot;            /* rot_seed mod member count */
     bit<1>      known;          /* slot holds this flow */
     bit<1>      slot_busy;      /* slot held by another flow active within the flowlet timeout */
     bit<16>     cur_port;       /* stored current port (if known) */
@@ -162,6 +163,7 @@ struct metadata_t {
     qos_md_t      qos;
     ecn_md_t      ecn;
     bit<32>       reorder_slot;
+    bit<32>       reorder_sig;
     bit<1>        ipv4_complete;  /* parser reached L4 (options all read) */
     bit<1>        drop;
     bit<8>        drop_reason;

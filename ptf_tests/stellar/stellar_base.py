@@ -133,11 +133,12 @@ def ecn_dont_care(exp: Packet) -> Mask:
 def hash_member(src: str, dst: str, qp: int, count: int) -> int:
     """Index of the path-set member a RoCE flow takes by hash alone (ECMP mode, or adaptive
     mode with every score equal): crc32 over (src, dst, protocol 17, dest QP as 32 bits)
-    packed MSB-first, modulo the member count (stellar.p4 flowlet.p4 + member_rank).  Written
-    from the P4 source, so a test that relies on it also checks the target hashes like BMv2."""
+    packed MSB-first, modulo 65521, then modulo the member count (stellar.p4 flowlet.p4 +
+    member_rank).  Written from the P4 source, so a test that relies on it also checks the
+    target hashes like BMv2."""
     key = (ip_int(src).to_bytes(4, "big") + ip_int(dst).to_bytes(4, "big") + bytes([17])
            + qp.to_bytes(4, "big"))
-    return zlib.crc32(key) % count  # BMv2's crc32 is IEEE CRC-32 (REFERENCE.md)
+    return (zlib.crc32(key) % 65521) % count  # BMv2's crc32 is IEEE CRC-32 (REFERENCE.md)
 
 
 def qps_hashing_to(member: int, dst: str, count: int, n: int, start: int,

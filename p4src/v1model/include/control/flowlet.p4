@@ -73,11 +73,17 @@
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
              32w65536);
         meta.flow.sig = meta.flow.sig | FLOW_SIG_VALID;
-        /* Where a tie between equal members starts (see member_rank).  CRC-32, not
-         * CRC-16: CRC-16/ARC of this key modulo 8 takes only 4 of the 8 values when
-         * just the QP varies, which would leave half of an 8-slot set unused. */
-        hash(meta.flow.rot, HashAlgorithm.crc32, 32w0,
+        /* Where a tie between equal members starts (see member_rank): the key's
+         * CRC-32 modulo the prime 65521, then modulo the member count.  A CRC is
+         * linear, so its low bits alone can be constant over structured keys
+         * (CRC-32 mod 2 is the same for all 16 leaf1->leaf2 flows of the lab
+         * fabric; CRC-16/ARC mod 8 takes 2 of 8 values when only the QP
+         * varies); the prime modulus folds all 32 bits in.  The second hash is
+         * the identity, i.e. a run-time modulo, which P4 has no operator for. */
+        hash(meta.flow.rot_seed, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, meta.flow.protocol, meta.flow.l4_id },
+             32w65521);
+        hash(meta.flow.rot, HashAlgorithm.identity, 32w0, { meta.flow.rot_seed },
              (bit<32>)meta.route.count);
 
         bit<32> stored_sig;

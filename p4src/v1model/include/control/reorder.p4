@@ -8,7 +8,8 @@
  * exactly what the receiving NIC would; on a single switch it checks the
  * merged departure order of all ports -- the metric ordering tests and
  * benchmarks use.  An equal PSN (retransmission or a duplicate) is not a
- * reorder.
+ * reorder.  A CRC-16 signature per slot keeps two flows that share a slot
+ * from being compared with each other; the newer flow takes the slot over.
  *
  * Block file: included once per section (see stellar.p4, "Block files").
  */
@@ -17,6 +18,10 @@
     /* PSN_SLOT_VALID | highest PSN.  Size: REORDER_SLOTS. */
     @name("reorder.max_psn")
     register<bit<32>>(REORDER_SLOTS) reorder_max_psn;
+    /* FLOW_SIG_VALID | crc16 of the flow: which flow the slot tracks, so that two
+     * flows sharing a slot never compare PSNs with each other (a false reorder). */
+    @name("reorder.flow_sig")
+    register<bit<32>>(REORDER_SLOTS) reorder_flow_sig;
     /* Reorder events since start (index 0). */
     @name("reorder.total")
     register<bit<32>>(1) reorder_total;
@@ -30,10 +35,17 @@
             hash(meta.reorder_slot, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp },
                  (bit<32>)REORDER_SLOTS);
+            hash(meta.reorder_sig, HashAlgorithm.crc16, 32w0,
+                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, 32w65536);
+            meta.reorder_sig = meta.reorder_sig | FLOW_SIG_VALID;
+            bit<32> owner;
             bit<32> stored;
+            reorder_flow_sig.read(owner, meta.reorder_slot);
             reorder_max_psn.read(stored, meta.reorder_slot);
             bit<32> current = PSN_SLOT_VALID | (bit<32>)hdr.bth.psn;
-            if ((stored & PSN_SLOT_VALID) == 0) {
+            if (owner != meta.reorder_sig || (stored & PSN_SLOT_VALID) == 0) {
+                /* A new flow for this slot (or the first one): start tracking it. */
+                reorder_flow_sig.write(meta.reorder_slot, meta.reorder_sig);
                 reorder_max_psn.write(meta.reorder_slot, current);
             } else {
                 bit<24> ahead = hdr.bth.psn - stored[23:0];
