@@ -90,6 +90,16 @@ def make_switch_class(target: str, log_dir: Path, priority_queues: int):
     return TargetSwitch
 
 
+def remove_stale_interfaces(fabric) -> None:
+    """Delete interfaces with the names this fabric will create, left by a run that died before
+    ``net.stop()`` (Mininet refuses to create a veth pair whose name exists)."""
+    names = {f"{h}-eth0" for h in fabric.hosts}
+    names |= {f"{name}-eth{n}" for name, s in fabric.switches.items() for n in s.ports}
+    for name in sorted(names):
+        if os.path.exists(f"/sys/class/net/{name}"):
+            subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
+
+
 def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None):
     """A started Mininet network of the fabric (switch processes up, no entries yet)."""
     import_mininet()
@@ -99,6 +109,7 @@ def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None)
     log_dir = Path(log_dir or ROOT / "build" / "mininet")
     log_dir.mkdir(parents=True, exist_ok=True)
     cls = make_switch_class(target, log_dir, fabric.dataplane.priority_queues)
+    remove_stale_interfaces(fabric)
     net = Mininet(controller=None, switch=cls, link=Link, autoSetMacs=False, autoStaticArp=False)
     for name, s in sorted(fabric.switches.items()):
         net.addSwitch(name, cls=cls, device_id=s.device_id, grpc_addr=s.p4runtime)
