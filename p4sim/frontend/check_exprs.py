@@ -435,6 +435,9 @@ class ExprChecker(CheckerBase):
                     return ir.Member(f.type, self.pos(n), base, fname)
             raise self.err(f"{type_name(bt)} has no field '{fname}'", fname_n)
         if isinstance(bt, ir.StackT):
+            if fname in ("next", "last", "lastIndex") and not self.in_parser:
+                # P4_16 8.18 / p4c: these depend on the parser's nextIndex, so only a parser may use them
+                raise self.err(f"'{fname}' of a header stack can only be used in a parser", fname_n)
             if fname in ("next", "last"):
                 return ir.StackProp(bt.elem, self.pos(n), base, fname)
             if fname == "lastIndex":

@@ -27,7 +27,7 @@ struct pair_t {
     bit<8> x;
 }
 
-struct metadata { bit<8> unused; }
+struct metadata { bit<8> unused; bit<8> last_index; }
 
 /* A top-level extern is one instance shared by every control that uses it. */
 register<bit<8>>(4) shared;
@@ -48,6 +48,7 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
     }
     state parse_s {
         packet.extract(hdr.s.next);
+        meta.last_index = (bit<8>) hdr.s.lastIndex;  /* lastIndex: parser only (P4_16, p4c) */
         transition select(hdr.s.last.v) {
             0: accept;
             default: parse_s;
@@ -110,7 +111,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r1 = 1;
             return;
         } else if (hdr.c.op == 11) {
-            hdr.c.r1 = (bit<8>) hdr.s.lastIndex;
+            hdr.c.r1 = meta.last_index;
         } else if (hdr.c.op == 12) {
             hdr.s[1].setInvalid();
         } else if (hdr.c.op == 13) {
