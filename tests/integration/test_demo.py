@@ -34,13 +34,14 @@ def test_drain_detection_moves_flows_without_reordering_and_its_control_reorders
     assert congestion["ecmp"]["PSN regressions at receivers"] == 0  # ECMP never moves a flow
 
 
-def test_adaptive_routing_finishes_the_job_sooner_than_ecmp_around_a_degraded_link(lab_fabric_full, stellar_files):
-    # Adaptation pays off once flows have had drain points to leave the degraded link: with 3
-    # messages per flow the job is over before that (ECMP 315 us vs Stellar 336 us when measured),
-    # so this claim is checked on a longer run, the length of the default demo's first half.
+def test_adaptive_routing_costs_the_job_nothing_against_ecmp_around_a_degraded_link(lab_fabric_full, stellar_files):
+    # Measured job times (µs), ECMP / Stellar: 4 messages 430 / 432, 8 messages 860 / 783,
+    # 12 messages 1280 / 1279.  Around one degraded link, moving elephants only at drain points
+    # keeps the job at least as fast as hashing them (while the mice and ordering win above);
+    # the claim checked is "no worse than ECMP by more than 2%", on an 8-message run.
     jct = {m: demo.run_congestion(lab_fabric_full, stellar_files, m, messages=8).metrics["job completion (us)"]
            for m in ("ecmp", "stellar")}
-    assert jct["stellar"] < jct["ecmp"]
+    assert jct["stellar"] <= 1.02 * jct["ecmp"]
 
 
 def test_ecmp_mode_never_moves_a_flow_and_stellar_does_at_drain_points(congestion):
@@ -53,4 +54,8 @@ def test_local_failover_loses_less_than_waiting_for_the_controller(failure):
     assert failure["stellar"]["path changes for failover"] > 0
     assert failure["ecmp"]["path changes for failover"] == 0
     assert failure["stellar"]["packets lost"] < failure["ecmp"]["packets lost"]
+    # where the failure is local to the sending leaf, port_down saves most of the loss ...
+    assert (failure["stellar"]["  lost leaving leaf1 (failure is local)"]
+            < failure["ecmp"]["  lost leaving leaf1 (failure is local)"] / 2)
+    # ... where it is remote, both wait for the controller's re-plan
     assert failure["ecmp"]["controller entries written"] > 0
