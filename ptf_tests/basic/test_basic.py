@@ -126,6 +126,7 @@ class CounterAndRegisterTest(P4RuntimeTest):
         self.assertEqual(after[0] - before[0], 2)
         self.assertEqual(after[1] - before[1], sum(sizes))
         self.assertEqual(self.read_counter("port_pkts", 6), other_before)  # control: other port
+        self.require_register_access("last_len")
         self.assertEqual(self.read_register("last_len", 5), sizes[-1])
 
 
@@ -141,13 +142,20 @@ class DigestTest(P4RuntimeTest):
                             update("DELETE", digest_entry=p4runtime_pb2.DigestEntry(digest_id=digest_id)))
         src = "00:00:00:00:06:06"
         tu.send_packet(self, 6, udp_packet(smac=src))
-        dl = self.p4rt.digests.get(timeout=5).digest
-        self.assertEqual(dl.digest_id, digest_id)
-        members = [int.from_bytes(m.bitstring, "big") for m in dl.data[0].struct.members]
-        self.assertEqual(members, [mac_int(src), 6])
-        ack = p4runtime_pb2.StreamMessageRequest()
-        ack.digest_ack.digest_id, ack.digest_ack.list_id = dl.digest_id, dl.list_id
-        self.p4rt.stream_send(ack)
+        # BMv2 may first deliver learn events it buffered from earlier tests' unknown sources
+        # once a DigestEntry exists (p4sim drops those); acknowledge and pass over them.
+        ours = []
+        for _ in range(16):
+            dl = self.p4rt.digests.get(timeout=5).digest
+            self.assertEqual(dl.digest_id, digest_id)
+            ack = p4runtime_pb2.StreamMessageRequest()
+            ack.digest_ack.digest_id, ack.digest_ack.list_id = dl.digest_id, dl.list_id
+            self.p4rt.stream_send(ack)
+            ours = [[int.from_bytes(m.bitstring, "big") for m in d.struct.members] for d in dl.data
+                    if int.from_bytes(d.struct.members[0].bitstring, "big") == mac_int(src)]
+            if ours:
+                break
+        self.assertEqual(ours, [[mac_int(src), 6]])
         # Negative control: once learned (smac hit), the same source produces no digest.
         self.insert(SMAC, {"hdr.ethernet.srcAddr": mac_int(src)}, "NoAction")
         self.send_settled(6, udp_packet(smac=src))
@@ -166,14 +174,18 @@ class BadWritesTest(P4RuntimeTest):
     def runTest(self):
         c = self.p4rt
         fwd = {"dstAddr": mac_int(NEXT_HOP_MAC), "port": 2}
-        # Wrong width: port is bit<9>.
+        # Wrong width: port is bit<9>.  The P4Runtime spec asks for OUT_OF_RANGE (p4sim);
+        # BMv2's PI answers INVALID_ARGUMENT (seen against simple_switch_grpc 1.15.5).
+        bmv2 = self.target.name == "bmv2"
+        too_wide = "INVALID_ARGUMENT" if bmv2 else "OUT_OF_RANGE"
         self.expect_code(c.table_entry(LPM, {"hdr.ipv4.dstAddr": (ip_int("10.0.2.0"), 24)},
-                                       "BasicIngress.ipv4_forward", dict(fwd, port=512)), "OUT_OF_RANGE")
+                                       "BasicIngress.ipv4_forward", dict(fwd, port=512)), too_wide)
         # Unknown table.
         bad_table = c.table_entry(LPM, {"hdr.ipv4.dstAddr": (ip_int("10.0.2.0"), 24)},
                                   "BasicIngress.ipv4_forward", fwd)
         bad_table.table_id = 0x02FFFFFF
-        self.expect_code(bad_table, "NOT_FOUND")
+        # The spec's NOT_FOUND (p4sim); PI rejects the unknown id as INVALID_ARGUMENT.
+        self.expect_code(bad_table, "INVALID_ARGUMENT" if bmv2 else "NOT_FOUND")
         # LPM value with bits past the prefix.
         self.expect_code(c.table_entry(LPM, {"hdr.ipv4.dstAddr": (ip_int("10.0.2.1"), 24)},
                                        "BasicIngress.ipv4_forward", fwd), "INVALID_ARGUMENT")

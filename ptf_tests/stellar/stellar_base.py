@@ -234,6 +234,7 @@ class StellarTest(P4RuntimeTest):
 
     def port_down(self, port: int) -> None:
         """The controller's liveness write (register ``port_down``), undone after the test."""
+        self.require_register_access("port_down")
         self.write_undoable(self._liveness(port, True), self._liveness(port, False))
 
     def port_up(self, port: int) -> None:
