@@ -5,6 +5,7 @@ Python int; ``int`` (IntT, compile-time only) is an unbounded Python int.
 """
 from __future__ import annotations
 
+import operator
 from typing import Optional
 
 from p4sim.frontend import ir
@@ -103,19 +104,15 @@ def fold_binary(op: str, t: ir.Type, a, b):
         if signed:
             return max(min(sa - sb, (1 << (w - 1)) - 1), -(1 << (w - 1))) & m
         return max(a - b, 0)
-    if op == "==":
-        return a == b
-    if op == "!=":
-        return a != b
-    if op == "<":
-        return sa < sb
-    if op == "<=":
-        return sa <= sb
-    if op == ">":
-        return sa > sb
-    if op == ">=":
-        return sa >= sb
+    if op in ("==", "!="):
+        return _COMPARE[op](a, b)  # bit patterns: signedness does not matter for equality
+    if op in _COMPARE:
+        return _COMPARE[op](sa, sb)
     raise FoldError(f"operator {op}")
+
+
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
 
 
 def _fold_unbounded(op: str, a: int, b: int):
@@ -141,18 +138,8 @@ def _fold_unbounded(op: str, a: int, b: int):
         return a << b
     if op == ">>":
         return a >> b
-    if op == "==":
-        return a == b
-    if op == "!=":
-        return a != b
-    if op == "<":
-        return a < b
-    if op == "<=":
-        return a <= b
-    if op == ">":
-        return a > b
-    if op == ">=":
-        return a >= b
+    if op in _COMPARE:
+        return _COMPARE[op](a, b)
     raise FoldError(f"operator {op} on compile-time integers")
 
 
