@@ -262,7 +262,7 @@ class Switch:
             sm.enq_timestamp = int(now) & M32
             self._depart(now, port, prio, now, 0, pkt)
             return
-        depth = tm.enqueue(pkt, port, prio, now)
+        depth = tm.enqueue(pkt, port, prio, now, len(pkt.orig))  # DWRR charges bytes
         if depth < 0:
             self.stats["queue_full"] += 1
             return
@@ -458,6 +458,15 @@ class Switch:
         with self.lock:
             try:
                 self.tm.set_depth(pkts, port, priority)
+            except ValueError as e:
+                raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
+
+    def set_queue_weight(self, weight: int, port: Optional[int] = None, priority: Optional[int] = None,
+                         group: Optional[int] = None) -> None:
+        """DWRR weight of a queue (0 = strict, the default); see p4sim.tm."""
+        with self.lock:
+            try:
+                self.tm.set_weight(weight, port, priority, group)
             except ValueError as e:
                 raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
 
