@@ -416,9 +416,11 @@ class _Builder:
         result: list[TrafficClass] = []
         seen_dscp: dict[int, str] = {}
         queue_paths: dict[str, KeyPath] = {}
+        explicit: set[tuple[str, str]] = set()  # (class, key) the YAML sets: what an error should blame
         for name in CLASSES:
             c = r.sub(name)
             queue_paths[name] = c.path
+            explicit.update((name, key) for key in ("queue", "elephant_queue") if c.has(key))
             dscp_default, queue_default, elephant_default, base_default = CLASS_DEFAULTS[name]
             base = 0.0
             if name in WEIGHTED_CLASSES:
@@ -452,19 +454,23 @@ class _Builder:
                                        elephant_queue=min(elephant_queue, queues - 1), base_priority=base))
         r.finish()
         if weights and queues > 1:
-            self._check_weighted_queues(result, queue_paths)
+            self._check_weighted_queues(result, queue_paths, explicit)
         return tuple(result)
 
-    def _check_weighted_queues(self, classes: list[TrafficClass], paths: dict[str, KeyPath]) -> None:
+    def _check_weighted_queues(self, classes: list[TrafficClass], paths: dict[str, KeyPath],
+                               explicit: set[tuple[str, str]]) -> None:
         """With scheduler weights each weighted class needs queues of its own (a queue has one
         weight), and strict classes must sit above the weighted level, or they would wait
         behind it (p4sim.tm: the weighted queues are one level, at their highest queue)."""
-        owner: dict[int, str] = {}
+        owner: dict[int, tuple[str, str]] = {}
         for c in classes:
             for key, q in (("queue", c.queue), ("elephant_queue", c.elephant_queue)):
-                other = owner.setdefault(q, c.name)
+                other, other_key = owner.setdefault(q, (c.name, key))
                 if other != c.name and (c.weighted or classes[CLASSES.index(other)].weighted):
-                    self.problem(paths[c.name] + (key,), f"queue {q} is also class {other}'s; with scheduler "
+                    # blame the setting the YAML wrote, not a default it collided with
+                    name, where, them = ((other, other_key, c.name) if (other, other_key) in explicit
+                                         and (c.name, key) not in explicit else (c.name, key, other))
+                    self.problem(paths[name] + (where,), f"queue {q} is also class {them}'s; with scheduler "
                                                          f"weights each weighted class needs its own queues")
         top = max((q for c in classes if c.weighted for q in c.queues), default=-1)
         for c in classes:
