@@ -160,9 +160,9 @@ class Device:
     def set_queue_weight(self, weight: int, port: int | None = None, priority: int | None = None,
                          group: int | None = None) -> None:
         with self.lock:
-            self._remember_queue("set_queue_weight", (weight, port, priority, group))
-            if self.switch is not None:
+            if self.switch is not None:  # first: a refused setting must not be re-applied later
                 self.switch.set_queue_weight(weight, port, priority, group)
+            self._remember_queue("set_queue_weight", (weight, port, priority, group))
         self._wake.set()
 
     def set_port_up(self, port: int, up: bool) -> None:

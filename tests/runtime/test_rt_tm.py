@@ -435,3 +435,26 @@ def test_queue_weight_setting_is_checked(prog):
     assert sw.tm.weight(4, 1) == (7, 1) and sw.tm.weight(4, 0) == (0, 0)  # later ports get it too
     sw.set_queue_weight(0, port=4, priority=1)
     assert sw.tm.weight(4, 1) == (0, 1) and sw.tm.weight(5, 1) == (7, 1)
+
+
+def test_queue_weight_over_target_control_reaches_the_tm_and_survives_a_new_pipeline(prog):
+    """``set_queue_weight`` on p4sim's side channel (what bmv2_env.target.P4simTarget sends)."""
+    from p4sim.p4rt import Device, DeviceOptions
+    from p4sim.target_control import ControlClient, ControlError, ControlServer
+
+    dev = Device(DeviceOptions(clock="virtual", priority_queues=4), program_loader=lambda cfg: prog)
+    dev.install(dev.build_switch(b"")[1])
+    server = ControlServer(dev, "127.0.0.1:0")
+    server.start()
+    client = ControlClient(f"127.0.0.1:{server.port}")
+    try:
+        client.call("set_queue_weight", weight=3000, port=1, priority=2, group=3)
+        assert dev.switch.tm.weight(1, 2) == (3000, 3) and dev.switch.tm.weight(1, 1) == (0, 1)
+        for bad in (dict(weight=-1), dict(port=1), dict(weight=1, priority=9)):
+            with pytest.raises(ControlError):
+                client.call("set_queue_weight", **bad)
+        dev.install(dev.build_switch(b"")[1])  # a new pipeline: the device re-applies its settings
+        assert dev.switch.tm.weight(1, 2) == (3000, 3)
+    finally:
+        client.close()
+        server.stop()
