@@ -232,19 +232,43 @@ class ClassScheduler:
     jobs: Optional[list[str]] = None
     tracker: UsageTracker = field(init=False)
     weights: dict[str, ClassWeight] = field(init=False, default_factory=dict)
+    pushed: bool = field(init=False, default=False)  # weights were applied at least once
+    _last: dict[tuple[str, int, int], int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tracker = UsageTracker(self.fabric.dataplane.scheduler.priority_decay_factor)
 
     def step(self, sent_bytes: Optional[Mapping[str, int]] = None) -> dict[str, ClassWeight]:
         """Blend in the bytes each class sent since the last step (None: no sample, e.g. the
-        first call), recompute the weights and push them (unless the fabric turns them off)."""
+        first call), recompute the weights and push them.
+
+        With ``scheduler.weights: false`` nothing is pushed, so the switches keep their own
+        (strict-priority) scheduling exactly; only if weights were pushed earlier are the
+        queues set back to strict."""
         if sent_bytes is not None:
             self.tracker.observe_bytes(sent_bytes)
         self.weights = compute_weights(self.fabric, self.tracker.usage, self.jobs)
-        apply_weights(self.fabric, self.targets, self.weights if self.fabric.dataplane.scheduler.weights else None,
-                      self.port_pps)
+        if self.fabric.dataplane.scheduler.weights:
+            apply_weights(self.fabric, self.targets, self.weights, self.port_pps)
+            self.pushed = True
+        elif self.pushed:
+            apply_weights(self.fabric, self.targets, None, self.port_pps)
+            self.pushed = False
         return self.weights
+
+    def step_counters(self, tx_queue: Mapping[str, Mapping[tuple[int, int], tuple[int, int]]]) -> dict[str, ClassWeight]:
+        """``step`` from cumulative per-(port, queue) (packets, bytes) counters of each switch
+        (``SwitchStats.tx_queue``, as ``control_plane.ops.collect_stats`` reads them): the bytes
+        since the previous call are the sample; the first call only records the baseline."""
+        first = not self._last
+        delta: dict[tuple[int, int], tuple[int, int]] = {}
+        for switch, cells in tx_queue.items():
+            for (port, queue), (_, nbytes) in cells.items():
+                before = self._last.get((switch, port, queue), nbytes)
+                self._last[(switch, port, queue)] = nbytes
+                cell = (port, queue)
+                delta[cell] = (0, delta.get(cell, (0, 0))[1] + max(0, nbytes - before))  # a reset counter: 0
+        return self.step(None if first else bytes_by_class(self.fabric, delta))
 
 
 def format_weights(fabric: Fabric, weights: Mapping[str, ClassWeight], job: Optional[str] = None) -> str:

@@ -195,21 +195,44 @@ def test_queue_weights_group_a_classes_queues_and_keep_control_strict() -> None:
     assert queue_weights(lab, None) == {i: (0, i) for i in range(8)}
 
 
-def test_weights_off_pushes_strict_priority() -> None:
-    class Recorder:
-        def __init__(self):
-            self.calls = []
+class Recorder:
+    def __init__(self):
+        self.calls = []
 
-        def set_queue_weights(self, port, weights, port_pps):
-            self.calls.append((port, dict(weights), port_pps))
+    def set_queue_weights(self, port, weights, port_pps):
+        self.calls.append((port, dict(weights), port_pps))
 
-    f = load(mini("  scheduler: {weights: false}\n"))
-    rec = Recorder()
-    ClassScheduler(f, {"leaf1": rec}).step()
-    assert rec.calls and all(w == {i: (0, i) for i in range(8)} for _, w, _ in rec.calls)
+
+def test_weights_off_pushes_nothing_so_the_switch_keeps_strict_priority() -> None:
+    off = Recorder()
+    ClassScheduler(load(mini("  scheduler: {weights: false}\n")), {"leaf1": off}).step()
+    assert off.calls == []  # BMv2 and p4sim keep their default scheduling exactly
     on = Recorder()
     ClassScheduler(load(MINI), {"leaf1": on}).step()
-    assert any(w for _, w, _ in on.calls if w[6][0] > 0)  # the control: weights on pushes weights
+    assert on.calls and all(w[6][0] > 0 and w[7] == (0, 7) for _, w, _ in on.calls)  # the control
+
+
+def test_turning_weights_off_sets_the_queues_back_to_strict() -> None:
+    rec = Recorder()
+    s = ClassScheduler(load(MINI), {"leaf1": rec})
+    s.step()
+    s.fabric = load(mini("  scheduler: {weights: false}\n"))
+    rec.calls.clear()
+    s.step()
+    assert rec.calls and all(w == {i: (0, i) for i in range(8)} for _, w, _ in rec.calls)
+    rec.calls.clear()
+    s.step()
+    assert rec.calls == []  # once undone, nothing more to push
+
+
+def test_step_counters_samples_the_bytes_since_the_last_read() -> None:
+    lab = load_fabric(LAB)
+    s = ClassScheduler(lab, {}, jobs=[])
+    s.step_counters({"leaf1": {(9, 6): (10, 5000), (9, 4): (10, 5000)}})
+    assert s.tracker.usage["critical"] == 0.0  # the first read is only the baseline
+    s.step_counters({"leaf1": {(9, 6): (20, 9000), (9, 4): (20, 5000)}, "leaf2": {(9, 4): (1, 0)}})
+    assert s.tracker.usage == {"critical": pytest.approx(0.05), "elastic": 0.0, "background": 0.0}
+    assert s.weights["critical"].weight == pytest.approx(4 / 1.05)
 
 
 def test_apply_weights_to_p4sim_through_target_control() -> None:

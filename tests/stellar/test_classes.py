@@ -19,7 +19,7 @@ from control_plane.inprocess import apply_document
 from control_plane.model import Fabric, load_fabric_text
 from control_plane.render import render_fabric
 from control_plane.roce import RoceFlowTemplate
-from control_plane.scheduler import ClassScheduler, InProcessQueues, bytes_by_class
+from control_plane.scheduler import ClassScheduler, InProcessQueues
 
 FABRIC = """\
 name: two-tenants
@@ -78,10 +78,13 @@ def run(program, f: Fabric) -> list[tuple[float, float]]:
         flows[src] = RoceFlowTemplate(s.mac, leaf.mac, str(s.ip), str(d.ip), qp, payload_len=1000, dscp=dscp)
     scheduler = ClassScheduler(f, {"leaf1": InProcessQueues(sw)}, port_pps={("leaf1", UPLINK): RATE_PPS},
                                jobs=["loader", "sync"])
-    weights = scheduler.step()  # no history yet
-    gap = 1e6 / RATE_PPS
     queues = range(f.dataplane.priority_queues)
-    seen = {q: 0 for q in queues}
+
+    def counters():  # what the controller reads: StellarEgress.telemetry.tx_queue of the uplink
+        return {"leaf1": {(UPLINK, q): sw.counter_read(TX_QUEUE, UPLINK * 8 + q) for q in queues}}
+
+    weights = scheduler.step_counters(counters())  # the baseline: no history yet
+    gap = 1e6 / RATE_PPS
     results = []
     psn = 0
     for _ in range(INTERVALS):
@@ -98,10 +101,7 @@ def run(program, f: Fabric) -> list[tuple[float, float]]:
         promised = weights["critical"].weight / (weights["critical"].weight + weights["elastic"].weight)
         results.append((critical / len(out), promised))
         # the controller's interval: per-queue byte counters since the last one -> usage -> weights
-        now = {q: sw.counter_read(TX_QUEUE, UPLINK * 8 + q)[1] for q in queues}
-        sent = bytes_by_class(f, {(UPLINK, q): (0, now[q] - seen[q]) for q in queues})
-        seen = now
-        weights = scheduler.step(sent)
+        weights = scheduler.step_counters(counters())
     return results
 
 
