@@ -415,6 +415,7 @@ class _Builder:
         design's classes (CLASS_DEFAULTS) on the data-plane contract's recommended queues."""
         result: list[TrafficClass] = []
         seen_dscp: dict[int, str] = {}
+        problems_before = len(self.problems)
         queue_paths: dict[str, KeyPath] = {}
         explicit: set[tuple[str, str]] = set()  # (class, key) the YAML sets: what an error should blame
         for name in CLASSES:
@@ -453,7 +454,7 @@ class _Builder:
             result.append(TrafficClass(name=name, dscp=tuple(dscps), queue=min(queue, queues - 1),
                                        elephant_queue=min(elephant_queue, queues - 1), base_priority=base))
         r.finish()
-        if weights and queues > 1:
+        if weights and queues > 1 and len(self.problems) == problems_before:  # queues that exist, else noise
             self._check_weighted_queues(result, queue_paths, explicit)
         return tuple(result)
 

@@ -308,3 +308,16 @@ def test_analyze_scheduler_says_when_weights_are_off(tmp_path: Path) -> None:
     f.write_text(Path(LAB).read_text().replace("    weights: true ", "    weights: false"))
     code, out, _ = run_cli("analyze-scheduler", str(f))
     assert code == 0 and "NOT applied, every queue strict" in out
+
+
+def test_four_queue_layout_with_weights() -> None:
+    """A switch with --priority-queues 4: one queue per class, control on top, all weighted below."""
+    f = load(mini("  priority_queues: 4\n  classes:\n"
+                  "    control: {queue: 3, elephant_queue: 3}\n    critical: {queue: 2, elephant_queue: 2}\n"
+                  "    elastic: {queue: 1, elephant_queue: 1}\n    background: {queue: 0, elephant_queue: 0}\n"))
+    q = queue_weights(f, compute_weights(f))
+    assert q[3] == (0, 3) and [q[i][1] for i in (2, 1, 0)] == [2, 1, 0]
+    assert q[2][0] == round(4 / 7 * 16384) and q[0][0] == round(1 / 7 * 16384)
+    # the queue range errors come alone, not with a shared-queue error for every clamped class
+    found = problems(mini("  priority_queues: 4\n"))
+    assert found and all("does not exist with priority_queues 4" in p for p in found), found
