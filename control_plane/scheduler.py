@@ -104,7 +104,11 @@ def compute_weights(fabric: Fabric, usage: Optional[Mapping[str, float]] = None,
     ``jobs``: the jobs that are running (default: every job in the fabric)."""
     usage = usage or {}
     sched = fabric.dataplane.scheduler
-    running = [fabric.jobs[j] for j in (jobs if jobs is not None else fabric.jobs)]
+    names = list(jobs if jobs is not None else fabric.jobs)
+    unknown = [j for j in names if j not in fabric.jobs]
+    if unknown:
+        raise ValueError(f"{fabric.source}: no job {', '.join(map(repr, unknown))} (jobs: {', '.join(fabric.jobs)})")
+    running = [fabric.jobs[j] for j in names]
     picked: dict[str, tuple[WeightTerms, tuple[WeightTerms, ...]]] = {}
     for cls in _weighted(fabric):
         default = WeightTerms(cls.name, cls.base_priority, sched.alpha, 0.0, sched.beta, usage.get(cls.name, 0.0))

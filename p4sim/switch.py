@@ -63,7 +63,7 @@ class Switch:
 
     Packets: ``send``, ``advance``/``service``, ``take_output`` (or ``on_output``), ``digests``.
     Control plane: table entries and defaults, registers, counters, meters (direct ones by
-    entry), multicast groups, clone sessions, queue rate/depth, port up/down.  Names are P4Info
+    entry), multicast groups, clone sessions, queue rate/depth/weight (p4sim.tm), port up/down.  Names are P4Info
     names (a unique dotted suffix also works).  Bad requests raise ``RuntimeApiError`` with a
     google.rpc code name.
     """

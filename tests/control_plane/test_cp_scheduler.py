@@ -136,6 +136,8 @@ def test_class_weight_uses_its_jobs_tenant_alpha_and_deadline() -> None:
     assert w["critical"].share == pytest.approx(5.5 / 8.5)
     # negative control: without the deadline the urgency term is gone
     assert compute_weights(lab, jobs=["dense"])["critical"].weight == 4.0
+    with pytest.raises(ValueError, match="no job 'nope'"):
+        compute_weights(lab, jobs=["nope"])
 
 
 def test_a_class_takes_its_most_deserving_jobs_weight() -> None:
