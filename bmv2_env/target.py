@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import shutil
 import subprocess
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 class NotSupportedByTarget(Exception):
@@ -31,6 +31,18 @@ class TargetControl(abc.ABC):
     @abc.abstractmethod
     def set_port_up(self, port: int, up: bool) -> None:
         """Bring a port's link up or down."""
+
+    def set_queue_weight(self, weight: int, port: int | None = None, priority: int | None = None,
+                         group: int | None = None) -> None:
+        """DWRR weight of a queue in bytes per round (0 = strict priority), p4sim.tm's scheduler."""
+        raise NotSupportedByTarget(f"{self.name}: no weighted queue scheduler")
+
+    def set_queue_weights(self, port: int, weights: Mapping[int, tuple[int, int]], port_pps: int) -> None:
+        """Apply a port's class weights: queue -> (weight, group), weight 0 = strict
+        (``control_plane.scheduler.queue_weights``).  ``port_pps`` is the port's line rate in
+        packets/s, for targets that can only express weights as rates."""
+        for queue, (weight, group) in sorted(weights.items()):
+            self.set_queue_weight(weight, port, queue, group)
 
     @property
     def has_virtual_clock(self) -> bool:
@@ -83,6 +95,9 @@ class P4simTarget(TargetControl):
 
     def set_port_up(self, port, up):
         self._call("set_port", port=port, up=up)
+
+    def set_queue_weight(self, weight, port=None, priority=None, group=None):
+        self._call("set_queue_weight", weight=weight, port=port, priority=priority, group=group)
 
     @property
     def has_virtual_clock(self) -> bool:
@@ -150,6 +165,26 @@ class Bmv2Target(TargetControl):
 
     def set_queue_depth(self, pkts, port=None, priority=None):
         self.run_cli([self._queue_cmd("set_queue_depth", pkts, port, priority)])
+
+    def set_queue_weights(self, port, weights, port_pps):
+        """BMv2 has no weighted scheduler: weights become per-queue rates.
+
+        ``simple_switch --priority-queues`` rate-limits each priority queue on its own and serves,
+        in strict priority, the queues whose limiter allows a send (QueueingLogicPriRL: a port whose
+        queues are all busy can emit the sum of their rates).  So a weighted group's queues each
+        get share x ``port_pps`` (share = its weight over the sum of the groups' weights) and
+        strict queues the full ``port_pps``.  What that gives: a backlogged class is held to its
+        share, so a flood in one class cannot take another's.  What it cannot give: the shares
+        are caps, not work-conserving (an idle class's share is not lent out), and a class whose
+        mouse and elephant queues are both busy may use up to twice its share.  p4sim's DWRR does
+        neither; compare shares across targets only with one busy queue per class."""
+        groups = {group: weight for weight, group in weights.values() if weight}
+        total = sum(groups.values())
+        commands = []
+        for queue, (weight, group) in sorted(weights.items()):
+            pps = max(1, round(port_pps * weight / total)) if weight else port_pps
+            commands.append(self._queue_cmd("set_queue_rate", pps, port, queue))
+        self.run_cli(commands)
 
     def set_port_up(self, port, up):
         ifname = self.interfaces.get(port)

@@ -4,7 +4,8 @@ Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
   stellarctl render FABRIC --switch NAME     print one switch's entry file
-  stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs)
+  stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs), and
+                                             each class's scheduler weight and why (the formula's terms)
 
 Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 from .errors import FabricError
-from .model import Fabric, load_fabric
+from .model import WEIGHTED_CLASSES, Fabric, load_fabric
 from .paths import Assignment, assign_jobs
 from .plan import plan_fabric
 from .render import RenderError, render_fabric, write_fabric
+from .scheduler import compute_weights, format_weights
 
 
 def _load(path: str, err: TextIO) -> Optional[Fabric]:
@@ -89,9 +91,30 @@ def cmd_analyze_scheduler(args: argparse.Namespace, out: TextIO, err: TextIO) ->
     if args.job is not None and args.job not in fabric.jobs:
         print(f"error: {args.fabric}: no job '{args.job}' (jobs: {', '.join(fabric.jobs) or 'none'})", file=err)
         return 1
+    usage = _parse_usage(args.usage or [], err)
+    if usage is None:
+        return 2
     assignment = assign_jobs(fabric, limit=args.limit)
     out.write(explain_job(fabric, assignment, args.job) if args.job else summarize(fabric, assignment))
+    out.write(format_weights(fabric, compute_weights(fabric, usage), args.job))
     return 0
+
+
+def _parse_usage(items: list[str], err: TextIO) -> Optional[dict[str, float]]:
+    """``--usage CLASS=FRACTION`` values (the history the controller would have measured)."""
+    usage: dict[str, float] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = -1.0
+        if name not in WEIGHTED_CLASSES or not 0.0 <= fraction <= 1.0:
+            print(f"error: --usage {item!r}: expected CLASS=FRACTION with CLASS one of "
+                  f"{', '.join(WEIGHTED_CLASSES)} and 0 <= FRACTION <= 1", file=err)
+            return None
+        usage[name] = fraction
+    return usage
 
 
 def summarize(fabric: Fabric, assignment: Assignment) -> str:
@@ -184,11 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output directory")
     p.add_argument("--switch", help="print this switch's document to stdout")
     p.set_defaults(func=cmd_render)
-    p = sub.add_parser("analyze-scheduler", help="which paths a job got, and why")
+    p = sub.add_parser("analyze-scheduler", help="which paths a job got and each class's weight, and why")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("job", nargs="?", help="job name (omit for a summary of every job)")
     p.add_argument("--limit", type=float, default=1.0,
                    help="highest link utilisation an isolated placement may reach (default 1.0)")
+    p.add_argument("--usage", action="append", metavar="CLASS=FRACTION",
+                   help="historical usage of a class (0..1) for the weights; default 0 (no history offline)")
     p.set_defaults(func=cmd_analyze_scheduler)
     from .ops import add_commands  # diff, push, stats, fail-link (P4Runtime; grpc loaded only here)
     add_commands(sub)

@@ -23,6 +23,16 @@ from .yaml_marks import KeyPath, MarkedDocument, load_marked
 ROLES = ("leaf", "spine")
 # Numbered as the data plane numbers them (p4src/CONTRACT.md section 1): background 0 .. control 3.
 CLASSES = ("background", "elastic", "critical", "control")
+# The design's classes and their DSCPs (control is the switches' own: CNPs, routing).  The weighted
+# classes share a port by the scheduler weights (control_plane/scheduler.py); control is strict.
+STRICT_CLASSES = ("control",)
+WEIGHTED_CLASSES = ("critical", "elastic", "background")
+CLASS_DEFAULTS = {  # name -> (DSCPs, mouse queue, elephant queue, base priority)
+    "control": ((48,), 7, 7, 0.0),
+    "critical": ((63,), 6, 5, 4.0),  # gradient sync, heartbeats
+    "elastic": ((32,), 4, 3, 2.0),  # data loading, checkpoints
+    "background": ((0,), 2, 1, 1.0),  # logs, monitoring
+}
 COLLECTIVES = ("AllReduce", "AlltoAll", "ParameterServer", "Broadcast")
 PATH_MODES = ("adaptive", "ecmp")
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
@@ -101,6 +111,8 @@ class Tenant:
     traffic_class: str
     guaranteed_share: float  # fraction of each link this tenant is promised (meter CIR)
     burst_kbytes: float
+    alpha: float = 1.0  # scheduler: weight gained per unit of deadline urgency
+    beta: float = 1.0  # scheduler: how hard historical usage divides the weight
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,8 @@ class Job:
     start_s: float
     tenant: Optional[str]
     root: Optional[str]  # Broadcast source / ParameterServer server; None for the others
+    traffic_class: str = "elastic"  # the class its traffic is marked with (DSCP)
+    remaining_s: Optional[float] = None  # time left to the job's deadline; None = no deadline
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,16 @@ class TrafficClass:
     dscp: tuple[int, ...]
     queue: int
     elephant_queue: int
+    base_priority: float = 0.0  # scheduler weight before urgency and usage; 0 = strict (control)
+
+    @property
+    def weighted(self) -> bool:
+        return self.name in WEIGHTED_CLASSES
+
+    @property
+    def queues(self) -> tuple[int, ...]:
+        """Its queues, highest first (the mouse queue normally)."""
+        return tuple(sorted({self.queue, self.elephant_queue}, reverse=True))
 
 
 @dataclass(frozen=True)
@@ -161,6 +185,19 @@ class ElephantParams:
 
 
 @dataclass(frozen=True)
+class SchedulerParams:
+    """Class weights: weight = (base_priority + alpha*urgency) / (1 + beta*usage) (scheduler.py)."""
+
+    weights: bool  # false: no weights pushed, every queue strict priority (BMv2's default)
+    priority_decay_factor: float  # usage <- d*usage + (1-d)*sample, per controller interval
+    urgency_horizon_s: float  # urgency = 1 - remaining/horizon, clamped to [0, 1]
+    alpha: float  # default of tenants without their own
+    beta: float
+    quantum_bytes: int  # DWRR bytes per round of the whole port, split by share
+    rate_packet_bytes: int  # packet size that turns Gbps into BMv2 queue rates (pps)
+
+
+@dataclass(frozen=True)
 class DataplaneParams:
     path_mode: str
     priority_queues: int
@@ -171,6 +208,10 @@ class DataplaneParams:
     ecn: EcnParams
     elephant: ElephantParams
     classes: tuple[TrafficClass, ...]
+    scheduler: SchedulerParams = SchedulerParams(True, 0.95, 3600.0, 1.0, 1.0, 16384, 4096)
+
+    def traffic_class(self, name: str) -> TrafficClass:
+        return next(c for c in self.classes if c.name == name)
 
 
 @dataclass(frozen=True)
@@ -299,6 +340,7 @@ class _Builder:
         path_mode = r.get_str("path_mode", default="adaptive", choices=PATH_MODES)
         queues = r.get_int("priority_queues", default=8, minimum=1, maximum=8)
         default_class = r.get_str("default_class", default="elastic", choices=CLASSES)
+        self.default_class = default_class or "elastic"
         malformed_l4 = r.get_str("malformed_l4", default="drop", choices=("drop", "forward"))
         reservations = r.get_bool("reservations", True)
 
@@ -348,21 +390,46 @@ class _Builder:
         )
         el.finish()
 
-        classes = self._classes(r.sub("classes"), queues or 8)
+        sc = r.sub("scheduler")
+        scheduler = SchedulerParams(
+            weights=sc.get_bool("weights", True),
+            priority_decay_factor=sc.get_number("priority_decay_factor", default=0.95, minimum=0.0, maximum=0.999),
+            urgency_horizon_s=sc.get_number("urgency_horizon_s", default=3600.0, minimum=0.0, maximum=1e9,
+                                            exclusive_minimum=True),
+            alpha=sc.get_number("alpha", default=1.0, minimum=0.0, maximum=1000.0),
+            beta=sc.get_number("beta", default=1.0, minimum=0.0, maximum=1000.0),
+            quantum_bytes=sc.get_int("quantum_bytes", default=16384, minimum=64, maximum=1 << 20),
+            rate_packet_bytes=sc.get_int("rate_packet_bytes", default=4096, minimum=64, maximum=16384),
+        )
+        sc.finish()
+        self.scheduler = scheduler
+
+        classes = self._classes(r.sub("classes"), queues or 8, scheduler.weights)
         r.finish()
         return DataplaneParams(path_mode=path_mode, priority_queues=queues or 8, default_class=default_class,
                                malformed_l4=malformed_l4, reservations=reservations, flowlet=flowlet, ecn=ecn, elephant=elephant,
-                               classes=classes)
+                               classes=classes, scheduler=scheduler)
 
-    def _classes(self, r: MappingReader, queues: int) -> tuple[TrafficClass, ...]:
-        """DSCP -> class -> queues; defaults follow the data-plane contract's recommended table."""
-        defaults = {"control": ((48,), 7, 7), "critical": ((46,), 6, 5), "elastic": ((26,), 4, 3),
-                    "background": ((8,), 2, 1)}
+    def _classes(self, r: MappingReader, queues: int, weights: bool) -> tuple[TrafficClass, ...]:
+        """DSCP -> class -> queues (+ the weighted classes' base priority); the defaults are the
+        design's classes (CLASS_DEFAULTS) on the data-plane contract's recommended queues."""
         result: list[TrafficClass] = []
         seen_dscp: dict[int, str] = {}
+        problems_before = len(self.problems)
+        queue_paths: dict[str, KeyPath] = {}
+        explicit: set[tuple[str, str]] = set()  # (class, key) the YAML sets: what an error should blame
         for name in CLASSES:
             c = r.sub(name)
-            dscp_default, queue_default, elephant_default = defaults[name]
+            queue_paths[name] = c.path
+            explicit.update((name, key) for key in ("queue", "elephant_queue") if c.has(key))
+            dscp_default, queue_default, elephant_default, base_default = CLASS_DEFAULTS[name]
+            base = 0.0
+            if name in WEIGHTED_CLASSES:
+                base = c.get_number("base_priority", default=base_default, minimum=0.0, maximum=1000.0,
+                                    exclusive_minimum=True) or base_default
+            elif c.has("base_priority"):
+                c.error(("base_priority",), f"class {name} is served in strict priority above the weighted "
+                                            f"classes; it has no weight")
             queue = c.get_int("queue", default=queue_default, minimum=0, maximum=7)
             elephant_queue = c.get_int("elephant_queue", default=elephant_default, minimum=0, maximum=7)
             for key, value in (("queue", queue), ("elephant_queue", elephant_queue)):
@@ -385,9 +452,33 @@ class _Builder:
                 seen_dscp.update({d: name for d in dscps})
             c.finish()
             result.append(TrafficClass(name=name, dscp=tuple(dscps), queue=min(queue, queues - 1),
-                                       elephant_queue=min(elephant_queue, queues - 1)))
+                                       elephant_queue=min(elephant_queue, queues - 1), base_priority=base))
         r.finish()
+        if weights and queues > 1 and len(self.problems) == problems_before:  # queues that exist, else noise
+            self._check_weighted_queues(result, queue_paths, explicit)
         return tuple(result)
+
+    def _check_weighted_queues(self, classes: list[TrafficClass], paths: dict[str, KeyPath],
+                               explicit: set[tuple[str, str]]) -> None:
+        """With scheduler weights each weighted class needs queues of its own (a queue has one
+        weight), and strict classes must sit above the weighted level, or they would wait
+        behind it (p4sim.tm: the weighted queues are one level, at their highest queue)."""
+        owner: dict[int, tuple[str, str]] = {}
+        for c in classes:
+            for key, q in (("queue", c.queue), ("elephant_queue", c.elephant_queue)):
+                other, other_key = owner.setdefault(q, (c.name, key))
+                if other != c.name and (c.weighted or classes[CLASSES.index(other)].weighted):
+                    # blame the setting the YAML wrote, not a default it collided with
+                    name, where, them = ((other, other_key, c.name) if (other, other_key) in explicit
+                                         and (c.name, key) not in explicit else (c.name, key, other))
+                    self.problem(paths[name] + (where,), f"queue {q} is also class {them}'s; with scheduler "
+                                                         f"weights each weighted class needs its own queues")
+        top = max((q for c in classes if c.weighted for q in c.queues), default=-1)
+        for c in classes:
+            if not c.weighted and min(c.queues) < top:
+                self.problem(paths[c.name] + ("queue",),
+                             f"class {c.name} is strict priority, so its queues must be above every weighted "
+                             f"class's (highest weighted queue: {top}); it has queue {min(c.queues)}")
 
     # -- switches --------------------------------------------------------------------------------
     def _switches(self, top: MappingReader, link_defaults: tuple[float, float]) -> dict[str, Switch]:
@@ -589,6 +680,9 @@ class _Builder:
             traffic_class = r.get_str("class", default="elastic", choices=CLASSES)
             share = r.get_number("guaranteed_share", required=True, minimum=0.0, maximum=1.0, exclusive_minimum=True)
             burst = r.get_number("burst_kbytes", default=64.0, minimum=1.0, maximum=1_000_000.0)
+            sched = getattr(self, "scheduler", None)
+            alpha = r.get_number("alpha", default=sched.alpha if sched else 1.0, minimum=0.0, maximum=1000.0)
+            beta = r.get_number("beta", default=sched.beta if sched else 1.0, minimum=0.0, maximum=1000.0)
             subnets: list[ipaddress.IPv4Network] = []
             subnet_items = r.items("subnets", required=True)
             if r.has("subnets") and not subnet_items and isinstance(r.data.get("subnets"), list):
@@ -615,7 +709,8 @@ class _Builder:
                 if total_share > 1.0 + 1e-9:
                     share_path = path + ("guaranteed_share",)
                 tenants[name] = Tenant(name=name, subnets=tuple(subnets), traffic_class=traffic_class or "elastic",
-                                       guaranteed_share=share, burst_kbytes=burst)
+                                       guaranteed_share=share, burst_kbytes=burst,
+                                       alpha=1.0 if alpha is None else alpha, beta=1.0 if beta is None else beta)
         if share_path is not None:
             self.problem(share_path, f"guaranteed shares of all tenants add up to {total_share:g}, more than 1")
         self.tenant_paths = paths
@@ -716,6 +811,8 @@ class _Builder:
             start = r.get_number("start_s", default=0.0, minimum=0.0, maximum=1e9)
             tenant = r.get_str("tenant")
             root = r.get_str("root")
+            job_class = r.get_str("class", choices=CLASSES)
+            remaining = r.get_number("remaining_s", minimum=0.0, maximum=1e9)
             members: list[str] = []
             valid = True
             for sub_path, host in r.items("hosts", required=True):
@@ -765,6 +862,8 @@ class _Builder:
             paths[name] = path
             if not valid or collective is None or bandwidth is None:
                 continue
+            if job_class is None:  # the tenant's class, else the fabric's default class
+                job_class = tenants[tenant].traffic_class if tenant in tenants else self.default_class
             jobs[name] = Job(name=name, collective=collective, hosts=tuple(members), bandwidth_gbps=bandwidth,
-                             start_s=start, tenant=tenant, root=root)
+                             start_s=start, tenant=tenant, root=root, traffic_class=job_class, remaining_s=remaining)
         return jobs

@@ -63,7 +63,7 @@ class Switch:
 
     Packets: ``send``, ``advance``/``service``, ``take_output`` (or ``on_output``), ``digests``.
     Control plane: table entries and defaults, registers, counters, meters (direct ones by
-    entry), multicast groups, clone sessions, queue rate/depth, port up/down.  Names are P4Info
+    entry), multicast groups, clone sessions, queue rate/depth/weight (p4sim.tm), port up/down.  Names are P4Info
     names (a unique dotted suffix also works).  Bad requests raise ``RuntimeApiError`` with a
     google.rpc code name.
     """
@@ -262,7 +262,7 @@ class Switch:
             sm.enq_timestamp = int(now) & M32
             self._depart(now, port, prio, now, 0, pkt)
             return
-        depth = tm.enqueue(pkt, port, prio, now)
+        depth = tm.enqueue(pkt, port, prio, now, len(pkt.orig))  # DWRR charges bytes
         if depth < 0:
             self.stats["queue_full"] += 1
             return
@@ -458,6 +458,15 @@ class Switch:
         with self.lock:
             try:
                 self.tm.set_depth(pkts, port, priority)
+            except ValueError as e:
+                raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
+
+    def set_queue_weight(self, weight: int, port: Optional[int] = None, priority: Optional[int] = None,
+                         group: Optional[int] = None) -> None:
+        """DWRR weight of a queue (0 = strict, the default); see p4sim.tm."""
+        with self.lock:
+            try:
+                self.tm.set_weight(weight, port, priority, group)
             except ValueError as e:
                 raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
 

@@ -12,6 +12,8 @@ op                    args                                        result
 ``advance``           ``us`` (virtual clock only)                 new time (µs)
 ``set_queue_rate``    ``pps``, optional ``port``, ``priority``    --
 ``set_queue_depth``   ``pkts``, optional ``port``, ``priority``   --
+``set_queue_weight``  ``weight`` (0 = strict; DWRR, p4sim.tm),     --
+                      optional ``port``, ``priority``, ``group``
 ``set_port``          ``port``, ``up`` (bool)                     --
 ``stats``             --                                          the switch's packet tallies
 ``sync``              --                                          -- (returns once all packets
@@ -79,6 +81,13 @@ def dispatch(device: Device, op: str, args: dict[str, Any]) -> Any:
         port = _int_arg(args, "port", optional=True)
         prio = _int_arg(args, "priority", optional=True)
         getattr(device, op)(amount, port, prio)
+        return None
+    if op == "set_queue_weight":
+        weight = _int_arg(args, "weight")
+        port = _int_arg(args, "port", optional=True)
+        prio = _int_arg(args, "priority", optional=True)
+        group = _int_arg(args, "group", optional=True)
+        device.set_queue_weight(weight, port, prio, group)
         return None
     if op == "set_port":
         up = args.get("up")

@@ -11,6 +11,24 @@ Model (BMv2 simple_switch's, made exact by the virtual clock):
 ``set_queue_rate`` / ``set_queue_depth`` settings are kept in call order and the last matching one
 wins, so ``set_queue_rate(100)`` followed by ``set_queue_rate(10, port=2)`` leaves port 2 at 10 pps
 and every other port (including ports first used later) at 100.
+
+Weighted queues (``set_weight``; p4sim's addition, BMv2 has no equivalent - see
+``bmv2_env.target.Bmv2Target.set_queue_weights`` for how weights become BMv2 queue rates):
+
+* a queue's weight is 0 by default, which means *strict*: exactly today's behaviour.  With no
+  weight set anywhere the scheduler is the strict-priority one above, packet for packet.
+* queues with a weight > 0 are *weighted*.  They are grouped (``group``, default: the queue's own
+  number); the groups share the port by DWRR (deficit weighted round robin, Shreedhar and
+  Varghese), byte based: a group's quantum is its weight in bytes per round, a group may send its
+  head packet when its deficit covers the packet's size, and an empty group's deficit is reset.
+  Inside a group the queues are served in strict priority (a class's mouse queue before its
+  elephant queue), so a class keeps one share however its traffic is split.
+* all weighted groups together are one strict-priority level, ranked at the highest weighted
+  queue number: strict queues above it pre-empt every weighted queue, strict queues below it
+  send only when no weighted queue has a packet ready.
+* a group's quantum is the weight of its highest queue (give a group's queues one weight).
+* long-run byte shares of backlogged groups are proportional to their weights; rounds in which
+  no group could send are skipped arithmetically, so small weights cost no extra work.
 """
 from __future__ import annotations
 
@@ -18,23 +36,32 @@ from collections import deque
 from typing import Any, Optional
 
 DEFAULT_DEPTH = 64
+MAX_WEIGHT = 1 << 24  # bytes per DWRR round; far above any MTU, low enough to keep deficits small
 
 
 class Queue:
-    __slots__ = ("items", "depth", "rate_pps")
+    __slots__ = ("items", "depth", "rate_pps", "weight", "group")
 
-    def __init__(self, depth: int, rate_pps: float) -> None:
-        self.items: deque = deque()  # (enqueue time us, packet)
+    def __init__(self, depth: int, rate_pps: float, weight: int = 0, group: int = 0) -> None:
+        self.items: deque = deque()  # (enqueue time us, packet, size in bytes)
         self.depth = depth
         self.rate_pps = rate_pps
+        self.weight = weight  # 0 = strict priority
+        self.group = group
 
 
 class Port:
-    __slots__ = ("queues", "free_at")
+    __slots__ = ("queues", "free_at", "deficit", "rr", "fresh", "groups", "wrank")
 
     def __init__(self) -> None:
         self.queues: list[Queue] = []
         self.free_at = 0.0  # the port is transmitting until this time
+        # DWRR state (only used when some queue of the port is weighted)
+        self.groups: list[tuple[int, int, list[int]]] = []  # (group id, quantum, queue numbers high->low)
+        self.wrank = -1  # highest weighted queue number: where the weighted level sits; -1 = none
+        self.deficit: dict[int, int] = {}
+        self.rr = 0  # index into groups of the group being visited
+        self.fresh = True  # the visited group has not had its quantum for this visit yet
 
 
 class TrafficManager:
@@ -46,6 +73,7 @@ class TrafficManager:
         self.busy: set[int] = set()  # ports with at least one queued packet
         self._rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
         self._depth_settings: list[tuple[Optional[int], Optional[int], int]] = []
+        self._weight_settings: list[tuple[Optional[int], Optional[int], tuple[int, Optional[int]]]] = []
 
     # ---------------------------------------------------------------- configuration
     @staticmethod
@@ -63,6 +91,7 @@ class TrafficManager:
             for prio in range(self.priority_queues):
                 ps.queues.append(Queue(self._resolve(self._depth_settings, port, prio, DEFAULT_DEPTH),
                                        self._resolve(self._rate_settings, port, prio, 0)))
+            self._apply_weights(port, ps)
             self.ports[port] = ps
         return ps
 
@@ -88,25 +117,62 @@ class TrafficManager:
             for prio, q in enumerate(ps.queues):
                 q.depth = self._resolve(self._depth_settings, pn, prio, DEFAULT_DEPTH)
 
+    def set_weight(self, weight: int, port: Optional[int] = None, priority: Optional[int] = None,
+                   group: Optional[int] = None) -> None:
+        """DWRR weight (bytes per round) of a queue; 0 = strict priority (the default).
+
+        ``group``: queues with the same group id share one DWRR share, served in strict priority
+        among themselves; default: the queue's own number (a group of one)."""
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_WEIGHT:
+            raise ValueError(f"queue weight must be an integer 0..{MAX_WEIGHT} (0 = strict), not {weight!r}")
+        if group is not None and not 0 <= group < self.priority_queues:
+            raise ValueError(f"group {group} outside 0..{self.priority_queues - 1}")
+        self._check_prio(priority)
+        self._weight_settings.append((port, priority, (weight, group)))
+        for pn, ps in self.ports.items():
+            self._apply_weights(pn, ps)
+
+    def _apply_weights(self, port: int, ps: Port) -> None:
+        groups: dict[int, list[int]] = {}
+        for prio in range(self.priority_queues - 1, -1, -1):
+            weight, group = self._resolve(self._weight_settings, port, prio, (0, None))
+            q = ps.queues[prio]
+            q.weight, q.group = weight, (prio if group is None else group)
+            if weight:
+                groups.setdefault(q.group, []).append(prio)
+        # visiting order: by highest member queue, high first (repeatable, and it is the order a
+        # reader expects); quantum = the weight of the group's highest queue
+        order = sorted(groups.items(), key=lambda kv: -kv[1][0])
+        ps.groups = [(g, ps.queues[members[0]].weight, members) for g, members in order]
+        ps.wrank = order[0][1][0] if order else -1
+        ps.deficit = {g: ps.deficit.get(g, 0) for g, _, _ in ps.groups}
+        if ps.rr >= len(ps.groups):
+            ps.rr, ps.fresh = 0, True
+
     def rate(self, port: int, priority: int = 0) -> float:
         return self._port(port).queues[priority].rate_pps
 
     def depth(self, port: int, priority: int = 0) -> int:
         return self._port(port).queues[priority].depth
 
+    def weight(self, port: int, priority: int = 0) -> tuple[int, int]:
+        """(weight, group) of a queue; weight 0 = strict."""
+        q = self._port(port).queues[priority]
+        return q.weight, q.group
+
     def occupancy(self, port: int, priority: int = 0) -> int:
         ps = self.ports.get(port)
         return len(ps.queues[priority].items) if ps else 0
 
     # ---------------------------------------------------------------- data path
-    def enqueue(self, pkt: Any, port: int, priority: int, now_us: float) -> int:
-        """Queue ``pkt``; returns the number of packets already in that queue (``enq_qdepth``),
-        or -1 when the queue is full (drop-tail)."""
+    def enqueue(self, pkt: Any, port: int, priority: int, now_us: float, size: int = 1) -> int:
+        """Queue ``pkt`` (``size`` bytes, what DWRR charges); returns the number of packets already
+        in that queue (``enq_qdepth``), or -1 when the queue is full (drop-tail)."""
         q = self._port(port).queues[priority]
         n = len(q.items)
         if n >= q.depth:
             return -1
-        q.items.append((now_us, pkt))
+        q.items.append((now_us, pkt, size))
         self.busy.add(port)
         return n
 
@@ -143,16 +209,70 @@ class TrafficManager:
         if best_t is None:
             return None
         ps = self.ports[best_port]
-        for prio in range(self.priority_queues - 1, -1, -1):  # strict priority: highest first
-            q = ps.queues[prio]
-            if q.items and q.items[0][0] <= best_t:
-                enq_t, pkt = q.items.popleft()
-                rate = q.rate_pps
-                ps.free_at = best_t + (1e6 / rate if rate else 0.0)
-                if not any(qq.items for qq in ps.queues):
-                    self.busy.discard(best_port)
-                return best_t, best_port, prio, enq_t, len(q.items), pkt
+        prio = self._select(ps, best_t)
+        q = ps.queues[prio]
+        enq_t, pkt, _ = q.items.popleft()
+        rate = q.rate_pps
+        ps.free_at = best_t + (1e6 / rate if rate else 0.0)
+        if not any(qq.items for qq in ps.queues):
+            self.busy.discard(best_port)
+        return best_t, best_port, prio, enq_t, len(q.items), pkt
+
+    @staticmethod
+    def _ready(q: Queue, t: float) -> bool:
+        return bool(q.items) and q.items[0][0] <= t
+
+    def _select(self, ps: Port, t: float) -> int:
+        """The queue that sends at ``t``: strict queues by number, the weighted level by DWRR."""
+        queues = ps.queues
+        for prio in range(self.priority_queues - 1, -1, -1):
+            q = queues[prio]
+            if q.weight:
+                if prio == ps.wrank:
+                    chosen = self._dwrr(ps, t)
+                    if chosen is not None:
+                        return chosen
+                continue
+            if self._ready(q, t):
+                return prio
         raise AssertionError("a busy port had no eligible queue")  # unreachable by construction
+
+    def _dwrr(self, ps: Port, t: float) -> Optional[int]:
+        """One DWRR decision among the weighted groups, or None when none has a packet ready."""
+        queues, groups = ps.queues, ps.groups
+
+        def head(members: list[int]) -> Optional[int]:
+            return next((m for m in members if self._ready(queues[m], t)), None)
+
+        if not any(head(members) is not None for _, _, members in groups):
+            return None
+        unserved = 0  # consecutive fresh visits that sent nothing
+        while True:
+            gid, quantum, members = groups[ps.rr]
+            m = head(members)
+            if m is None:
+                ps.deficit[gid] = 0  # an idle group keeps no credit
+            else:
+                if ps.fresh:
+                    ps.deficit[gid] += quantum
+                    ps.fresh = False
+                size = queues[m].items[0][2]
+                if ps.deficit[gid] >= size:
+                    ps.deficit[gid] -= size
+                    return m
+            ps.rr = (ps.rr + 1) % len(groups)
+            ps.fresh = True
+            unserved += 1
+            if unserved == len(groups):
+                # A whole round sent nothing: every ready group is short of its head packet.
+                # Skip the further empty rounds at once (same deficits as looping through them).
+                rounds = min(-(-(queues[h].items[0][2] - ps.deficit[g]) // q) - 1
+                             for g, q, mem in groups if (h := head(mem)) is not None)
+                if rounds > 0:
+                    for g, q, mem in groups:
+                        if head(mem) is not None:
+                            ps.deficit[g] += rounds * q
+                unserved = 0
 
     def flush_port(self, port: int) -> int:
         """Drop everything queued for ``port`` (it went down); returns how many were dropped."""
@@ -162,5 +282,7 @@ class TrafficManager:
         n = sum(len(q.items) for q in ps.queues)
         for q in ps.queues:
             q.items.clear()
+        for g in ps.deficit:
+            ps.deficit[g] = 0
         self.busy.discard(port)
         return n

@@ -157,6 +157,14 @@ class Device:
             if self.switch is not None:
                 self.switch.set_queue_depth(pkts, port, priority)
 
+    def set_queue_weight(self, weight: int, port: int | None = None, priority: int | None = None,
+                         group: int | None = None) -> None:
+        with self.lock:
+            if self.switch is not None:  # first: a refused setting must not be re-applied later
+                self.switch.set_queue_weight(weight, port, priority, group)
+            self._remember_queue("set_queue_weight", (weight, port, priority, group))
+        self._wake.set()
+
     def set_port_up(self, port: int, up: bool) -> None:
         with self.lock:
             self._port_up[port] = up

@@ -48,7 +48,7 @@ def test_lab_details() -> None:
     assert lab.hosts["l2g3"].tenant == "batch" and lab.hosts["l2g1"].tenant == "llm"
     assert lab.jobs["moe"].collective == "AlltoAll" and lab.jobs["dense"].collective == "AllReduce"
     classes = {c.name: c for c in lab.dataplane.classes}
-    assert classes["critical"].dscp == (46,) and classes["critical"].elephant_queue == 5
+    assert classes["critical"].dscp == (63,) and classes["critical"].elephant_queue == 5
     assert lab.switches["spine1"].mac == "02:53:00:00:00:65"  # derived from device id 101
     assert lab.hosts["l1g1"].delay_us == 0.5 and leaf1.ports[1].delay_us == 0.5  # defaults.host_link
 

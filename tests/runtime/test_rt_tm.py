@@ -320,3 +320,173 @@ def test_switch_refuses_to_move_time_backwards(prog):
     with pytest.raises(RuntimeApiError):
         sw.advance(-5)
     assert sw.now_us == 0
+
+
+# ---------------------------------------------------------------------------------------- DWRR
+def _backlog(sw, port, per_queue, sizes, n=200):
+    """Fill each queue in ``per_queue`` with ``n`` probes of ``sizes[q]`` payload bytes (tagged)."""
+    sw.set_queue_depth(n + 1, port=port)
+    for i in range(n):
+        for q in per_queue:
+            sw.send(0, probe(port, prio=q, payload=bytes([q]) * sizes[q]))
+
+
+def _bytes_by_queue(sw, first_n):
+    got = {}
+    for _, data in sw.take_output()[:first_n]:
+        p = read(data)
+        got[p["prio"]] = got.get(p["prio"], 0) + p["packet_length"]
+    return got
+
+
+def test_weights_off_is_strict_priority_exactly(prog):
+    """No weight set anywhere: the same departures as BMv2's strict priority (the default)."""
+    sw = p4sim.Switch(prog, priority_queues=4)
+    sw.set_queue_rate(1000, port=1)
+    assert sw.tm.weight(1, 2) == (0, 2)
+    _backlog(sw, 1, (1, 2), {1: 10, 2: 10}, n=20)
+    sw.advance(40_000)
+    prios = [read(d)["prio"] for _, d in sw.take_output()]
+    assert prios[1:21] == [2] * 20 and prios[21:] == [1] * 19  # the first left at once (idle port)
+
+
+def test_dwrr_shares_bytes_by_weight_at_virtual_time(prog):
+    """Two backlogged weighted queues share the port 3:1 in bytes; the negative control (no
+    weights) gives everything to the higher queue."""
+    for weights, expect in (({2: 3000, 1: 1000}, 0.75), (None, 1.0)):
+        sw = p4sim.Switch(prog, priority_queues=4)
+        sw.set_queue_rate(10_000, port=1)  # 100 us per packet
+        if weights:
+            for q, w in weights.items():
+                sw.set_queue_weight(w, port=1, priority=q)
+        _backlog(sw, 1, (1, 2), {1: 500, 2: 500})
+        sw.advance(400 * 100)
+        got = _bytes_by_queue(sw, 200)  # both queues still backlogged: 150 + 50 of 200 each
+        share = got.get(2, 0) / sum(got.values())
+        assert abs(share - expect) < 0.01, (weights, got)
+
+
+def test_dwrr_is_byte_fair_not_packet_fair(prog):
+    """Equal weights, queue 2 sends 4x larger packets: equal bytes, so 4x fewer of its packets."""
+    sw = p4sim.Switch(prog, priority_queues=4)
+    sw.set_queue_rate(10_000, port=1)
+    sw.set_queue_weight(1500, port=1, priority=1)
+    sw.set_queue_weight(1500, port=1, priority=2)
+    _backlog(sw, 1, (1, 2), {1: 200, 2: 800})
+    sw.advance(300 * 100)
+    out = [read(d) for _, d in sw.take_output()[:250]]
+    by = {q: sum(p["packet_length"] for p in out if p["prio"] == q) for q in (1, 2)}
+    n = {q: sum(1 for p in out if p["prio"] == q) for q in (1, 2)}
+    assert abs(by[2] / (by[1] + by[2]) - 0.5) < 0.03, by
+    assert n[1] > 3 * n[2], n
+
+
+def test_small_weights_skip_empty_rounds(prog):
+    """Weights far below the packet size give the same shares (rounds are skipped, not looped)."""
+    sw = p4sim.Switch(prog, priority_queues=4)
+    sw.set_queue_rate(10_000, port=1)
+    sw.set_queue_weight(3, port=1, priority=2)
+    sw.set_queue_weight(1, port=1, priority=1)
+    _backlog(sw, 1, (1, 2), {1: 1000, 2: 1000})
+    sw.advance(300 * 100)
+    got = _bytes_by_queue(sw, 200)
+    assert abs(got[2] / (got[1] + got[2]) - 0.75) < 0.02, got
+
+
+def test_strict_queue_above_the_weighted_level_preempts_it(prog):
+    """Queue 3 strict, 1 and 2 weighted, 0 strict: 3 first, then DWRR, queue 0 only when the
+    weighted queues are empty."""
+    sw = p4sim.Switch(prog, priority_queues=4)
+    sw.set_queue_rate(1000, port=1)
+    sw.set_queue_weight(1000, port=1, priority=1)
+    sw.set_queue_weight(1000, port=1, priority=2)
+    sw.send(0, probe(1, prio=0, payload=b"first"))  # leaves at once
+    for q in (0, 1, 2, 1, 2, 3):
+        sw.send(0, probe(1, prio=q))
+    sw.advance(20_000)
+    prios = [read(d)["prio"] for _, d in sw.take_output()]
+    assert prios[0] == 0 and prios[1] == 3 and sorted(prios[2:6]) == [1, 1, 2, 2] and prios[6] == 0
+
+
+def test_group_shares_one_weight_and_serves_its_queues_in_priority(prog):
+    """Queues 2 and 3 in one group (a class's mouse and elephant queue) against queue 1 at the
+    same weight: the group gets half in total, not two thirds, and 3 goes before 2 inside it."""
+    sw = p4sim.Switch(prog, priority_queues=4)
+    sw.set_queue_rate(10_000, port=1)
+    sw.set_queue_weight(2000, port=1, priority=3, group=3)
+    sw.set_queue_weight(2000, port=1, priority=2, group=3)
+    sw.set_queue_weight(2000, port=1, priority=1)
+    _backlog(sw, 1, (1, 2, 3), {1: 500, 2: 500, 3: 500}, n=100)
+    sw.advance(250 * 100)
+    out = [read(d)["prio"] for _, d in sw.take_output()]
+    both = out[1:181]  # [0] (queue 1) left at once; queue 1 stays backlogged through [180]
+    group = [p for p in both if p in (2, 3)]
+    assert abs(len(group) / len(both) - 0.5) < 0.02, both
+    # inside the group strict priority: queue 3 drains before queue 2 sends at all
+    assert set(group) == {3} and out.index(2) > len(out) - 1 - out[::-1].index(3), out
+
+
+def test_queue_weight_setting_is_checked(prog):
+    sw = p4sim.Switch(prog, priority_queues=2)
+    for bad in (dict(weight=-1), dict(weight=1, priority=2), dict(weight=1, group=5), dict(weight=1.5)):
+        with pytest.raises(RuntimeApiError):
+            sw.set_queue_weight(**bad)
+    sw.set_queue_weight(7, priority=1)
+    assert sw.tm.weight(4, 1) == (7, 1) and sw.tm.weight(4, 0) == (0, 0)  # later ports get it too
+    sw.set_queue_weight(0, port=4, priority=1)
+    assert sw.tm.weight(4, 1) == (0, 1) and sw.tm.weight(5, 1) == (7, 1)
+
+
+def test_queue_weight_over_target_control_reaches_the_tm_and_survives_a_new_pipeline(prog):
+    """``set_queue_weight`` on p4sim's side channel (what bmv2_env.target.P4simTarget sends)."""
+    from p4sim.p4rt import Device, DeviceOptions
+    from p4sim.target_control import ControlClient, ControlError, ControlServer
+
+    dev = Device(DeviceOptions(clock="virtual", priority_queues=4), program_loader=lambda cfg: prog)
+    dev.install(dev.build_switch(b"")[1])
+    server = ControlServer(dev, "127.0.0.1:0")
+    server.start()
+    client = ControlClient(f"127.0.0.1:{server.port}")
+    try:
+        client.call("set_queue_weight", weight=3000, port=1, priority=2, group=3)
+        assert dev.switch.tm.weight(1, 2) == (3000, 3) and dev.switch.tm.weight(1, 1) == (0, 1)
+        for bad in (dict(weight=-1), dict(port=1), dict(weight=1, priority=9)):
+            with pytest.raises(ControlError):
+                client.call("set_queue_weight", **bad)
+        dev.install(dev.build_switch(b"")[1])  # a new pipeline: the device re-applies its settings
+        assert dev.switch.tm.weight(1, 2) == (3000, 3)
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_dwrr_shares_and_work_conservation_over_random_mixes():
+    """TrafficManager alone, seeded: three weighted queues with random weights and random packet
+    sizes (64..1500 B) stay backlogged; each gets bytes in proportion to its weight (within 3%),
+    and the port never idles while a packet waits (departures exactly 1/rate apart)."""
+    import random
+
+    from p4sim.tm import TrafficManager
+
+    rng = random.Random(7)
+    for _ in range(5):
+        tm = TrafficManager(4)
+        tm.set_rate(1000, port=1)
+        tm.set_depth(5000, port=1)
+        weights = {q: rng.randint(1, 20) * 100 for q in (1, 2, 3)}
+        for q, w in weights.items():
+            tm.set_weight(w, port=1, priority=q)
+        for _ in range(3000):
+            for q in weights:
+                tm.enqueue(None, 1, q, 0.0, rng.randint(64, 1500))
+        sent = {q: 0 for q in weights}
+        sizes = {q: list(p[2] for p in tm.ports[1].queues[q].items) for q in weights}
+        times = []
+        for _ in range(3000):
+            t, _, q, _, _, _ = tm.pop_due(1e12)
+            times.append(t)
+            sent[q] += sizes[q].pop(0)
+        assert times == [i * 1000.0 for i in range(3000)]
+        total_w, total_b = sum(weights.values()), sum(sent.values())
+        for q in weights:
+            assert abs(sent[q] / total_b - weights[q] / total_w) < 0.03, (weights, sent)
