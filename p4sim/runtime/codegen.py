@@ -44,6 +44,24 @@ def _bits(t: ir.Type) -> Optional[ir.BitT]:
     return None
 
 
+@dataclass(eq=False)
+class Pinned(ir.Expr):
+    """A value already computed into a Python temporary: an lvalue's run-time stack index
+    evaluated before the right-hand side of its assignment (P4_16: lvalues are evaluated first)."""
+
+    code: str = ""
+
+
+# Python expressions whose value cannot change when other code runs in between: literals and
+# temporaries assigned once.  Anything else read before a later operand's statements must be
+# captured into a temporary first, so side effects of later operands cannot change it.
+_STABLE = re.compile(r"^(?:_t\d+(?:\[\d+\])?|-?\d+|True|False|None|'[^'\\]*')$")
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
 def enum_member(lit: ir.Expr) -> str:
     """The member name of an enum Literal (HashAlgorithm.crc16 -> "crc16")."""
     t = lit.type
@@ -172,6 +190,54 @@ class ProgramCompiler:
             raise Unsupported(f"expression {type(e).__name__}", e.pos)
         return m(e, sc, pre)
 
+    def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
+        return e.code
+
+    def sequence(self, items: list[tuple[str, list[str], bool]], sc: Scope, pre: list[str]) -> list[str]:
+        """Operands evaluated left to right (P4_16 §8): ``items`` are (code, statements it needs,
+        is a composite object reference).  Each operand's statements go to ``pre`` in order; an
+        operand read before a later operand's statements is captured in a temporary first (a copy
+        for a composite), so a later call's side effects cannot change it."""
+        last = max((i for i, (_, p, _) in enumerate(items) if p), default=-1)
+        codes = []
+        for i, (code, p, comp) in enumerate(items):
+            pre += p
+            if i < last and not _STABLE.match(code):
+                t = sc.new_tmp()
+                pre.append(f"{t} = {code}._copy()" if comp else f"{t} = {code}")
+                code = t
+            codes.append(code)
+        return codes
+
+    def ex_all(self, es: list[ir.Expr], sc: Scope, pre: list[str]) -> list[str]:
+        """Python codes for ``es`` evaluated left to right (see ``sequence``)."""
+        items = []
+        for e in es:
+            p: list[str] = []
+            items.append((self.ex(e, sc, p), p, is_composite(e.type)))
+        return self.sequence(items, sc, pre)
+
+    def pin_lvalue(self, lv: ir.Expr, sc: Scope, pre: list[str]) -> ir.Expr:
+        """``lv`` with its run-time stack indices computed now into temporaries, so the lvalue
+        means what it meant before a right-hand side or a call's other arguments ran."""
+        if isinstance(lv, ir.StackIndex):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            if isinstance(lv.index, (ir.Literal, Pinned)):
+                return lv if base is lv.base else ir.StackIndex(lv.type, lv.pos, base, lv.index)
+            t = sc.new_tmp()
+            pre.append(f"{t} = {self.ex(lv.index, sc, pre)}")
+            return ir.StackIndex(lv.type, lv.pos, base, Pinned(lv.index.type, lv.pos, t))
+        if isinstance(lv, ir.Member):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.Member(lv.type, lv.pos, base, lv.name)
+        if isinstance(lv, ir.Slice):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.Slice(lv.type, lv.pos, base, lv.hi, lv.lo)
+        if isinstance(lv, ir.StackProp):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.StackProp(lv.type, lv.pos, base, lv.prop)
+        return lv
+
     def ex_Literal(self, e: ir.Literal, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.value, bool):
             return "True" if e.value else "False"
@@ -257,11 +323,19 @@ class ProgramCompiler:
     def ex_Binary(self, e: ir.Binary, sc: Scope, pre: list[str]) -> str:
         op = e.op
         if op in ("&&", "||"):
-            # the right operand may need statements of its own; keep it lazy by running them only
-            # when needed is not possible in an expression, so such calls are evaluated eagerly.
-            a, b = self.ex(e.left, sc, pre), self.ex(e.right, sc, pre)
-            return f"({a} {'and' if op == '&&' else 'or'} {b})"
-        a, b = self.ex(e.left, sc, pre), self.ex(e.right, sc, pre)
+            # short-circuit: the right operand (and any statement it needs) runs only when the
+            # left one does not decide the result
+            a = self.ex(e.left, sc, pre)
+            rp: list[str] = []
+            b = self.ex(e.right, sc, rp)
+            if not rp:
+                return f"({a} {'and' if op == '&&' else 'or'} {b})"
+            t = sc.new_tmp()
+            pre.append(f"{t} = {a}")
+            pre.append(f"if {t}:" if op == "&&" else f"if not {t}:")
+            pre += _indent(rp + [f"{t} = {b}"])
+            return t
+        a, b = self.ex_all([e.left, e.right], sc, pre)
         lt = e.left.type
         if op in ("==", "!="):
             if is_composite(lt):
@@ -325,12 +399,24 @@ class ProgramCompiler:
         return a
 
     def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
-        return f"({self.ex(e.then, sc, pre)} if {self.ex(e.cond, sc, pre)} else {self.ex(e.other, sc, pre)})"
+        c = self.ex(e.cond, sc, pre)
+        tp: list[str] = []
+        op: list[str] = []
+        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
+        if not tp and not op:
+            return f"({a} if {c} else {b})"
+        # only the chosen branch runs (with its statements)
+        t = sc.new_tmp()
+        pre.append(f"if {c}:")
+        pre += _indent(tp + [f"{t} = {a}"])
+        pre.append("else:")
+        pre += _indent(op + [f"{t} = {b}"])
+        return t
 
     def ex_ListExpr(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.type, (ir.StructT, ir.HeaderT)):
             return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre)
-        return "(" + "".join(self.ex(i, sc, pre) + ", " for i in e.items) + ")"
+        return "(" + "".join(c + ", " for c in self.ex_all(e.items, sc, pre)) + ")"
 
     def ex_StructExpr(self, e: ir.StructExpr, sc: Scope, pre: list[str]) -> str:
         return self.build_struct(e.type, e.fields, sc, pre)
@@ -382,7 +468,8 @@ class ProgramCompiler:
 
     def ex_ActionCall(self, e: ir.ActionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.action_name(e.action, None)
-        return self.call_with_copy_out(f"{fn}({sc.frame or 'None'}, ", e.action.params, e.args, e.directions, sc, pre, has_value=False)
+        return self.call_with_copy_out(f"{fn}({sc.frame or 'None'}, ", e.action.params, e.args, e.directions, sc, pre,
+                                       has_value=False, may_exit=self.may_exit(e.action))
 
     def ex_FunctionCall(self, e: ir.FunctionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.gname(e.function, "FN", e.function.name)
@@ -390,32 +477,63 @@ class ProgramCompiler:
         return self.call_with_copy_out(f"{fn}(", e.function.params, e.args, e.directions, sc, pre, has_value=has_value)
 
     def call_with_copy_out(self, head: str, params: list[ir.Var], args: list[Optional[ir.Expr]],
-                           directions: list[Optional[str]], sc: Scope, pre: list[str], has_value: bool) -> str:
-        codes, outs = [], []
+                           directions: list[Optional[str]], sc: Scope, pre: list[str], has_value: bool,
+                           may_exit: bool = False) -> str:
+        """A call with P4's copy-in/copy-out (P4_16 §6.8): arguments are evaluated left to right,
+        lvalues of ``out``/``inout`` arguments first pinned (their indices computed), ``in`` and
+        ``inout`` values copied in (composites by value: the callee works on a copy), and
+        ``out``/``inout`` values written back after the call -- also when the callee ends with
+        ``exit`` (``may_exit``).  Scalar outs come back as the callee's returned tuple."""
+        items: list[tuple[str, list[str], bool]] = []
+        outs: list[ir.Expr] = []  # scalar out/inout lvalues, in the callee's return-tuple order
+        backs: list[tuple[ir.Expr, str]] = []  # composite out/inout lvalues and their copies
         for p, a, d in itertools.zip_longest(params, args, directions):
             d = d if d is not None else p.direction
+            ap: list[str] = []
             if a is None:
-                codes.append(default_scalar(p.type) if not is_composite(p.type) else f"{self.classes.name(p.type)}()")
-                continue
-            if is_composite(p.type):
-                obj = self.ex(a, sc, pre)
-                codes.append(obj if d in ("out", "inout") else f"{obj}._copy()")
+                code = default_scalar(p.type) if not is_composite(p.type) else f"{self.classes.name(p.type)}()"
+            elif is_composite(p.type):
+                if d in ("out", "inout"):
+                    lv = self.pin_lvalue(a, sc, ap)
+                    code = sc.new_tmp()
+                    if d == "out":
+                        ap.append(f"{code} = {self.classes.name(p.type)}()")
+                    else:
+                        ap.append(f"{code} = {self.ex(lv, sc, ap)}._copy()")
+                    backs.append((lv, code))
+                else:
+                    code = f"{self.ex(a, sc, ap)}._copy()"
             elif d == "out":
-                codes.append(default_scalar(p.type, self.err.get("NoError", 0)))
-                outs.append(a)
+                code = default_scalar(p.type, self.err.get("NoError", 0))
+                outs.append(self.pin_lvalue(a, sc, ap))
             elif d == "inout":
-                codes.append(self.ex(a, sc, pre))
-                outs.append(a)
+                lv = self.pin_lvalue(a, sc, ap)
+                code = self.ex(lv, sc, ap)
+                outs.append(lv)
             else:
-                codes.append(self.ex(a, sc, pre))
+                code = self.ex(a, sc, ap)
+            items.append((code, ap, False))
+        codes = self.sequence(items, sc, pre)
         call = head + ", ".join(codes) + ")"
-        if not outs:
+        if not outs and not backs:
             return call
         tmp = sc.new_tmp()
-        pre.append(f"{tmp} = {call}")
         base = 1 if has_value else 0
-        for i, lv in enumerate(outs):
-            self.assign(lv, f"{tmp}[{base + i}]", sc, pre)
+
+        def copy_out(src: str) -> list[str]:
+            lines: list[str] = []
+            for i, lv in enumerate(outs):
+                self.assign(lv, f"{src}[{base + i}]", sc, lines)
+            for lv, t in backs:
+                self.assign(lv, t, sc, lines)
+            return lines
+
+        if may_exit:
+            pre += ["try:", f"    {tmp} = {call}", "except _ExitBlock as _xb:"]
+            pre += _indent(copy_out("_xb.vals") + ["raise"])
+        else:
+            pre.append(f"{tmp} = {call}")
+        pre += copy_out(tmp)
         return f"{tmp}[0]" if has_value else "None"
 
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
@@ -648,11 +766,12 @@ class ProgramCompiler:
         elif isinstance(s, ir.Empty):
             pass
         elif isinstance(s, ir.Assign):
-            if is_composite(s.lhs.type):
-                v = self.ex(s.rhs, sc, pre)
-                self.assign(s.lhs, v, sc, pre)
-            else:
-                self.assign(s.lhs, self.ex(s.rhs, sc, pre), sc, pre)
+            rp: list[str] = []
+            v = self.ex(s.rhs, sc, rp)
+            # the lvalue is evaluated before the right-hand side (its indices are pinned first)
+            lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
+            pre += rp
+            self.assign(lhs, v, sc, pre)
             self.flush(pre, w)
         elif isinstance(s, ir.VarDecl):
             self.declare(s, sc, w)
@@ -1051,7 +1170,7 @@ class ProgramCompiler:
         kfn = f"K_{gname}"
         sc = Scope(vars=dict(fvars), frame="F")
         pre: list[str] = []
-        keys = [self.ex(k.expr, sc, pre) for k in t.keys]
+        keys = self.ex_all([k.expr for k in t.keys], sc, pre)
         w = Writer()
         w(f"def {kfn}(F):")
         w.indent()
@@ -1097,7 +1216,8 @@ class ProgramCompiler:
                     call_args.append(arg)
                 dirs.append(p.direction)
             sc.vars.update(placeholders)
-            res = self.call_with_copy_out(f"{fn}(F, ", a.params, call_args, dirs, sc, pre, has_value=False)
+            res = self.call_with_copy_out(f"{fn}(F, ", a.params, call_args, dirs, sc, pre, has_value=False,
+                                          may_exit=self.may_exit(a))
             w = Writer()
             w(f"def {wname}(F, {', '.join(cp_names)}):" if cp_names else f"def {wname}(F):")
             w.indent()
@@ -1110,6 +1230,27 @@ class ProgramCompiler:
             self.w("")
             fn = wname
         return ActionInfo(a, ref, self.action_id(a), fn, cp)
+
+    def may_exit(self, a: ir.ActionDecl) -> bool:
+        """Whether action ``a`` can end with ``exit`` (directly or through an action it calls)."""
+        memo = self.__dict__.setdefault("_may_exit", {})
+        if id(a) not in memo:
+            memo[id(a)] = False  # recursion guard (P4 has no recursion; be safe anyway)
+            memo[id(a)] = self._stmt_may_exit(a.body)
+        return memo[id(a)]
+
+    def _stmt_may_exit(self, s: Any) -> bool:
+        if isinstance(s, ir.Exit):
+            return True
+        if isinstance(s, ir.Block):
+            return any(self._stmt_may_exit(x) for x in s.stmts)
+        if isinstance(s, ir.If):
+            return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
+        if isinstance(s, ir.SwitchStmt):
+            return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
+        if isinstance(s, ir.CallStmt):
+            return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)
+        return False
 
     def drain_actions(self, fvars: dict[int, str]) -> None:
         while self.pending_actions:
@@ -1132,7 +1273,17 @@ class ProgramCompiler:
         w.indent()
         body = Writer()
         body.depth = w.depth
-        self.stmts([a.body], sc, body)
+        if outs and self.may_exit(a):
+            # exit still copies back: hand the caller the current out values with the exception
+            body("try:")
+            body.indent()
+            self.stmts([a.body], sc, body)
+            body.dedent()
+            body("except _ExitBlock as _xb:")
+            body(f"    _xb.vals = ({', '.join(outs)},)")
+            body("    raise")
+        else:
+            self.stmts([a.body], sc, body)
         if outs:
             body(sc.returns(None))
         self.bind_used(w, body.lines, binds, w.depth, sc)

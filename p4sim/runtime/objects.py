@@ -97,7 +97,8 @@ class ClassFactory:
         L += [f"    {a} = {'False' if b else '0'}" for a, _, _, b in lay]
         L += ["    def _copy(self):", f"        n = _new({n})", "        n.__dict__.update(self.__dict__)",
               "        return n",
-              "    def _set(self, o):", "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
+              "    def _set(self, o):", "        if o is self: return  # x = x keeps x",
+              "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
         L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
               "        return self._v == o._v" + "".join(f" and self.{a} == o.{a}" for a in attrs)]
         # _pack/_unpack: the header as one integer, first field in the most significant bits
@@ -120,7 +121,7 @@ class ClassFactory:
             L += [f"        self.{a} = {self.names[id(ft)]}()" for a, ft in comp]
         L += ["    def _copy(self):", f"        n = _new({n})", "        n.__dict__.update(self.__dict__)"]
         L += [f"        n.{a} = self.{a}._copy()" for a, _ in comp]
-        L += ["        return n", "    def _set(self, o):"]
+        L += ["        return n", "    def _set(self, o):", "        if o is self: return  # x = x keeps x"]
         if comp:
             L += ["        keep = (" + "".join(f"self.{a}, " for a, _ in comp) + ")",
                   "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
