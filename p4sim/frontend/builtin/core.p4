@@ -9,8 +9,8 @@
  * Type parameters use deliberately unusual names because p4sim's lexer keeps
  * one program-wide table of type names (see p4sim/frontend/lexer.py).
  */
-#ifndef P4SIM_CORE_P4
-#define P4SIM_CORE_P4
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Error codes a parser can signal; the runtime encodes error.X as its index. */
 error {
@@ -55,4 +55,4 @@ match_kind {
     lpm
 }
 
-#endif  /* P4SIM_CORE_P4 */
+#endif  /* _CORE_P4_ */
