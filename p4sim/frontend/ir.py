@@ -516,8 +516,12 @@ class ConstEntry:
 
     keysets: list[KeySet]
     action: ActionRef
-    priority: Optional[int]  # explicit @priority / ``priority=``; None = implied by order
+    # The entry's priority as the runtime uses it (larger wins, as in P4Runtime), decided by the
+    # front end from the table's conventions (check_tables.entry_priorities); None for tables
+    # whose match kinds need no priority (exact/lpm).
+    priority: Optional[int]
     pos: Optional[Pos] = None
+    is_const: bool = True  # a ``const entries`` row or an ``entries`` row marked ``const``
 
 
 @dataclass(eq=False)
@@ -529,7 +533,7 @@ class TableDecl:
     default_action: Optional[ActionRef]  # None = NoAction-like "no action" default
     default_is_const: bool
     const_entries: list[ConstEntry]
-    entries_are_const: bool
+    entries_are_const: bool  # ``const entries`` (else ``entries``: initial, control plane may change)
     size: Optional[int]
     direct_counter: Optional[ExternInstance] = None
     direct_meter: Optional[ExternInstance] = None

@@ -77,12 +77,21 @@ def test_unsupported_parser_instantiation_in_parser(compile_src):
     assert "instantiating parser/control 'Sub'" in e.message
 
 
-def test_unsupported_non_const_entries(compile_src):
+def test_const_entries_cannot_have_priorities(compile_src):
+    # p4c (entryPriorities.cpp): "Table with 'const' entries cannot have priorities"
+    src = make_program(ingress_locals="action a() { }\n"
+                       "table t { key = { meta.x : ternary; } actions = { a; }\n"
+                       "  const entries = { priority = 3 : 1 : a(); } }")
+    e = _err(compile_src, src)
+    assert "cannot give entries a priority" in e.message
+
+
+def test_priorities_on_a_table_that_needs_none_are_an_error(compile_src):
     src = make_program(ingress_locals="action a() { }\n"
                        "table t { key = { meta.x : exact; } actions = { a; }\n"
-                       "  entries = { 1 : a(); } }")
-    e = _err(compile_src, src, Unsupported)
-    assert "non-const table 'entries'" in e.message
+                       "  entries = { priority = 3 : 1 : a(); } }")
+    e = _err(compile_src, src)
+    assert "do not use priorities" in e.message
 
 
 def test_unsupported_extract_varbit_form(compile_src):
