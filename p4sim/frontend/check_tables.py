@@ -261,6 +261,10 @@ class TableChecker(ExprChecker):
         rest = [c for c in e.children[1:] if not (isinstance(c, Tree) and c.data in
                                                    ("const_kw", "entry_priority", "annots"))]
         ks, aref = rest[0], rest[1]
+        for k in t.keys:
+            if isinstance(k.expr.type, ir.ErrorT):  # p4c-bm2-ss: "invalid exact key expression"
+                raise self.err("entries on a table keyed by an 'error' value are not accepted "
+                               "for BMv2 (p4c-bm2-ss rejects them)", ks)
         keysets = self.keysets(ks, [k.expr for k in t.keys], scope,
                                [k.match_kind for k in t.keys])
         ref = self.action_ref(aref, scope, t)
