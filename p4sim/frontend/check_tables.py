@@ -257,6 +257,9 @@ class TableChecker(ExprChecker):
     def const_entry(self, e: Tree, t: ir.TableDecl, scope: Scope) -> tuple[ir.ConstEntry, Optional[int], Optional[int]]:
         """The entry, its ``priority = N:`` value and its ``@priority(N)`` value (or None)."""
         a = self.annotations(e.children[0])
+        trailing = e.children[-1]  # annotations may also follow the action: ``k : a() @priority(1);``
+        if isinstance(trailing, Tree) and trailing.data == "annots" and trailing is not e.children[0]:
+            a = {**a, **self.annotations(trailing)}
         prio_node = self.child(e, "entry_priority")
         rest = [c for c in e.children[1:] if not (isinstance(c, Tree) and c.data in
                                                    ("const_kw", "entry_priority", "annots"))]

@@ -534,7 +534,10 @@ class ProgramCompiler:
         else:
             pre.append(f"{tmp} = {call}")
         pre += copy_out(tmp)
-        return f"{tmp}[0]" if has_value else "None"
+        if not has_value:
+            return "None"
+        # the callee returns (value, scalar outs...) when it has scalar outs, else just the value
+        return f"{tmp}[0]" if outs else tmp
 
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
         if e.method == "lookahead":

@@ -77,3 +77,8 @@ def test_exit_inside_an_action_still_copies_back_inout_header(sw):
 def test_self_assignment_of_a_struct_keeps_its_value(sw):
     # sm = sm must keep egress_spec (run() asserts the packet left on port 1)
     assert run(sw, 10)[:2] == (3, 4)
+
+
+def test_function_with_only_a_header_out_parameter_returns_its_value(sw):
+    assert run(sw, 12, a=0)[0] == 1
+    assert run(sw, 12, a=1)[:2] == (1, 1)  # short-circuited: d untouched

@@ -30,7 +30,8 @@ def run(sw, op: int, a: int) -> int:
 
 def test_legacy_priority_annotation_smallest_number_wins(sw):
     assert run(sw, 1, 0x05) == 2  # @priority(1) beats @priority(3) although it comes later
-    assert run(sw, 1, 0x06) == 1
+    assert run(sw, 1, 0x06) == 11
+    assert run(sw, 1, 0x07) == 1
 
 
 def test_entries_largest_priority_wins_by_default(sw):

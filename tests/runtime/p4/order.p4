@@ -53,6 +53,10 @@ bit<8> sub_one(inout bit<8> x) {
     return x;
 }
 
+bool return_true_out(out v_t dummy) {
+    return true;
+}
+
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     state start {
         packet.extract(hdr.c);
@@ -127,6 +131,12 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c = hdr.c;
             hdr.c.r1 = p.x;
             hdr.c.r2 = p.y;
+        } else if (hdr.c.op == 12) {    /* a function whose only out parameter is a header */
+            v_t d;
+            d.setValid();
+            bool t = (hdr.c.a == 1) || return_true_out(d);
+            hdr.c.r1 = t ? 8w1 : 8w0;
+            hdr.c.r2 = d.isValid() ? 8w1 : 8w0;
         } else if (hdr.c.op == 11) {    /* a condition's call runs before the branch, once */
             if (a == 0 && bump(a) == 0) {
                 hdr.c.r1 = a;
