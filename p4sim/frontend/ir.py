@@ -414,6 +414,36 @@ class SwitchStmt(Stmt):
 
 
 @dataclass(eq=False)
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.4); ``cond`` None = no condition."""
+
+    init: list[Stmt]
+    cond: Optional[Expr]
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class ForRange(Stmt):
+    """``for (T v in lo .. hi) body``: v takes lo, lo + 1, ... hi (both evaluated once, first)."""
+
+    var: Var
+    lo: Expr
+    hi: Expr
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
 class Exit(Stmt):
     pass
 

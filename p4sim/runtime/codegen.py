@@ -103,6 +103,7 @@ class Scope:
     returns: Callable[[Optional[str]], str] = lambda v: "return"
     in_parser: bool = False
     tmp: Any = field(default_factory=lambda: itertools.count())
+    loops: list = field(default_factory=list)  # update statements of the enclosing for loops
     # Composite sub-objects read through a local bound once at function entry (see member_alias)
     roots: set = field(default_factory=set)
     member_alias: dict = field(default_factory=dict)  # "P_hdr.ipv4" -> "_m0"
@@ -768,6 +769,12 @@ class ProgramCompiler:
                 self.stmt(x, sc, w)
         elif isinstance(s, ir.Empty):
             pass
+        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
+            # compound assignment ``a op= b``: the lvalue (its indices) is evaluated once, first
+            lhs = self.pin_lvalue(s.lhs, sc, pre)
+            v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
+            self.assign(lhs, v, sc, pre)
+            self.flush(pre, w)
         elif isinstance(s, ir.Assign):
             rp: list[str] = []
             v = self.ex(s.rhs, sc, rp)
@@ -794,6 +801,39 @@ class ProgramCompiler:
             self.call_stmt(s.call, sc, w)
         elif isinstance(s, ir.SwitchStmt):
             self.switch(s, sc, w)
+        elif isinstance(s, ir.For):
+            for x in s.init:
+                self.stmt(x, sc, w)
+            w("while True:")
+            w.indent()
+            if s.cond is not None:
+                c = self.ex(s.cond, sc, pre)
+                self.flush(pre, w)
+                w(f"if not {c}: break")
+            sc.loops.append(s.update)
+            self.stmts([s.body], sc, w)
+            sc.loops.pop()
+            for x in s.update:
+                self.stmt(x, sc, w)
+            w.dedent()
+        elif isinstance(s, ir.ForRange):
+            lo, hi = self.ex_all([s.lo, s.hi], sc, pre)
+            self.flush(pre, w)
+            name = sc.vars.get(id(s.var))
+            if name is None:
+                name = sc.vars[id(s.var)] = f"v{next(self.ids)}_{pyattr(s.var.name)}"
+            w(f"for {name} in range({lo}, {hi} + 1):")
+            w.indent()
+            sc.loops.append([])
+            self.stmts([s.body], sc, w)
+            sc.loops.pop()
+            w.dedent()
+        elif isinstance(s, ir.Break):
+            w("break")
+        elif isinstance(s, ir.Continue):
+            for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
+                self.stmt(x, sc, w)
+            w("continue")
         elif isinstance(s, ir.Exit):
             w("raise _ExitBlock()")
         elif isinstance(s, ir.Return):
@@ -1251,6 +1291,8 @@ class ProgramCompiler:
             return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
         if isinstance(s, ir.SwitchStmt):
             return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
+        if isinstance(s, (ir.For, ir.ForRange)):
+            return self._stmt_may_exit(s.body)
         if isinstance(s, ir.CallStmt):
             return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)
         return False

@@ -1,0 +1,103 @@
+/*
+ * newer.p4 -- P4_16 constructs p4c accepts that p4sim used to refuse, one per ctl.op.
+ *
+ * Packet = ctl header (op, a, b, then four result bytes); the ingress writes r1..r4 and
+ * forwards to port 1.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+header ctl_t {
+    bit<8> op;
+    bit<8> a;
+    bit<8> b;
+    bit<8> r1;
+    bit<8> r2;
+    bit<8> r3;
+    bit<8> r4;
+}
+
+header v_t { bit<8> v; }
+
+struct headers { ctl_t c; }
+struct metadata { bit<8> unused; }
+
+bit<8> postincr(inout bit<8> x) {
+    bit<8> rv = x;
+    x += 1;
+    return rv;
+}
+
+parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start {
+        packet.extract(hdr.c);
+        transition accept;
+    }
+}
+
+control V(inout headers hdr, inout metadata meta) { apply { } }
+
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action sum_to(bit<8> n) {
+        hdr.c.r1 = 0;
+        for (bit<8> i = 1; i <= n; i = i + 1) {
+            hdr.c.r1 = hdr.c.r1 + i;
+        }
+    }
+
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.c.op == 1) {            /* compound assignment */
+            bit<8> x = hdr.c.a;
+            x += 3;
+            hdr.c.r1 = x;
+            x -= hdr.c.b;
+            hdr.c.r2 = x;
+            x <<= 1;
+            x >>= 2;
+            x |= 0x80;
+            hdr.c.r3 = x;
+            x |+|= 0xF0;
+            hdr.c.r4 = x;
+        } else if (hdr.c.op == 2) {     /* the lvalue of a compound assignment is evaluated once */
+            v_t[4] st;
+            bit<8> i = 0;
+            st[0].setValid();
+            st[1].setValid();
+            st[postincr(i) & 3].v |= 5;
+            st[postincr(i) & 3].v += 7;
+            hdr.c.r1 = st[0].v;
+            hdr.c.r2 = st[1].v;
+            hdr.c.r3 = i;
+        } else if (hdr.c.op == 3) {     /* for loop in an action */
+            sum_to(hdr.c.a);
+        } else if (hdr.c.op == 4) {     /* break and continue (continue still runs the update) */
+            bit<8> odd = 0;
+            bit<8> seen = 0;
+            for (bit<8> i = 0; i < 100; i = i + 1) {
+                if (i == hdr.c.a) {
+                    break;
+                }
+                seen = seen + 1;
+                if ((i & 1) == 0) {
+                    continue;
+                }
+                odd = odd + 1;
+            }
+            hdr.c.r1 = odd;
+            hdr.c.r2 = seen;
+        } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
+            bit<8> total = 0;
+            for (bit<8> k in hdr.c.a .. hdr.c.b) {
+                total = total + k;
+            }
+            hdr.c.r1 = total;
+        }
+    }
+}
+
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out packet, in headers hdr) { apply { packet.emit(hdr.c); } }
+
+V1Switch(P(), V(), I(), E(), C(), D()) main;
