@@ -108,7 +108,15 @@ class Checker(BlockChecker):
         self._declare_type(name, t)
 
     def decl_header_union_decl(self, d: Tree) -> None:
-        raise self.unsupported("header unions", d)
+        self._check_no_type_params(d, "header_union")
+        name = self.child(d, "decl_name")
+        t = ir.HeaderUnionT(self.ident(name), [], self.annotations(d.children[0]))
+        t.fields = self._fields(d, False)
+        for f, node in zip(t.fields, self.children(d, "struct_field")):
+            if not isinstance(f.type, ir.HeaderT):
+                raise self.err(f"header_union member '{f.name}' must be a header, not "
+                               f"{type_name(f.type)}", node)
+        self._declare_type(name, t)
 
     def decl_enum_decl(self, d: Tree) -> None:
         name = self.child(d, "decl_name")

@@ -264,8 +264,9 @@ class CheckerBase:
         if kind == "stack_type":
             elem = self.resolve_type(t.children[0])
             size = self.const_int(t.children[1], self.global_scope)
-            if not isinstance(elem, ir.HeaderT):
-                raise self.unsupported(f"stacks of {type_name(elem)} (only header stacks)", t)
+            if not isinstance(elem, (ir.HeaderT, ir.HeaderUnionT)):
+                raise self.err(f"a stack's elements must be headers or header unions, not "
+                               f"{type_name(elem)}", t)
             if size <= 0:
                 raise self.err("header stack size must be positive", t.children[1])
             return ir.StackT(elem, size)

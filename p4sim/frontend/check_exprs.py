@@ -429,7 +429,7 @@ class ExprChecker(CheckerBase):
                 return ir.ApplyResult(bt, self.pos(n), base.table, "action_run")
             raise self.err(f"a table apply result has no '{fname}' (hit, miss, action_run)",
                            fname_n)
-        if isinstance(bt, (ir.HeaderT, ir.StructT)):
+        if isinstance(bt, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
             for f in bt.fields:
                 if f.name == fname:
                     return ir.Member(f.type, self.pos(n), base, fname)
@@ -529,6 +529,13 @@ class ExprChecker(CheckerBase):
                     self.check_lvalue(base, base_n)
                 t = ir.BoolT() if mname == "isValid" else ir.VoidT()
                 return ir.HeaderCall(t, pos, [], [], base, mname)
+            if isinstance(bt, ir.HeaderUnionT):
+                if mname != "isValid":
+                    raise self.err(f"header unions have no method '{mname}' (only isValid)",
+                                   mname_n)
+                if arg_nodes:
+                    raise self.err("isValid() takes no arguments", args)
+                return ir.HeaderCall(ir.BoolT(), pos, [], [], base, mname)
             if isinstance(bt, ir.StackT):
                 if mname not in ("push_front", "pop_front"):
                     raise self.err(f"header stacks have no method '{mname}'", mname_n)
@@ -560,7 +567,8 @@ class ExprChecker(CheckerBase):
                 if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,
-                                                      (ir.HeaderT, ir.StackT, ir.StructT)):
+                                                      (ir.HeaderT, ir.StackT, ir.StructT,
+                                                       ir.HeaderUnionT)):
                     raise self.err(f"emit needs a header, header stack or struct of headers, "
                                    f"not {type_name(args_e[0].type)}", n)
                 return ir.PacketCall(ret, pos, args_e, dirs, base, mname)

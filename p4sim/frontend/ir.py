@@ -113,10 +113,19 @@ class StructT(Type):
 
 
 @dataclass(eq=False)
-class StackT(Type):
-    """A header stack ``H[size]``."""
+class HeaderUnionT(Type):
+    """``header_union``: header-typed members of which at most one is valid at a time."""
 
-    elem: HeaderT
+    name: str
+    fields: list[Field]
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class StackT(Type):
+    """A header stack ``H[size]`` (or a stack of header unions)."""
+
+    elem: Union[HeaderT, "HeaderUnionT"]
     size: int
 
 

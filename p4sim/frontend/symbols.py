@@ -128,7 +128,7 @@ def type_name(t: ir.Type) -> str:
         return "error"
     if isinstance(t, ir.MatchKindT):
         return "match_kind"
-    if isinstance(t, (ir.EnumT, ir.HeaderT, ir.StructT)):
+    if isinstance(t, (ir.EnumT, ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
         return t.name
     if isinstance(t, ir.StackT):
         return f"{t.elem.name}[{t.size}]"

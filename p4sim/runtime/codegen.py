@@ -436,11 +436,25 @@ class ProgramCompiler:
             pre.append(f"{tmp}._v = True")
         return tmp
 
+    @staticmethod
+    def union_of(lv: ir.Expr) -> Optional[ir.Expr]:
+        """The header union that header lvalue ``lv`` is a member of, if it is one."""
+        if isinstance(lv, ir.Member) and isinstance(lv.base.type, ir.HeaderUnionT):
+            return lv.base
+        return None
+
     def ex_HeaderCall(self, e: ir.HeaderCall, sc: Scope, pre: list[str]) -> str:
         obj = self.ex(e.target, sc, pre)
+        if isinstance(e.target.type, ir.HeaderUnionT):
+            if e.method == "isValid":  # valid when one of its members is
+                return f"{obj}._valid()"
+            raise Unsupported(f"header union method {e.method}", e.pos)
         if e.method == "isValid":
             return f"{obj}._v"
         if e.method == "setValid":
+            u = self.union_of(e.target)
+            if u is not None:  # the other members of the union become invalid
+                pre.append(f"{self.ex(u, sc, pre)}._only({obj})")
             pre.append(f"{obj}._v = True")
             return "None"
         if e.method == "setInvalid":
@@ -566,7 +580,11 @@ class ProgramCompiler:
     def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
         """Append statements writing python expression ``value`` into P4 lvalue ``lhs``."""
         if is_composite(lhs.type):
-            out.append(f"{self.ex(lhs, sc, out)}._set({value})")
+            obj = self.ex(lhs, sc, out)
+            out.append(f"{obj}._set({value})")
+            u = self.union_of(lhs)
+            if u is not None:  # a valid header assigned to a union member invalidates the others
+                out.append(f"if {obj}._v: {self.ex(u, sc, out)}._only({obj})")
             return
         if isinstance(lhs, ir.VarRef):
             out.append(f"{self.ex_VarRef(lhs, sc, out)} = {value}")
@@ -940,10 +958,17 @@ class ProgramCompiler:
             t = tgt.type
             if not isinstance(t, ir.HeaderT):
                 raise Unsupported("extract into a non-header", c.pos)
-            is_next = (isinstance(tgt, ir.StackProp) and tgt.prop == "next") or (
-                isinstance(tgt, ir.Member) and isinstance(tgt.base.type, ir.StackT) and tgt.name == "next")
-            stack = self.ex(tgt.base, sc, pre) if is_next else None
-            obj = self.ex(tgt, sc, pre)
+            union = self.union_of(tgt)
+            nxt = union if union is not None else tgt  # hdr.u.next.h: the union is the element
+            is_next = (isinstance(nxt, ir.StackProp) and nxt.prop == "next") or (
+                isinstance(nxt, ir.Member) and isinstance(nxt.base.type, ir.StackT) and nxt.name == "next")
+            stack = self.ex(nxt.base, sc, pre) if is_next else None
+            if union is not None:
+                uobj = sc.new_tmp()
+                pre.append(f"{uobj} = {self.ex(union, sc, pre)}")
+                obj = f"{uobj}.{pyattr(tgt.name)}"
+            else:
+                obj = self.ex(tgt, sc, pre)
             self.flush(pre, w)
             W = t.width
             w(f"_e = pos + {W}")
@@ -954,6 +979,8 @@ class ProgramCompiler:
                 v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
                 w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
             w("_h._v = True")
+            if union is not None:
+                w(f"{uobj}._only(_h)")
             w("pos = _e")
             if is_next:
                 w(f"{stack}.n += 1")
@@ -985,8 +1012,8 @@ class ProgramCompiler:
         if isinstance(t, ir.HeaderT):
             return [(code, t)]
         if isinstance(t, ir.StackT):
-            return [(f"{code}.e[{i}]", t.elem) for i in range(t.size)]
-        if isinstance(t, ir.StructT):
+            return [x for i in range(t.size) for x in self._emit_obj(f"{code}.e[{i}]", t.elem, pos)]
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):  # a union: only its valid member emits
             return [x for f in t.fields for x in self._emit_obj(f"{code}.{pyattr(f.name)}", f.type, pos)]
         raise Unsupported("emit of a non-header value", pos)
 

@@ -18,7 +18,7 @@ def pyattr(name: str) -> str:
 
 
 def is_composite(t: ir.Type) -> bool:
-    return isinstance(t, (ir.HeaderT, ir.StructT, ir.StackT))
+    return isinstance(t, (ir.HeaderT, ir.StructT, ir.StackT, ir.HeaderUnionT))
 
 
 def scalar_width(t: ir.Type) -> int:
@@ -69,7 +69,7 @@ class ClassFactory:
             return self.names[key]
         if isinstance(t, ir.StackT):
             self.name(t.elem)
-        elif isinstance(t, (ir.StructT, ir.HeaderT)):
+        elif isinstance(t, (ir.StructT, ir.HeaderT, ir.HeaderUnionT)):
             for f in t.fields:
                 if is_composite(f.type):
                     self.name(f.type)
@@ -82,6 +82,8 @@ class ClassFactory:
             self._struct(n, t)
         elif isinstance(t, ir.StackT):
             self._stack(n, t)
+        elif isinstance(t, ir.HeaderUnionT):
+            self._union(n, t)
         else:
             raise TypeError(f"not a composite type: {t}")
         return n
@@ -101,6 +103,7 @@ class ClassFactory:
               "        return n",
               "    def _set(self, o):", "        if o is self: return  # x = x keeps x",
               "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
+        L += ["    def _inv(self):", "        self.__dict__.clear()  # invalid, fields read as 0"]
         L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
               "        return self._v == o._v" + "".join(f" and self.{a} == o.{a}" for a in attrs)]
         # _pack/_unpack: the header as one integer, first field in the most significant bits
@@ -135,6 +138,25 @@ class ClassFactory:
         L += ["    def _eq(self, o):", f"        return {cmp or 'True'}", ""]
         self.src.append("\n".join(L))
 
+    def _union(self, n: str, t: ir.HeaderUnionT) -> None:
+        """A header union: its member headers, at most one of them valid (``_only`` keeps that
+        so: setValid, extract and assignment of a valid header invalidate the others)."""
+        ms = [(pyattr(f.name), self.names[id(f.type)]) for f in t.fields]
+        L = [f"class {n}:", f"    _FIELDS = {tuple(a for a, _ in ms)!r}", "    def __init__(self):"]
+        L += [f"        self.{a} = {c}()" for a, c in ms] or ["        pass"]
+        L += ["    def _copy(self):", f"        n = _new({n})"]
+        L += [f"        n.{a} = self.{a}._copy()" for a, _ in ms]
+        L += ["        return n", "    def _set(self, o):", "        if o is self: return"]
+        L += [f"        self.{a}._set(o.{a})" for a, _ in ms]
+        L += ["    def _eq(self, o):", "        return " + (" and ".join(f"self.{a}._eq(o.{a})" for a, _ in ms) or "True")]
+        L += ["    def _valid(self):", "        return " + (" or ".join(f"self.{a}._v" for a, _ in ms) or "False")]
+        L += ["    def _only(self, keep):"]
+        L += [f"        if self.{a} is not keep: self.{a}.__dict__.clear()" for a, _ in ms] or ["        pass"]
+        L += ["    def _inv(self):"]
+        L += [f"        self.{a}.__dict__.clear()" for a, _ in ms] or ["        pass"]
+        L.append("")
+        self.src.append("\n".join(L))
+
     def _stack(self, n: str, t: ir.StackT) -> None:
         e = self.names[id(t.elem)]
         L = [f"class {n}:", "    __slots__ = ('e', 'n')", f"    SIZE = {t.size}",
@@ -148,11 +170,11 @@ class ClassFactory:
              "    def _push(self, k):",
              f"        for i in range({t.size} - 1, -1, -1):",
              "            if i >= k: self.e[i]._set(self.e[i - k])",
-             "            else: self.e[i].__dict__.clear()  # invalid, fields read as 0",
+             "            else: self.e[i]._inv()  # invalid, fields read as 0",
              f"        self.n = min(self.n + k, {t.size})",
              "    def _pop(self, k):",
              f"        for i in range({t.size}):",
              f"            if i + k < {t.size}: self.e[i]._set(self.e[i + k])",
-             "            else: self.e[i].__dict__.clear()",
+             "            else: self.e[i]._inv()",
              "        self.n = max(self.n - k, 0)", ""]
         self.src.append("\n".join(L))

@@ -34,7 +34,6 @@ def test_error_in_included_file_points_into_that_file(compile_src, tmp_path):
 
 @pytest.mark.parametrize("decls,what,col", [
     ("header V { bit<8> a; varbit<32> opts; }\n", "varbit types", 22),
-    ("header_union U { h_t a; }\n", "header unions", 1),
     ("action_selector(HashAlgorithm.crc16, 16, 8) sel;\n", "action_selector", 1),
     ("bit<8> ident<T>(in bit<8> x) { return x; }\n", "generic functions", 13),
     ("extern Foo { void bar(); }\n", "extern declarations in user programs", 1),

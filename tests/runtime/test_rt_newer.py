@@ -43,3 +43,16 @@ def test_for_loop_break_and_continue(sw):
 def test_for_in_range_includes_both_ends(sw):
     assert run(sw, 5, a=3, b=5)[0] == 12
     assert run(sw, 5, a=5, b=3)[0] == 0  # empty range
+
+
+def test_header_union_set_valid_invalidates_the_other_members(sw):
+    assert run(sw, 6) == (0, 1, 1, 0)
+
+
+def test_header_union_extract_and_assignment_keep_one_member_valid(sw):
+    sw.send(0, bytes([7, 0, 0, 0, 0, 0, 0, 0x42]))
+    [(_, out)] = sw.take_output()
+    assert out[3:5] == bytes([1, 1]) and out[7:] == bytes([0x42])  # emits u.a
+    sw.send(0, bytes([7, 1, 0, 0, 0, 0, 0, 0x42]))
+    [(_, out)] = sw.take_output()
+    assert out[3:5] == bytes([1, 0]) and out[7:] == bytes([0x12, 0x34])  # u.b replaced u.a

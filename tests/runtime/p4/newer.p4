@@ -18,8 +18,14 @@ header ctl_t {
 }
 
 header v_t { bit<8> v; }
+header w_t { bit<16> w; }
 
-struct headers { ctl_t c; }
+header_union vw_t {
+    v_t a;
+    w_t b;
+}
+
+struct headers { ctl_t c; vw_t u; }
 struct metadata { bit<8> unused; }
 
 bit<8> postincr(inout bit<8> x) {
@@ -31,6 +37,13 @@ bit<8> postincr(inout bit<8> x) {
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     state start {
         packet.extract(hdr.c);
+        transition select(hdr.c.op) {
+            7: parse_u;
+            default: accept;
+        }
+    }
+    state parse_u {
+        packet.extract(hdr.u.a);
         transition accept;
     }
 }
@@ -86,6 +99,24 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             }
             hdr.c.r1 = odd;
             hdr.c.r2 = seen;
+        } else if (hdr.c.op == 6) {     /* header union: at most one member valid */
+            vw_t u;
+            u.a.setValid();
+            u.b.setValid();
+            hdr.c.r1 = u.a.isValid() ? 8w1 : 8w0;
+            hdr.c.r2 = u.b.isValid() ? 8w1 : 8w0;
+            hdr.c.r3 = u.isValid() ? 8w1 : 8w0;
+            u.b.setInvalid();
+            hdr.c.r4 = u.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 7) {     /* extract into a union member; assigning a valid header */
+            hdr.c.r1 = hdr.u.a.isValid() ? 8w1 : 8w0;
+            if (hdr.c.a == 1) {
+                w_t w;
+                w.setValid();
+                w.w = 0x1234;
+                hdr.u.b = w;
+            }
+            hdr.c.r2 = hdr.u.a.isValid() ? 8w1 : 8w0;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
@@ -98,6 +129,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
 
 control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
 control C(inout headers hdr, inout metadata meta) { apply { } }
-control D(packet_out packet, in headers hdr) { apply { packet.emit(hdr.c); } }
+control D(packet_out packet, in headers hdr) {
+    apply {
+        packet.emit(hdr.c);
+        packet.emit(hdr.u);
+    }
+}
 
 V1Switch(P(), V(), I(), E(), C(), D()) main;
