@@ -384,7 +384,9 @@ def _set_type_spec(spec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
             for f in t.fields:
                 m = ht.members.add()
                 m.name = f.name
-                if isinstance(f.type, ir.BitT) and f.type.signed:
+                if isinstance(f.type, ir.VarbitT):
+                    m.type_spec.varbit.max_bitwidth = f.type.max_width
+                elif isinstance(f.type, ir.BitT) and f.type.signed:
                     m.type_spec.int.bitwidth = f.type.width
                 else:
                     m.type_spec.bit.bitwidth = _bitwidth(f.type)

@@ -76,7 +76,12 @@ class Checker(BlockChecker):
             if n in names:
                 raise self.err(f"duplicate field '{n}'", fname)
             names.add(n)
-            if is_header and not isinstance(t, (ir.BitT, ir.BoolT)):
+            if isinstance(t, ir.VarbitT):
+                if not is_header:
+                    raise self.unsupported("varbit fields outside headers", tref)
+                if any(isinstance(x.type, ir.VarbitT) for x in fields):
+                    raise self.err("a header may have only one varbit field", tref)
+            elif is_header and not isinstance(t, (ir.BitT, ir.BoolT)):
                 if isinstance(t, ir.EnumT) and t.underlying is not None:
                     t = t.underlying
                 else:

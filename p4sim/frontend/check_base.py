@@ -225,7 +225,10 @@ class CheckerBase:
                 raise self.err(f"width must be positive, not {w}", t)
             return ir.BitT(w, kind == "int_type")
         if kind == "varbit_type":
-            raise self.unsupported("varbit types", t)
+            w = self.width(t.children[0])
+            if w <= 0:
+                raise self.err(f"width must be positive, not {w}", t)
+            return ir.VarbitT(w)
         if kind == "type_name":
             name = self.ident(t.children[-1])
             if name in self.type_vars:

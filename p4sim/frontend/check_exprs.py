@@ -258,7 +258,7 @@ class ExprChecker(CheckerBase):
     def x_eq(self, n: Tree, scope, expected):
         op = str(n.children[1])
         left, right = self._operands(n, scope, None, n.children[0], n.children[2])
-        if isinstance(left.type, (ir.ExternT, ir.StackT, ir.TupleT, ir.StringT)):
+        if isinstance(left.type, (ir.ExternT, ir.TupleT, ir.StringT)):
             raise self.err(f"cannot compare values of type {type_name(left.type)}", n)
         return self._fold(ir.Binary(ir.BoolT(), self.pos(n), op, left, right), left.type)
 
@@ -553,8 +553,6 @@ class ExprChecker(CheckerBase):
                 sigs = et.methods.get(mname)
                 if not sigs:
                     raise self.err(f"{bt.name} has no method '{mname}'", mname_n)
-                if mname == "extract" and len(arg_nodes) == 2:
-                    raise self.unsupported("extract with a variable size (varbit)", n)
                 args_e, dirs, (bind, sig) = self.bind_args(sigs, arg_nodes, targs, {}, scope, n,
                                                            mname)
                 ret = self.subst(sig.ret, bind)
@@ -564,6 +562,11 @@ class ExprChecker(CheckerBase):
                     at = args_e[0].type
                     if not isinstance(at, ir.HeaderT):
                         raise self.err(f"extract needs a header, not {type_name(at)}", n)
+                    if (at.varbit is not None) != (len(args_e) == 2):
+                        raise self.err("a header with a varbit field is extracted with its size "
+                                       "(extract(hdr, bits)), any other header without", n)
+                if mname == "lookahead" and isinstance(ret, ir.HeaderT) and ret.varbit is not None:
+                    raise self.err("lookahead of a header with a varbit field", n)
                 if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,

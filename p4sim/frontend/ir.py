@@ -48,6 +48,14 @@ class BoolT(Type):
 
 
 @dataclass(frozen=True)
+class VarbitT(Type):
+    """``varbit<max_width>``: a header field whose length is set when it is extracted.  Its run-time
+    value is the pair (current length in bits, value)."""
+
+    max_width: int
+
+
+@dataclass(frozen=True)
 class IntT(Type):
     """Infinite-precision compile-time ``int``.  Only appears on folded constants that stay
     untyped (e.g. a shift amount, an extern constructor argument); never on a runtime value."""
@@ -101,8 +109,14 @@ class HeaderT(Type):
 
     @property
     def width(self) -> int:
-        """Total width in bits (all fields are ``BitT``/``BoolT`` (1 bit) in supported headers)."""
-        return sum(f.type.width if isinstance(f.type, BitT) else 1 for f in self.fields)
+        """Width in bits of the fixed-size fields (``BitT``; ``BoolT`` 1 bit; a varbit counts 0)."""
+        return sum(f.type.width if isinstance(f.type, BitT) else 0 if isinstance(f.type, VarbitT)
+                   else 1 for f in self.fields)
+
+    @property
+    def varbit(self) -> Optional[Field]:
+        """The header's varbit field, if it has one (P4 allows at most one)."""
+        return next((f for f in self.fields if isinstance(f.type, VarbitT)), None)
 
 
 @dataclass(eq=False)

@@ -28,7 +28,8 @@ from typing import Any, Callable, Optional
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime import support
-from p4sim.runtime.objects import ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width
+from p4sim.runtime.objects import (ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width,
+                                   varbit_split)
 
 
 def _mask(w: int) -> int:
@@ -629,14 +630,22 @@ class ProgramCompiler:
         return out
 
     @staticmethod
-    def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, int, str]:
+    def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
+        if isinstance(t, ir.VarbitT):  # its current length: the width is a run-time expression
+            return (f"{code}[1]", f"{code}[0]", name)
         if isinstance(t, ir.BoolT):
             return (f"(1 if {code} else 0)", 1, name)
         return (code, scalar_width(t), name)
 
     @staticmethod
-    def packed(items: list[tuple[str, int, str]]) -> tuple[str, int]:
-        """One int holding the items MSB-first back to back, and its width (BMv2's packing)."""
+    def packed(items: list[tuple[str, Any, str]]) -> tuple[str, Any]:
+        """One int holding the items MSB-first back to back, and its width (BMv2's packing).
+        With a varbit among them the width is a run-time expression (its current length)."""
+        if any(not isinstance(w, int) for _, w, _ in items):
+            acc = "0"
+            for c, w, _ in items:
+                acc = f"((({acc}) << ({w})) | ({c}))"
+            return acc, "(" + " + ".join(f"({w})" for _, w, _ in items) + ")"
         total = sum(w for _, w, _ in items)
         parts, off = [], total
         for c, w, _ in items:
@@ -952,8 +961,6 @@ class ProgramCompiler:
         if c.method == "emit" and sc.kind != "deparser":
             raise Unsupported("packet.emit outside the v1model deparser", c.pos)
         if c.method == "extract":
-            if len(c.args) != 1:
-                raise Unsupported("extract with a variable-size (varbit) argument", c.pos)
             tgt = c.args[0]
             t = tgt.type
             if not isinstance(t, ir.HeaderT):
@@ -969,15 +976,18 @@ class ProgramCompiler:
                 obj = f"{uobj}.{pyattr(tgt.name)}"
             else:
                 obj = self.ex(tgt, sc, pre)
-            self.flush(pre, w)
-            W = t.width
-            w(f"_e = pos + {W}")
-            w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
-            w(f"_h = {obj}")
-            w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & {_mask(W)}")
-            for a, fw, s, b in header_layout(t):
-                v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
-                w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+            if t.varbit is not None:
+                self.extract_varbit(t, obj, c.args[1], sc, pre, w)
+            else:
+                self.flush(pre, w)
+                W = t.width
+                w(f"_e = pos + {W}")
+                w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
+                w(f"_h = {obj}")
+                w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & {_mask(W)}")
+                for a, fw, s, b in header_layout(t):
+                    v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
+                    w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
             w("_h._v = True")
             if union is not None:
                 w(f"{uobj}._only(_h)")
@@ -993,16 +1003,52 @@ class ProgramCompiler:
             items = self.emit_items(c.args[0], sc, pre)
             self.flush(pre, w)
             for obj, t in items:
-                lay = header_layout(t)
-                packed = " | ".join(f"({'int(' if b else ''}{obj}.{a}{')' if b else ''} << {s})" if s else
-                                    f"{'int(' if b else ''}{obj}.{a}{')' if b else ''}" for a, _, s, b in lay)
+                if t.varbit is not None:
+                    before, va, after = varbit_split(t)
+                    w(f"if {obj}._v:")
+                    w(f"    _vb = {obj}.{va}")
+                    w(f"    _acc = (((((_acc << {before.width}) | {self.packed_fields(obj, before)}) << _vb[0]) | _vb[1])"
+                      f" << {after.width}) | {self.packed_fields(obj, after)}")
+                    w(f"    _nb += {t.width} + _vb[0]")
+                    continue
                 w(f"if {obj}._v:")
-                w(f"    _acc = (_acc << {t.width}) | {packed or '0'}")
+                w(f"    _acc = (_acc << {t.width}) | {self.packed_fields(obj, t)}")
                 w(f"    _nb += {t.width}")
         elif c.method in ("lookahead", "length"):
             pass
         else:
             raise Unsupported(f"packet method {c.method}", c.pos)
+
+    @staticmethod
+    def packed_fields(obj: str, t: ir.HeaderT) -> str:
+        """The fixed-size fields of header ``t`` (object ``obj``) as one integer, first field in
+        the most significant bits."""
+        lay = header_layout(t)
+        return " | ".join(f"({'int(' if b else ''}{obj}.{a}{')' if b else ''} << {s})" if s else
+                          f"{'int(' if b else ''}{obj}.{a}{')' if b else ''}" for a, _, s, b in lay) or "0"
+
+    def extract_varbit(self, t: ir.HeaderT, obj: str, size: ir.Expr, sc: Scope, pre: list[str], w: Writer) -> None:
+        """``extract(hdr, bits)`` as BMv2 does it: a size that is not a whole number of bytes is
+        ParserInvalidArgument, too few bytes left PacketTooShort, a size above the varbit's
+        maximum HeaderTooShort (checked in that order); the varbit field takes ``bits`` bits."""
+        n = self.ex(size, sc, pre)
+        self.flush(pre, w)
+        before, va, after = varbit_split(t)
+        mx = t.varbit.type.max_width
+        w(f"_n = {n}")
+        w(f"if _n & 7: raise _ParserError({self.error_code('ParserInvalidArgument')})")
+        w(f"_e = pos + {t.width} + _n")
+        w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
+        w(f"if _n > {mx}: raise _ParserError({self.error_code('HeaderTooShort')})")
+        w(f"_h = {obj}")
+        w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & ((1 << ({t.width} + _n)) - 1)")
+        for a, fw, s, b in header_layout(after):
+            v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
+            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+        w(f"_h.{va} = (_n, (_x >> {after.width}) & ((1 << _n) - 1))")
+        for a, fw, s, b in header_layout(before):
+            v = f"(_x >> ({s + after.width} + _n)) & {_mask(fw)}"
+            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
 
     def emit_items(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, ir.HeaderT]]:
         code = self.ex(e, sc, pre)

@@ -56,3 +56,33 @@ def test_header_union_extract_and_assignment_keep_one_member_valid(sw):
     sw.send(0, bytes([7, 1, 0, 0, 0, 0, 0, 0x42]))
     [(_, out)] = sw.take_output()
     assert out[3:5] == bytes([1, 0]) and out[7:] == bytes([0x12, 0x34])  # u.b replaced u.a
+
+
+def send(sw, data: bytes) -> bytes:
+    sw.send(0, data)
+    [(_, out)] = sw.take_output()
+    return out
+
+
+def test_varbit_extract_emit_and_equality(sw):
+    # 2 bytes of varbit between the two nibbles: x = 0xA, v = 0x1234, y = 0xB
+    out = send(sw, bytes([8, 2, 0, 0, 0, 0, 0, 0xA1, 0x23, 0x4B]))
+    assert out[3:7] == bytes([0xAB, 1, 0, 1])
+    assert out[7:] == bytes([0xA1, 0x23, 0x4B])  # emitted with its extracted length
+    out = send(sw, bytes([8, 0, 0, 0, 0, 0, 0, 0xCD]))  # zero-length varbit
+    assert out[3:7] == bytes([0xCD, 1, 0, 1]) and out[7:] == bytes([0xCD])
+
+
+def test_varbit_extract_errors_as_bmv2(sw):
+    # 4 bytes > varbit<24>: HeaderTooShort; 12 bits: ParserInvalidArgument (not whole bytes)
+    assert send(sw, bytes([8, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5]))[5:7] == bytes([1, 0])
+    assert send(sw, bytes([9, 12, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5]))[5:7] == bytes([2, 0])
+
+
+def test_checksum_over_a_varbit_covers_its_extracted_bits(sw):
+    # ones' complement sum of the 16-bit words A123 4B00 (padded): ~0xEC23 = 0x13DC
+    out = send(sw, bytes([10, 2, 0, 0, 0, 0, 0, 0xA1, 0x23, 0x4B]))
+    assert out[3:5] == bytes([0x13, 0xDC])
+    # negative control: one byte of varbit -> words A12B -> ~0xA12B = 0x5ED4
+    out = send(sw, bytes([10, 1, 0, 0, 0, 0, 0, 0xA1, 0x2B]))
+    assert out[3:5] == bytes([0x5E, 0xD4])

@@ -27,6 +27,8 @@ error {
 extern packet_in {
     /* Copy the next header from the packet into `hdr` and make it valid. */
     void extract<CoreHdrT>(out CoreHdrT hdr);
+    /* A header with a varbit field: that field takes `variableFieldSizeInBits` bits. */
+    void extract<CoreVarHdrT>(out CoreVarHdrT variableSizeHeader, in bit<32> variableFieldSizeInBits);
     /* Peek at the next bits without consuming them. */
     CoreLookT lookahead<CoreLookT>();
     /* Skip bits (a multiple of 8 in BMv2). */

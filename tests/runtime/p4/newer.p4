@@ -25,7 +25,14 @@ header_union vw_t {
     w_t b;
 }
 
-struct headers { ctl_t c; vw_t u; }
+/* A varbit field between fixed fields. */
+header vl_t {
+    bit<4>     x;
+    varbit<24> v;
+    bit<4>     y;
+}
+
+struct headers { ctl_t c; vw_t u; vl_t vl; }
 struct metadata { bit<8> unused; }
 
 bit<8> postincr(inout bit<8> x) {
@@ -39,8 +46,19 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
         packet.extract(hdr.c);
         transition select(hdr.c.op) {
             7: parse_u;
+            8: parse_vl_bytes;
+            10: parse_vl_bytes;
+            9: parse_vl_bits;
             default: accept;
         }
+    }
+    state parse_vl_bytes {
+        packet.extract(hdr.vl, (bit<32>) hdr.c.a * 8);
+        transition accept;
+    }
+    state parse_vl_bits {
+        packet.extract(hdr.vl, (bit<32>) hdr.c.a);
+        transition accept;
     }
     state parse_u {
         packet.extract(hdr.u.a);
@@ -117,6 +135,21 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
                 hdr.u.b = w;
             }
             hdr.c.r2 = hdr.u.a.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 8 || hdr.c.op == 9) {  /* varbit */
+            vl_t copy = hdr.vl;
+            hdr.c.r1 = (bit<8>) (hdr.vl.x ++ hdr.vl.y);
+            hdr.c.r2 = (copy.v == hdr.vl.v && copy == hdr.vl) ? 8w1 : 8w0;
+            if (sm.parser_error == error.HeaderTooShort) {
+                hdr.c.r3 = 1;
+            } else if (sm.parser_error == error.ParserInvalidArgument) {
+                hdr.c.r3 = 2;
+            }
+            hdr.c.r4 = hdr.vl.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 10) {    /* a checksum over a varbit uses its current length */
+            bit<16> h;
+            hash(h, HashAlgorithm.csum16, 16w0, { hdr.vl.x, hdr.vl.v, hdr.vl.y }, 32w65536);
+            hdr.c.r1 = h[15:8];
+            hdr.c.r2 = h[7:0];
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
@@ -133,6 +166,7 @@ control D(packet_out packet, in headers hdr) {
     apply {
         packet.emit(hdr.c);
         packet.emit(hdr.u);
+        packet.emit(hdr.vl);
     }
 }
 
