@@ -17,6 +17,11 @@ from p4sim.frontend.symbols import (_ANNOT_RE, TYPE_NODES, BlockType, ExternType
                                     Sig, SubControl, TypeVar, type_name)
 
 
+class CompileWarning(UserWarning):
+    """Something p4c accepts with a warning (e.g. a literal truncated to its width); the message
+    starts with file:line:col like p4c's."""
+
+
 class CheckerBase:
     """State of one check run; the subclasses add expressions, tables, blocks, declarations."""
 

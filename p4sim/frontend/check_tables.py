@@ -95,7 +95,7 @@ class TableChecker(ExprChecker):
             rows = self.children(entries_prop, "entry")
             given = [self.const_entry(e, t, scope) for e in rows]
             t.const_entries = self.entry_priorities(t, given, rows, largest_wins, priority_delta)
-        if not t.actions:
+        if "actions" not in seen:  # an empty list is fine (p4c): the table runs its default
             raise self.err(f"table '{name}' has no 'actions' property", d)
         return t
 

@@ -86,3 +86,12 @@ def test_checksum_over_a_varbit_covers_its_extracted_bits(sw):
     # negative control: one byte of varbit -> words A12B -> ~0xA12B = 0x5ED4
     out = send(sw, bytes([10, 1, 0, 0, 0, 0, 0, 0xA1, 0x2B]))
     assert out[3:5] == bytes([0x5E, 0xD4])
+
+
+def test_signed_stack_index_negative_is_out_of_bounds(sw):
+    assert run(sw, 11, a=1)[:3] == (0, 9, 1)
+    assert run(sw, 11, a=0xFF)[:3] == (0, 0, 0)  # k = -1: the write goes nowhere, reads invalid
+
+
+def test_table_with_an_empty_action_list_misses(sw):
+    assert run(sw, 12)[0] == 2

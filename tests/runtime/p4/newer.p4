@@ -76,6 +76,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         }
     }
 
+    table no_actions {           /* an empty action list (p4c accepts it) */
+        key = { }
+        actions = { }
+    }
+
     apply {
         sm.egress_spec = 1;
         if (hdr.c.op == 1) {            /* compound assignment */
@@ -150,6 +155,17 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hash(h, HashAlgorithm.csum16, 16w0, { hdr.vl.x, hdr.vl.v, hdr.vl.y }, 32w65536);
             hdr.c.r1 = h[15:8];
             hdr.c.r2 = h[7:0];
+        } else if (hdr.c.op == 11) {    /* a signed stack index; negative is out of bounds */
+            v_t[2] st;
+            int<8> k = (int<8>) hdr.c.a;
+            st[0].setValid();
+            st[1].setValid();
+            st[k].v = 9;
+            hdr.c.r1 = st[0].v;
+            hdr.c.r2 = st[1].v;
+            hdr.c.r3 = st[k].isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 12) {
+            hdr.c.r1 = no_actions.apply().hit ? 8w1 : 8w2;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
