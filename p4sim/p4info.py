@@ -253,7 +253,8 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
             mf = pt.match_fields.add()
             mf.id = i
             mf.name = k.name
-            mf.bitwidth = _bitwidth(k.expr.type)
+            # p4c treats an error-typed match field as a string: bitwidth 0
+            mf.bitwidth = 0 if isinstance(k.expr.type, ir.ErrorT) else _bitwidth(k.expr.type)
             mf.match_type = _MATCH_TYPES[k.match_kind]
             mf.annotations.extend(_annotation_strings(k.annotations))
         for ref in t.actions:
@@ -383,7 +384,9 @@ def _set_type_spec(spec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
             for f in t.fields:
                 m = ht.members.add()
                 m.name = f.name
-                if isinstance(f.type, ir.BitT) and f.type.signed:
+                if isinstance(f.type, ir.VarbitT):
+                    m.type_spec.varbit.max_bitwidth = f.type.max_width
+                elif isinstance(f.type, ir.BitT) and f.type.signed:
                     m.type_spec.int.bitwidth = f.type.width
                 else:
                     m.type_spec.bit.bitwidth = _bitwidth(f.type)

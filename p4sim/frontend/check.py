@@ -76,7 +76,12 @@ class Checker(BlockChecker):
             if n in names:
                 raise self.err(f"duplicate field '{n}'", fname)
             names.add(n)
-            if is_header and not isinstance(t, (ir.BitT, ir.BoolT)):
+            if isinstance(t, ir.VarbitT):
+                if not is_header:
+                    raise self.unsupported("varbit fields outside headers", tref)
+                if any(isinstance(x.type, ir.VarbitT) for x in fields):
+                    raise self.err("a header may have only one varbit field", tref)
+            elif is_header and not isinstance(t, (ir.BitT, ir.BoolT)):
                 if isinstance(t, ir.EnumT) and t.underlying is not None:
                     t = t.underlying
                 else:
@@ -108,7 +113,15 @@ class Checker(BlockChecker):
         self._declare_type(name, t)
 
     def decl_header_union_decl(self, d: Tree) -> None:
-        raise self.unsupported("header unions", d)
+        self._check_no_type_params(d, "header_union")
+        name = self.child(d, "decl_name")
+        t = ir.HeaderUnionT(self.ident(name), [], self.annotations(d.children[0]))
+        t.fields = self._fields(d, False)
+        for f, node in zip(t.fields, self.children(d, "struct_field")):
+            if not isinstance(f.type, ir.HeaderT):
+                raise self.err(f"header_union member '{f.name}' must be a header, not "
+                               f"{type_name(f.type)}", node)
+        self._declare_type(name, t)
 
     def decl_enum_decl(self, d: Tree) -> None:
         name = self.child(d, "decl_name")

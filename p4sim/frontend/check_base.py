@@ -17,6 +17,11 @@ from p4sim.frontend.symbols import (_ANNOT_RE, TYPE_NODES, BlockType, ExternType
                                     Sig, SubControl, TypeVar, type_name)
 
 
+class CompileWarning(UserWarning):
+    """Something p4c accepts with a warning (e.g. a literal truncated to its width); the message
+    starts with file:line:col like p4c's."""
+
+
 class CheckerBase:
     """State of one check run; the subclasses add expressions, tables, blocks, declarations."""
 
@@ -225,7 +230,10 @@ class CheckerBase:
                 raise self.err(f"width must be positive, not {w}", t)
             return ir.BitT(w, kind == "int_type")
         if kind == "varbit_type":
-            raise self.unsupported("varbit types", t)
+            w = self.width(t.children[0])
+            if w <= 0:
+                raise self.err(f"width must be positive, not {w}", t)
+            return ir.VarbitT(w)
         if kind == "type_name":
             name = self.ident(t.children[-1])
             if name in self.type_vars:
@@ -264,8 +272,9 @@ class CheckerBase:
         if kind == "stack_type":
             elem = self.resolve_type(t.children[0])
             size = self.const_int(t.children[1], self.global_scope)
-            if not isinstance(elem, ir.HeaderT):
-                raise self.unsupported(f"stacks of {type_name(elem)} (only header stacks)", t)
+            if not isinstance(elem, (ir.HeaderT, ir.HeaderUnionT)):
+                raise self.err(f"a stack's elements must be headers or header unions, not "
+                               f"{type_name(elem)}", t)
             if size <= 0:
                 raise self.err("header stack size must be positive", t.children[1])
             return ir.StackT(elem, size)

@@ -508,6 +508,16 @@ class BlockChecker(TableChecker):
             self.check_lvalue(lhs, lhs_t)
             rhs = self.coerce(self.expr(rhs_t, scope, lhs.type), lhs.type, rhs_t)
             return ir.Assign(self.pos(s), lhs, rhs)
+        if kind == "compound_assign_stmt":
+            return self.compound_assign(s, scope)
+        if kind == "for_stmt":
+            return self.for_stmt(s, scope)
+        if kind == "for_in_stmt":
+            return self.for_in_stmt(s, scope)
+        if kind in ("break_stmt", "continue_stmt"):
+            if not getattr(self, "loop_depth", 0):
+                raise self.err(f"'{kind[:-5]}' outside a loop", s)
+            return ir.Break(self.pos(s)) if kind == "break_stmt" else ir.Continue(self.pos(s))
         if kind == "call_stmt":
             callee = s.children[1]
             head = self.value_view(callee.children[0], scope) if callee.data == "call" else None
@@ -557,6 +567,60 @@ class BlockChecker(TableChecker):
         if kind == "empty_stmt":
             return ir.Empty(self.pos(s))
         raise self.err(f"unexpected statement {kind}", s)
+
+    # `a op= b` is `a = a op b` with the lvalue evaluated once (P4_16 1.2.4); the operator is
+    # checked exactly as in an expression by building that expression's parse tree.
+    _COMPOUND_RULE = {"+": "add", "-": "add", "|+|": "add", "|-|": "add", "*": "mul", "/": "mul",
+                      "%": "mul", "&": "band", "|": "bor", "^": "bxor", "<<": "shift"}
+
+    def compound_assign(self, s: Tree, scope: Scope) -> ir.Assign:
+        _a, lhs_t, op_t, rhs_t = s.children
+        lhs = self.expr(lhs_t, scope, None)
+        self.check_lvalue(lhs, lhs_t)
+        toks = [t for t in op_t.children]
+        if len(toks) == 2:  # SHR_FIRST '>'
+            tree = Tree("shift", [lhs_t, toks[0], toks[1], rhs_t], s.meta)
+        else:
+            tree = Tree(self._COMPOUND_RULE[str(toks[0])], [lhs_t, toks[0], rhs_t], s.meta)
+        rhs = self.coerce(self.expr(tree, scope, lhs.type), lhs.type, rhs_t)
+        if isinstance(rhs, ir.Binary):
+            # the same lvalue object on both sides: the code generator evaluates it once
+            rhs.left = lhs
+        return ir.Assign(self.pos(s), lhs, rhs)
+
+    def _loop_body(self, body_t: Tree, scope: Scope) -> ir.Stmt:
+        self.loop_depth = getattr(self, "loop_depth", 0) + 1
+        try:
+            return self._sub_stmt(body_t, scope)
+        finally:
+            self.loop_depth -= 1
+
+    def for_stmt(self, s: Tree, scope: Scope) -> ir.For:
+        ch = s.children
+        init_t, rest = ch[1], ch[2:]
+        cond_t = rest[0] if len(rest) == 3 else None
+        update_t, body_t = rest[-2], rest[-1]
+        inner = Scope(scope)
+        init = [x for x in (self.stmt(c, inner) for c in init_t.children) if x is not None]
+        cond = None
+        if cond_t is not None:
+            cond = self.coerce(self.expr(cond_t, inner, ir.BoolT()), ir.BoolT(), cond_t)
+        update = [x for x in (self.stmt(c, inner) for c in update_t.children) if x is not None]
+        if any(isinstance(u, ir.VarDecl) for u in update):
+            raise self.err("a for loop's update part cannot declare variables", update_t)
+        return ir.For(self.pos(s), init, cond, update, self._loop_body(body_t, inner))
+
+    def for_in_stmt(self, s: Tree, scope: Scope) -> ir.ForRange:
+        _a, annots, tref, name_node, lo_t, hi_t, body_t = s.children
+        t = self.resolve_type(tref)
+        if not isinstance(t, ir.BitT):
+            raise self.err("a for-in loop over a range needs a bit<W>/int<W> variable", tref)
+        lo = self.coerce(self.expr(lo_t, scope, t), t, lo_t)
+        hi = self.coerce(self.expr(hi_t, scope, t), t, hi_t)
+        inner = Scope(scope)
+        v = ir.Var(self.ident(name_node), t, "local", None, self.pos(s), self.annotations(annots))
+        self.declare(inner, v.name, v, name_node)
+        return ir.ForRange(self.pos(s), v, lo, hi, self._loop_body(body_t, inner))
 
     def _sub_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
         st = self.stmt(s, Scope(scope))

@@ -1,13 +1,15 @@
 """Expressions: typing, implicit conversions, constant folding, calls and their arguments."""
 from __future__ import annotations
 
+import warnings
+
 from typing import Any, Optional
 
 from lark import Token, Tree
 
 from p4sim.errors import CompileError
 from p4sim.frontend import ir
-from p4sim.frontend.check_base import CheckerBase
+from p4sim.frontend.check_base import CheckerBase, CompileWarning
 from p4sim.frontend.consteval import FoldError, fold_binary, fold_cast, mask, parse_int_literal
 from p4sim.frontend.symbols import (ConstSym, Node, Param, Scope, Sig, TypeVar, same_type,
                                     type_name)
@@ -50,7 +52,7 @@ class ExprChecker(CheckerBase):
             v = int(e.value)
             lo = -(1 << (t.width - 1)) if t.signed else -(1 << t.width)
             if v >= (1 << t.width) or v < lo:
-                raise self.err(f"value {v} does not fit in {type_name(t)}", node)
+                self.overflow_warning(v, t, node)
             return ir.Literal(t, e.pos, v & mask(t.width))
         if isinstance(e, ir.ListExpr) and isinstance(t, (ir.StructT, ir.HeaderT)):
             if len(e.items) != len(t.fields):
@@ -118,8 +120,15 @@ class ExprChecker(CheckerBase):
         if t is None:
             return ir.Literal(ir.IntT(), self.pos(n), value)
         if value >= (1 << t.width):
-            raise self.err(f"value {value} does not fit in {type_name(t)}", n)
+            self.overflow_warning(value, t, n)
+            value &= mask(t.width)
         return ir.Literal(t, self.pos(n), value)
+
+    def overflow_warning(self, value: int, t: ir.Type, node: Any) -> None:
+        """A literal too wide for its type: p4c warns ("value does not fit in W bits") and keeps
+        the low W bits (IR::Constant::handleOverflow), so p4sim does the same."""
+        warnings.warn(f"{self.pos(node)}: warning: value {value} does not fit in {type_name(t)}; "
+                      "truncated (as p4c does)", CompileWarning, stacklevel=2)
 
     def x_true_lit(self, n, scope, expected) -> ir.Expr:
         return ir.Literal(ir.BoolT(), self.pos(n), True)
@@ -258,7 +267,7 @@ class ExprChecker(CheckerBase):
     def x_eq(self, n: Tree, scope, expected):
         op = str(n.children[1])
         left, right = self._operands(n, scope, None, n.children[0], n.children[2])
-        if isinstance(left.type, (ir.ExternT, ir.StackT, ir.TupleT, ir.StringT)):
+        if isinstance(left.type, (ir.ExternT, ir.TupleT, ir.StringT)):
             raise self.err(f"cannot compare values of type {type_name(left.type)}", n)
         return self._fold(ir.Binary(ir.BoolT(), self.pos(n), op, left, right), left.type)
 
@@ -429,7 +438,7 @@ class ExprChecker(CheckerBase):
                 return ir.ApplyResult(bt, self.pos(n), base.table, "action_run")
             raise self.err(f"a table apply result has no '{fname}' (hit, miss, action_run)",
                            fname_n)
-        if isinstance(bt, (ir.HeaderT, ir.StructT)):
+        if isinstance(bt, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
             for f in bt.fields:
                 if f.name == fname:
                     return ir.Member(f.type, self.pos(n), base, fname)
@@ -457,8 +466,15 @@ class ExprChecker(CheckerBase):
                 raise self.err(f"index {idx.value} out of bounds for a stack of "
                                f"{base.type.size}", n.children[1])
             idx = ir.Literal(ir.BitT(32), idx.pos, int(idx.value))
-        elif not (isinstance(idx.type, ir.BitT) and not idx.type.signed):
-            raise self.err("a stack index must be unsigned", n.children[1])
+        elif isinstance(idx, ir.Literal) and isinstance(idx.type, ir.BitT):
+            v = idx.value - (1 << idx.type.width) if idx.type.signed and idx.value >> (idx.type.width - 1) else idx.value
+            if not 0 <= v < base.type.size:
+                raise self.err(f"index {v} out of bounds for a stack of {base.type.size}",
+                               n.children[1])
+        elif not isinstance(idx.type, ir.BitT):
+            # bit<W> or int<W> (p4c accepts both; a negative run-time index is out of bounds)
+            raise self.err(f"a stack index must be bit<W> or int<W>, not {type_name(idx.type)}",
+                           n.children[1])
         return ir.StackIndex(base.type.elem, self.pos(n), base, idx)
 
     def x_slice(self, n: Tree, scope, expected) -> ir.Expr:
@@ -529,6 +545,13 @@ class ExprChecker(CheckerBase):
                     self.check_lvalue(base, base_n)
                 t = ir.BoolT() if mname == "isValid" else ir.VoidT()
                 return ir.HeaderCall(t, pos, [], [], base, mname)
+            if isinstance(bt, ir.HeaderUnionT):
+                if mname != "isValid":
+                    raise self.err(f"header unions have no method '{mname}' (only isValid)",
+                                   mname_n)
+                if arg_nodes:
+                    raise self.err("isValid() takes no arguments", args)
+                return ir.HeaderCall(ir.BoolT(), pos, [], [], base, mname)
             if isinstance(bt, ir.StackT):
                 if mname not in ("push_front", "pop_front"):
                     raise self.err(f"header stacks have no method '{mname}'", mname_n)
@@ -546,8 +569,6 @@ class ExprChecker(CheckerBase):
                 sigs = et.methods.get(mname)
                 if not sigs:
                     raise self.err(f"{bt.name} has no method '{mname}'", mname_n)
-                if mname == "extract" and len(arg_nodes) == 2:
-                    raise self.unsupported("extract with a variable size (varbit)", n)
                 args_e, dirs, (bind, sig) = self.bind_args(sigs, arg_nodes, targs, {}, scope, n,
                                                            mname)
                 ret = self.subst(sig.ret, bind)
@@ -557,10 +578,16 @@ class ExprChecker(CheckerBase):
                     at = args_e[0].type
                     if not isinstance(at, ir.HeaderT):
                         raise self.err(f"extract needs a header, not {type_name(at)}", n)
+                    if (at.varbit is not None) != (len(args_e) == 2):
+                        raise self.err("a header with a varbit field is extracted with its size "
+                                       "(extract(hdr, bits)), any other header without", n)
+                if mname == "lookahead" and isinstance(ret, ir.HeaderT) and ret.varbit is not None:
+                    raise self.err("lookahead of a header with a varbit field", n)
                 if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,
-                                                      (ir.HeaderT, ir.StackT, ir.StructT)):
+                                                      (ir.HeaderT, ir.StackT, ir.StructT,
+                                                       ir.HeaderUnionT)):
                     raise self.err(f"emit needs a header, header stack or struct of headers, "
                                    f"not {type_name(args_e[0].type)}", n)
                 return ir.PacketCall(ret, pos, args_e, dirs, base, mname)

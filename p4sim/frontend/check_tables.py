@@ -26,6 +26,7 @@ class TableChecker(ExprChecker):
         seen: set[str] = set()
         entries_prop = None
         default_prop = None
+        largest_wins, priority_delta = True, 1
 
         def once(pname: str, node: Tree) -> None:
             if pname in seen:
@@ -69,6 +70,15 @@ class TableChecker(ExprChecker):
                         t.direct_counter = inst
                     else:
                         t.direct_meter = inst
+                elif pname == "largest_priority_wins":
+                    e = self.expr(value, scope, ir.BoolT())
+                    if not isinstance(e, ir.Literal) or not isinstance(e.value, bool):
+                        raise self.err("largest_priority_wins must be a constant bool", value)
+                    largest_wins = e.value
+                elif pname == "priority_delta":
+                    priority_delta = self.const_int(value, scope)
+                    if priority_delta < 0:
+                        raise self.err("priority_delta must be a positive value", value)
                 elif pname == "implementation":
                     raise self.unsupported("table implementations (action profiles/selectors)",
                                            p)
@@ -82,12 +92,10 @@ class TableChecker(ExprChecker):
             t.default_is_const = is_const
         if entries_prop is not None:
             t.entries_are_const = self.child(entries_prop, "const_kw") is not None
-            if not t.entries_are_const:
-                raise self.unsupported("non-const table 'entries' (use 'const entries')",
-                                       entries_prop)
-            for e in self.children(entries_prop, "entry"):
-                t.const_entries.append(self.const_entry(e, t, scope))
-        if not t.actions:
+            rows = self.children(entries_prop, "entry")
+            given = [self.const_entry(e, t, scope) for e in rows]
+            t.const_entries = self.entry_priorities(t, given, rows, largest_wins, priority_delta)
+        if "actions" not in seen:  # an empty list is fine (p4c): the table runs its default
             raise self.err(f"table '{name}' has no 'actions' property", d)
         return t
 
@@ -184,26 +192,99 @@ class TableChecker(ExprChecker):
                            value)
         return ref
 
-    def const_entry(self, e: Tree, t: ir.TableDecl, scope: Scope) -> ir.ConstEntry:
+    def entry_priorities(self, t: ir.TableDecl, entries: list[tuple[ir.ConstEntry, Optional[int], Optional[int]]],
+                         rows: list[Tree], largest_wins: bool, delta: int) -> list[ir.ConstEntry]:
+        """Each entry's run-time priority (larger wins), by the convention that decides it.
+
+        * ``@priority(N)`` (the old annotation; p4c's BMv2 back end copies it into the JSON, other
+          entries get their position 1, 2, ...): BMv2 gives precedence to the smallest number,
+          ties to the earlier entry.
+        * ``const entries`` without it: the earlier entry wins (p4c rejects ``priority = N:``
+          there: "Table with 'const' entries cannot have priorities").
+        * ``entries`` (P4_16 1.2.4): p4c's front end (frontends/p4/entryPriorities.cpp) numbers
+          the entries: with no ``priority = N:`` at all, 1, 1 + delta, ... from the last entry up
+          (``largest_priority_wins``, the default) or from the first entry down; otherwise the
+          first entry must have one and an entry without one gets the previous one's minus
+          (largest wins) or plus ``priority_delta``.  Precedence then goes to the largest (or,
+          with ``largest_priority_wins = false``, the smallest) number.
+        Only tables with a ternary/range/optional key use priorities at run time."""
+        needs = any(k.match_kind in ("ternary", "range", "optional") for k in t.keys)
+        explicit = [(ce, prio, legacy) for ce, prio, legacy in entries]
+        if t.entries_are_const:
+            for (ce, prio, _), row in zip(explicit, rows):
+                if prio is not None:
+                    raise self.err("a table with 'const entries' cannot give entries a priority "
+                                   "(p4c: use 'entries' or the @priority annotation)", row)
+        if any(legacy is not None for _, _, legacy in explicit) or t.entries_are_const:
+            ranks = [(legacy if legacy is not None else i + 1, i) for i, (_, _, legacy) in enumerate(explicit)]
+            order = sorted(range(len(explicit)), key=lambda i: ranks[i])  # smallest first = wins
+            return self._ranked([e[0] for e in explicit], order, needs)
+        n = len(explicit)
+        if all(prio is None for _, prio, _ in explicit):
+            prios = [0] * n
+            cur = 1
+            for k in range(n):
+                prios[n - 1 - k if largest_wins else k] = cur
+                cur += delta
+        else:
+            if not needs:
+                raise self.err(f"table '{t.name}': its key's match kinds do not use priorities, "
+                               "but some entries give one", rows[0])
+            if explicit[0][1] is None:
+                raise self.err("the first entry must have a priority (others do)", rows[0])
+            prios, cur = [], 0
+            for ce, prio, _ in explicit:
+                cur = prio if prio is not None else cur
+                prios.append(cur)
+                cur = cur - delta if largest_wins else cur + delta
+                if cur < 0:
+                    raise self.err(f"table '{t.name}': overflow in priority computation", rows[0])
+        if largest_wins:
+            for (ce, _, _), p in zip(explicit, prios):
+                ce.priority = p if needs else None
+            return [e[0] for e in explicit]
+        order = sorted(range(n), key=lambda i: (prios[i], i))
+        return self._ranked([e[0] for e in explicit], order, needs)
+
+    @staticmethod
+    def _ranked(entries: list[ir.ConstEntry], order: list[int], needs: bool) -> list[ir.ConstEntry]:
+        """Priorities n, n-1, ... 1 (larger wins) following ``order`` (the winner first)."""
+        n = len(entries)
+        for rank, i in enumerate(order):
+            entries[i].priority = n - rank if needs else None
+        return entries
+
+    def const_entry(self, e: Tree, t: ir.TableDecl, scope: Scope) -> tuple[ir.ConstEntry, Optional[int], Optional[int]]:
+        """The entry, its ``priority = N:`` value and its ``@priority(N)`` value (or None)."""
         a = self.annotations(e.children[0])
+        trailing = e.children[-1]  # annotations may also follow the action: ``k : a() @priority(1);``
+        if isinstance(trailing, Tree) and trailing.data == "annots" and trailing is not e.children[0]:
+            a = {**a, **self.annotations(trailing)}
         prio_node = self.child(e, "entry_priority")
         rest = [c for c in e.children[1:] if not (isinstance(c, Tree) and c.data in
                                                    ("const_kw", "entry_priority", "annots"))]
         ks, aref = rest[0], rest[1]
+        for k in t.keys:
+            if isinstance(k.expr.type, ir.ErrorT):  # p4c-bm2-ss: "invalid exact key expression"
+                raise self.err("entries on a table keyed by an 'error' value are not accepted "
+                               "for BMv2 (p4c-bm2-ss rejects them)", ks)
         keysets = self.keysets(ks, [k.expr for k in t.keys], scope,
                                [k.match_kind for k in t.keys])
         ref = self.action_ref(aref, scope, t)
         if "defaultonly" in ref.annotations:
             raise self.err(f"action '{ref.action.name}' is @defaultonly", aref)
-        priority = None
+        priority = legacy = None
         if prio_node is not None:
             priority = self.const_int(prio_node.children[0], scope)
-        elif "priority" in a:
+            if priority < 0:
+                raise self.err("an entry priority must not be negative", prio_node)
+        if "priority" in a:
             try:
-                priority = int(a["priority"], 0)
+                legacy = int(a["priority"], 0)
             except ValueError:
                 raise self.err("@priority needs an integer", e) from None
-        return ir.ConstEntry(keysets, ref, priority, self.pos(e))
+        is_const = t.entries_are_const or self.child(e, "const_kw") is not None
+        return ir.ConstEntry(keysets, ref, None, self.pos(e), is_const), priority, legacy
 
     def keysets(self, ks: Tree, keys: list[ir.Expr], scope: Scope,
                 match_kinds: Optional[list[str]]) -> list[ir.KeySet]:

@@ -48,6 +48,14 @@ class BoolT(Type):
 
 
 @dataclass(frozen=True)
+class VarbitT(Type):
+    """``varbit<max_width>``: a header field whose length is set when it is extracted.  Its run-time
+    value is the pair (current length in bits, value)."""
+
+    max_width: int
+
+
+@dataclass(frozen=True)
 class IntT(Type):
     """Infinite-precision compile-time ``int``.  Only appears on folded constants that stay
     untyped (e.g. a shift amount, an extern constructor argument); never on a runtime value."""
@@ -101,8 +109,14 @@ class HeaderT(Type):
 
     @property
     def width(self) -> int:
-        """Total width in bits (all fields are ``BitT``/``BoolT`` (1 bit) in supported headers)."""
-        return sum(f.type.width if isinstance(f.type, BitT) else 1 for f in self.fields)
+        """Width in bits of the fixed-size fields (``BitT``; ``BoolT`` 1 bit; a varbit counts 0)."""
+        return sum(f.type.width if isinstance(f.type, BitT) else 0 if isinstance(f.type, VarbitT)
+                   else 1 for f in self.fields)
+
+    @property
+    def varbit(self) -> Optional[Field]:
+        """The header's varbit field, if it has one (P4 allows at most one)."""
+        return next((f for f in self.fields if isinstance(f.type, VarbitT)), None)
 
 
 @dataclass(eq=False)
@@ -113,10 +127,19 @@ class StructT(Type):
 
 
 @dataclass(eq=False)
-class StackT(Type):
-    """A header stack ``H[size]``."""
+class HeaderUnionT(Type):
+    """``header_union``: header-typed members of which at most one is valid at a time."""
 
-    elem: HeaderT
+    name: str
+    fields: list[Field]
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class StackT(Type):
+    """A header stack ``H[size]`` (or a stack of header unions)."""
+
+    elem: Union[HeaderT, "HeaderUnionT"]
     size: int
 
 
@@ -414,6 +437,36 @@ class SwitchStmt(Stmt):
 
 
 @dataclass(eq=False)
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.4); ``cond`` None = no condition."""
+
+    init: list[Stmt]
+    cond: Optional[Expr]
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class ForRange(Stmt):
+    """``for (T v in lo .. hi) body``: v takes lo, lo + 1, ... hi (both evaluated once, first)."""
+
+    var: Var
+    lo: Expr
+    hi: Expr
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
 class Exit(Stmt):
     pass
 
@@ -516,8 +569,12 @@ class ConstEntry:
 
     keysets: list[KeySet]
     action: ActionRef
-    priority: Optional[int]  # explicit @priority / ``priority=``; None = implied by order
+    # The entry's priority as the runtime uses it (larger wins, as in P4Runtime), decided by the
+    # front end from the table's conventions (check_tables.entry_priorities); None for tables
+    # whose match kinds need no priority (exact/lpm).
+    priority: Optional[int]
     pos: Optional[Pos] = None
+    is_const: bool = True  # a ``const entries`` row or an ``entries`` row marked ``const``
 
 
 @dataclass(eq=False)
@@ -529,7 +586,7 @@ class TableDecl:
     default_action: Optional[ActionRef]  # None = NoAction-like "no action" default
     default_is_const: bool
     const_entries: list[ConstEntry]
-    entries_are_const: bool
+    entries_are_const: bool  # ``const entries`` (else ``entries``: initial, control plane may change)
     size: Optional[int]
     direct_counter: Optional[ExternInstance] = None
     direct_meter: Optional[ExternInstance] = None

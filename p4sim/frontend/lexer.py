@@ -26,7 +26,7 @@ _TOKEN_RE = re.compile(r"""
 | (?P<integer>(?:\d+[ws])?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[\d_]*))
 | (?P<word>[A-Za-z_]\w*)
 | (?P<string>"(?:[^"\\\n]|\\.)*")
-| (?P<punct>&&&|\|\+\||\|-\||\.\.|\+\+|<<|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>=?:;,.(){}\[\]])
+| (?P<punct>>>=|&&&|\|\+\||\|-\||\.\.|\+\+|<<|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>=?:;,.(){}\[\]])
 """, re.VERBOSE | re.DOTALL)
 
 # Tokens that may appear inside explicit type arguments ``f<...>(``.
@@ -75,12 +75,18 @@ class Lexer:
                     ttype = "STRING_LITERAL"
                 elif kind == "annotation":
                     ttype = "ANNOTATION"
+                elif value == ">>=":  # compound shift assignment: '>' '>' '=' like p4c's lexer
+                    for k, ch in enumerate(value):
+                        out.append(Token(lits[ch], ch, start_pos=i + k, line=line, column=col + k,
+                                         end_pos=i + k + 1))
+                    ttype = None
                 else:
                     ttype = lits.get(value)
                     if ttype is None:
                         raise CompileError(f"unexpected '{value}'", pos_of(line, col))
-                tok = Token(ttype, value, start_pos=i, line=line, column=col, end_pos=end)
-                out.append(tok)
+                if ttype is not None:
+                    tok = Token(ttype, value, start_pos=i, line=line, column=col, end_pos=end)
+                    out.append(tok)
             # advance line/column over the consumed text
             chunk = text[i:end]
             nl = chunk.count("\n")

@@ -68,12 +68,20 @@ class _P4Preprocessor(Preprocessor):
         return True
 
 
+# What p4c-bm2-ss predefines (backends/bmv2/simple_switch/main.cpp adds -D__TARGET_BMV2__; the
+# preprocessor runs with -undef, so no compiler- or system-specific macros; p4c defines no
+# __p4c__ either).  _CORE_P4_, _V1_MODEL_P4_ and V1MODEL_VERSION come from the include files.
+BMV2_PREDEFINED = ("__TARGET_BMV2__",)
+
+
 def preprocess(path: str | os.PathLike, include_dirs: Iterable[str] = (),
-               defines: Optional[Mapping[str, Optional[str]] | Iterable[str]] = None) -> str:
+               defines: Optional[Mapping[str, Optional[str]] | Iterable[str]] = None,
+               predefined: Iterable[str] = BMV2_PREDEFINED) -> str:
     """Preprocess ``path`` and return the text with ``#line`` markers.
 
     ``defines`` maps NAME to a value (None/"" = defined as 1, like ``-DNAME``) or is an iterable
-    of ``NAME[=VALUE]`` strings as given on a command line.
+    of ``NAME[=VALUE]`` strings as given on a command line.  ``predefined`` names are defined as
+    1 before anything else, as the target's compiler driver does.
     """
     path = str(path)
     try:
@@ -88,6 +96,8 @@ def preprocess(path: str | os.PathLike, include_dirs: Iterable[str] = (),
     # pcpp rewrites included paths relative to each include directory ("../../x.p4"); keep only
     # its rule for the working directory so positions read like the paths the user typed.
     pp.rewrite_paths = [(re.escape(os.path.abspath("") + os.sep) + "(.*)", "\\1")]
+    for name in predefined:
+        pp.define(f"{name} 1")
     for name, value in _normalise_defines(defines):
         pp.define(f"{name} {value}")
     pp.parse(text, source=path)

@@ -120,6 +120,8 @@ def type_name(t: ir.Type) -> str:
         return "bool"
     if isinstance(t, ir.IntT):
         return "int"
+    if isinstance(t, ir.VarbitT):
+        return f"varbit<{t.max_width}>"
     if isinstance(t, ir.VoidT):
         return "void"
     if isinstance(t, ir.StringT):
@@ -128,7 +130,7 @@ def type_name(t: ir.Type) -> str:
         return "error"
     if isinstance(t, ir.MatchKindT):
         return "match_kind"
-    if isinstance(t, (ir.EnumT, ir.HeaderT, ir.StructT)):
+    if isinstance(t, (ir.EnumT, ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
         return t.name
     if isinstance(t, ir.StackT):
         return f"{t.elem.name}[{t.size}]"
@@ -148,7 +150,7 @@ def same_type(a: ir.Type, b: ir.Type) -> bool:
     if a is b:
         return True
     if isinstance(a, (ir.BitT, ir.BoolT, ir.IntT, ir.VoidT, ir.StringT, ir.ErrorT,
-                      ir.MatchKindT)):
+                      ir.MatchKindT, ir.VarbitT)):
         return a == b
     if isinstance(a, ir.StackT) and isinstance(b, ir.StackT):
         return a.elem is b.elem and a.size == b.size

@@ -28,7 +28,8 @@ from typing import Any, Callable, Optional
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime import support
-from p4sim.runtime.objects import ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width
+from p4sim.runtime.objects import (ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width,
+                                   varbit_split)
 
 
 def _mask(w: int) -> int:
@@ -42,6 +43,24 @@ def _bits(t: ir.Type) -> Optional[ir.BitT]:
     if isinstance(t, ir.EnumT) and t.underlying is not None:
         return t.underlying
     return None
+
+
+@dataclass(eq=False)
+class Pinned(ir.Expr):
+    """A value already computed into a Python temporary: an lvalue's run-time stack index
+    evaluated before the right-hand side of its assignment (P4_16: lvalues are evaluated first)."""
+
+    code: str = ""
+
+
+# Python expressions whose value cannot change when other code runs in between: literals and
+# temporaries assigned once.  Anything else read before a later operand's statements must be
+# captured into a temporary first, so side effects of later operands cannot change it.
+_STABLE = re.compile(r"^(?:_t\d+(?:\[\d+\])?|-?\d+|True|False|None|'[^'\\]*')$")
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
 
 
 def enum_member(lit: ir.Expr) -> str:
@@ -85,6 +104,7 @@ class Scope:
     returns: Callable[[Optional[str]], str] = lambda v: "return"
     in_parser: bool = False
     tmp: Any = field(default_factory=lambda: itertools.count())
+    loops: list = field(default_factory=list)  # update statements of the enclosing for loops
     # Composite sub-objects read through a local bound once at function entry (see member_alias)
     roots: set = field(default_factory=set)
     member_alias: dict = field(default_factory=dict)  # "P_hdr.ipv4" -> "_m0"
@@ -172,6 +192,54 @@ class ProgramCompiler:
             raise Unsupported(f"expression {type(e).__name__}", e.pos)
         return m(e, sc, pre)
 
+    def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
+        return e.code
+
+    def sequence(self, items: list[tuple[str, list[str], bool]], sc: Scope, pre: list[str]) -> list[str]:
+        """Operands evaluated left to right (P4_16 §8): ``items`` are (code, statements it needs,
+        is a composite object reference).  Each operand's statements go to ``pre`` in order; an
+        operand read before a later operand's statements is captured in a temporary first (a copy
+        for a composite), so a later call's side effects cannot change it."""
+        last = max((i for i, (_, p, _) in enumerate(items) if p), default=-1)
+        codes = []
+        for i, (code, p, comp) in enumerate(items):
+            pre += p
+            if i < last and not _STABLE.match(code):
+                t = sc.new_tmp()
+                pre.append(f"{t} = {code}._copy()" if comp else f"{t} = {code}")
+                code = t
+            codes.append(code)
+        return codes
+
+    def ex_all(self, es: list[ir.Expr], sc: Scope, pre: list[str]) -> list[str]:
+        """Python codes for ``es`` evaluated left to right (see ``sequence``)."""
+        items = []
+        for e in es:
+            p: list[str] = []
+            items.append((self.ex(e, sc, p), p, is_composite(e.type)))
+        return self.sequence(items, sc, pre)
+
+    def pin_lvalue(self, lv: ir.Expr, sc: Scope, pre: list[str]) -> ir.Expr:
+        """``lv`` with its run-time stack indices computed now into temporaries, so the lvalue
+        means what it meant before a right-hand side or a call's other arguments ran."""
+        if isinstance(lv, ir.StackIndex):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            if isinstance(lv.index, (ir.Literal, Pinned)):
+                return lv if base is lv.base else ir.StackIndex(lv.type, lv.pos, base, lv.index)
+            t = sc.new_tmp()
+            pre.append(f"{t} = {self.ex(lv.index, sc, pre)}")
+            return ir.StackIndex(lv.type, lv.pos, base, Pinned(lv.index.type, lv.pos, t))
+        if isinstance(lv, ir.Member):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.Member(lv.type, lv.pos, base, lv.name)
+        if isinstance(lv, ir.Slice):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.Slice(lv.type, lv.pos, base, lv.hi, lv.lo)
+        if isinstance(lv, ir.StackProp):
+            base = self.pin_lvalue(lv.base, sc, pre)
+            return lv if base is lv.base else ir.StackProp(lv.type, lv.pos, base, lv.prop)
+        return lv
+
     def ex_Literal(self, e: ir.Literal, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.value, bool):
             return "True" if e.value else "False"
@@ -257,11 +325,19 @@ class ProgramCompiler:
     def ex_Binary(self, e: ir.Binary, sc: Scope, pre: list[str]) -> str:
         op = e.op
         if op in ("&&", "||"):
-            # the right operand may need statements of its own; keep it lazy by running them only
-            # when needed is not possible in an expression, so such calls are evaluated eagerly.
-            a, b = self.ex(e.left, sc, pre), self.ex(e.right, sc, pre)
-            return f"({a} {'and' if op == '&&' else 'or'} {b})"
-        a, b = self.ex(e.left, sc, pre), self.ex(e.right, sc, pre)
+            # short-circuit: the right operand (and any statement it needs) runs only when the
+            # left one does not decide the result
+            a = self.ex(e.left, sc, pre)
+            rp: list[str] = []
+            b = self.ex(e.right, sc, rp)
+            if not rp:
+                return f"({a} {'and' if op == '&&' else 'or'} {b})"
+            t = sc.new_tmp()
+            pre.append(f"{t} = {a}")
+            pre.append(f"if {t}:" if op == "&&" else f"if not {t}:")
+            pre += _indent(rp + [f"{t} = {b}"])
+            return t
+        a, b = self.ex_all([e.left, e.right], sc, pre)
         lt = e.left.type
         if op in ("==", "!="):
             if is_composite(lt):
@@ -325,12 +401,24 @@ class ProgramCompiler:
         return a
 
     def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
-        return f"({self.ex(e.then, sc, pre)} if {self.ex(e.cond, sc, pre)} else {self.ex(e.other, sc, pre)})"
+        c = self.ex(e.cond, sc, pre)
+        tp: list[str] = []
+        op: list[str] = []
+        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
+        if not tp and not op:
+            return f"({a} if {c} else {b})"
+        # only the chosen branch runs (with its statements)
+        t = sc.new_tmp()
+        pre.append(f"if {c}:")
+        pre += _indent(tp + [f"{t} = {a}"])
+        pre.append("else:")
+        pre += _indent(op + [f"{t} = {b}"])
+        return t
 
     def ex_ListExpr(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.type, (ir.StructT, ir.HeaderT)):
             return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre)
-        return "(" + "".join(self.ex(i, sc, pre) + ", " for i in e.items) + ")"
+        return "(" + "".join(c + ", " for c in self.ex_all(e.items, sc, pre)) + ")"
 
     def ex_StructExpr(self, e: ir.StructExpr, sc: Scope, pre: list[str]) -> str:
         return self.build_struct(e.type, e.fields, sc, pre)
@@ -349,11 +437,25 @@ class ProgramCompiler:
             pre.append(f"{tmp}._v = True")
         return tmp
 
+    @staticmethod
+    def union_of(lv: ir.Expr) -> Optional[ir.Expr]:
+        """The header union that header lvalue ``lv`` is a member of, if it is one."""
+        if isinstance(lv, ir.Member) and isinstance(lv.base.type, ir.HeaderUnionT):
+            return lv.base
+        return None
+
     def ex_HeaderCall(self, e: ir.HeaderCall, sc: Scope, pre: list[str]) -> str:
         obj = self.ex(e.target, sc, pre)
+        if isinstance(e.target.type, ir.HeaderUnionT):
+            if e.method == "isValid":  # valid when one of its members is
+                return f"{obj}._valid()"
+            raise Unsupported(f"header union method {e.method}", e.pos)
         if e.method == "isValid":
             return f"{obj}._v"
         if e.method == "setValid":
+            u = self.union_of(e.target)
+            if u is not None:  # the other members of the union become invalid
+                pre.append(f"{self.ex(u, sc, pre)}._only({obj})")
             pre.append(f"{obj}._v = True")
             return "None"
         if e.method == "setInvalid":
@@ -382,7 +484,8 @@ class ProgramCompiler:
 
     def ex_ActionCall(self, e: ir.ActionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.action_name(e.action, None)
-        return self.call_with_copy_out(f"{fn}({sc.frame or 'None'}, ", e.action.params, e.args, e.directions, sc, pre, has_value=False)
+        return self.call_with_copy_out(f"{fn}({sc.frame or 'None'}, ", e.action.params, e.args, e.directions, sc, pre,
+                                       has_value=False, may_exit=self.may_exit(e.action))
 
     def ex_FunctionCall(self, e: ir.FunctionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.gname(e.function, "FN", e.function.name)
@@ -390,33 +493,67 @@ class ProgramCompiler:
         return self.call_with_copy_out(f"{fn}(", e.function.params, e.args, e.directions, sc, pre, has_value=has_value)
 
     def call_with_copy_out(self, head: str, params: list[ir.Var], args: list[Optional[ir.Expr]],
-                           directions: list[Optional[str]], sc: Scope, pre: list[str], has_value: bool) -> str:
-        codes, outs = [], []
+                           directions: list[Optional[str]], sc: Scope, pre: list[str], has_value: bool,
+                           may_exit: bool = False) -> str:
+        """A call with P4's copy-in/copy-out (P4_16 §6.8): arguments are evaluated left to right,
+        lvalues of ``out``/``inout`` arguments first pinned (their indices computed), ``in`` and
+        ``inout`` values copied in (composites by value: the callee works on a copy), and
+        ``out``/``inout`` values written back after the call -- also when the callee ends with
+        ``exit`` (``may_exit``).  Scalar outs come back as the callee's returned tuple."""
+        items: list[tuple[str, list[str], bool]] = []
+        outs: list[ir.Expr] = []  # scalar out/inout lvalues, in the callee's return-tuple order
+        backs: list[tuple[ir.Expr, str]] = []  # composite out/inout lvalues and their copies
         for p, a, d in itertools.zip_longest(params, args, directions):
             d = d if d is not None else p.direction
+            ap: list[str] = []
             if a is None:
-                codes.append(default_scalar(p.type) if not is_composite(p.type) else f"{self.classes.name(p.type)}()")
-                continue
-            if is_composite(p.type):
-                obj = self.ex(a, sc, pre)
-                codes.append(obj if d in ("out", "inout") else f"{obj}._copy()")
+                code = default_scalar(p.type) if not is_composite(p.type) else f"{self.classes.name(p.type)}()"
+            elif is_composite(p.type):
+                if d in ("out", "inout"):
+                    lv = self.pin_lvalue(a, sc, ap)
+                    code = sc.new_tmp()
+                    if d == "out":
+                        ap.append(f"{code} = {self.classes.name(p.type)}()")
+                    else:
+                        ap.append(f"{code} = {self.ex(lv, sc, ap)}._copy()")
+                    backs.append((lv, code))
+                else:
+                    code = f"{self.ex(a, sc, ap)}._copy()"
             elif d == "out":
-                codes.append(default_scalar(p.type, self.err.get("NoError", 0)))
-                outs.append(a)
+                code = default_scalar(p.type, self.err.get("NoError", 0))
+                outs.append(self.pin_lvalue(a, sc, ap))
             elif d == "inout":
-                codes.append(self.ex(a, sc, pre))
-                outs.append(a)
+                lv = self.pin_lvalue(a, sc, ap)
+                code = self.ex(lv, sc, ap)
+                outs.append(lv)
             else:
-                codes.append(self.ex(a, sc, pre))
+                code = self.ex(a, sc, ap)
+            items.append((code, ap, False))
+        codes = self.sequence(items, sc, pre)
         call = head + ", ".join(codes) + ")"
-        if not outs:
+        if not outs and not backs:
             return call
         tmp = sc.new_tmp()
-        pre.append(f"{tmp} = {call}")
         base = 1 if has_value else 0
-        for i, lv in enumerate(outs):
-            self.assign(lv, f"{tmp}[{base + i}]", sc, pre)
-        return f"{tmp}[0]" if has_value else "None"
+
+        def copy_out(src: str) -> list[str]:
+            lines: list[str] = []
+            for i, lv in enumerate(outs):
+                self.assign(lv, f"{src}[{base + i}]", sc, lines)
+            for lv, t in backs:
+                self.assign(lv, t, sc, lines)
+            return lines
+
+        if may_exit:
+            pre += ["try:", f"    {tmp} = {call}", "except _ExitBlock as _xb:"]
+            pre += _indent(copy_out("_xb.vals") + ["raise"])
+        else:
+            pre.append(f"{tmp} = {call}")
+        pre += copy_out(tmp)
+        if not has_value:
+            return "None"
+        # the callee returns (value, scalar outs...) when it has scalar outs, else just the value
+        return f"{tmp}[0]" if outs else tmp
 
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
         if e.method == "lookahead":
@@ -444,7 +581,11 @@ class ProgramCompiler:
     def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
         """Append statements writing python expression ``value`` into P4 lvalue ``lhs``."""
         if is_composite(lhs.type):
-            out.append(f"{self.ex(lhs, sc, out)}._set({value})")
+            obj = self.ex(lhs, sc, out)
+            out.append(f"{obj}._set({value})")
+            u = self.union_of(lhs)
+            if u is not None:  # a valid header assigned to a union member invalidates the others
+                out.append(f"if {obj}._v: {self.ex(u, sc, out)}._only({obj})")
             return
         if isinstance(lhs, ir.VarRef):
             out.append(f"{self.ex_VarRef(lhs, sc, out)} = {value}")
@@ -489,14 +630,22 @@ class ProgramCompiler:
         return out
 
     @staticmethod
-    def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, int, str]:
+    def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
+        if isinstance(t, ir.VarbitT):  # its current length: the width is a run-time expression
+            return (f"{code}[1]", f"{code}[0]", name)
         if isinstance(t, ir.BoolT):
             return (f"(1 if {code} else 0)", 1, name)
         return (code, scalar_width(t), name)
 
     @staticmethod
-    def packed(items: list[tuple[str, int, str]]) -> tuple[str, int]:
-        """One int holding the items MSB-first back to back, and its width (BMv2's packing)."""
+    def packed(items: list[tuple[str, Any, str]]) -> tuple[str, Any]:
+        """One int holding the items MSB-first back to back, and its width (BMv2's packing).
+        With a varbit among them the width is a run-time expression (its current length)."""
+        if any(not isinstance(w, int) for _, w, _ in items):
+            acc = "0"
+            for c, w, _ in items:
+                acc = f"((({acc}) << ({w})) | ({c}))"
+            return acc, "(" + " + ".join(f"({w})" for _, w, _ in items) + ")"
         total = sum(w for _, w, _ in items)
         parts, off = [], total
         for c, w, _ in items:
@@ -647,12 +796,19 @@ class ProgramCompiler:
                 self.stmt(x, sc, w)
         elif isinstance(s, ir.Empty):
             pass
+        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
+            # compound assignment ``a op= b``: the lvalue (its indices) is evaluated once, first
+            lhs = self.pin_lvalue(s.lhs, sc, pre)
+            v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
+            self.assign(lhs, v, sc, pre)
+            self.flush(pre, w)
         elif isinstance(s, ir.Assign):
-            if is_composite(s.lhs.type):
-                v = self.ex(s.rhs, sc, pre)
-                self.assign(s.lhs, v, sc, pre)
-            else:
-                self.assign(s.lhs, self.ex(s.rhs, sc, pre), sc, pre)
+            rp: list[str] = []
+            v = self.ex(s.rhs, sc, rp)
+            # the lvalue is evaluated before the right-hand side (its indices are pinned first)
+            lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
+            pre += rp
+            self.assign(lhs, v, sc, pre)
             self.flush(pre, w)
         elif isinstance(s, ir.VarDecl):
             self.declare(s, sc, w)
@@ -672,6 +828,39 @@ class ProgramCompiler:
             self.call_stmt(s.call, sc, w)
         elif isinstance(s, ir.SwitchStmt):
             self.switch(s, sc, w)
+        elif isinstance(s, ir.For):
+            for x in s.init:
+                self.stmt(x, sc, w)
+            w("while True:")
+            w.indent()
+            if s.cond is not None:
+                c = self.ex(s.cond, sc, pre)
+                self.flush(pre, w)
+                w(f"if not {c}: break")
+            sc.loops.append(s.update)
+            self.stmts([s.body], sc, w)
+            sc.loops.pop()
+            for x in s.update:
+                self.stmt(x, sc, w)
+            w.dedent()
+        elif isinstance(s, ir.ForRange):
+            lo, hi = self.ex_all([s.lo, s.hi], sc, pre)
+            self.flush(pre, w)
+            name = sc.vars.get(id(s.var))
+            if name is None:
+                name = sc.vars[id(s.var)] = f"v{next(self.ids)}_{pyattr(s.var.name)}"
+            w(f"for {name} in range({lo}, {hi} + 1):")
+            w.indent()
+            sc.loops.append([])
+            self.stmts([s.body], sc, w)
+            sc.loops.pop()
+            w.dedent()
+        elif isinstance(s, ir.Break):
+            w("break")
+        elif isinstance(s, ir.Continue):
+            for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
+                self.stmt(x, sc, w)
+            w("continue")
         elif isinstance(s, ir.Exit):
             w("raise _ExitBlock()")
         elif isinstance(s, ir.Return):
@@ -772,26 +961,36 @@ class ProgramCompiler:
         if c.method == "emit" and sc.kind != "deparser":
             raise Unsupported("packet.emit outside the v1model deparser", c.pos)
         if c.method == "extract":
-            if len(c.args) != 1:
-                raise Unsupported("extract with a variable-size (varbit) argument", c.pos)
             tgt = c.args[0]
             t = tgt.type
             if not isinstance(t, ir.HeaderT):
                 raise Unsupported("extract into a non-header", c.pos)
-            is_next = (isinstance(tgt, ir.StackProp) and tgt.prop == "next") or (
-                isinstance(tgt, ir.Member) and isinstance(tgt.base.type, ir.StackT) and tgt.name == "next")
-            stack = self.ex(tgt.base, sc, pre) if is_next else None
-            obj = self.ex(tgt, sc, pre)
-            self.flush(pre, w)
-            W = t.width
-            w(f"_e = pos + {W}")
-            w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
-            w(f"_h = {obj}")
-            w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & {_mask(W)}")
-            for a, fw, s, b in header_layout(t):
-                v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
-                w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+            union = self.union_of(tgt)
+            nxt = union if union is not None else tgt  # hdr.u.next.h: the union is the element
+            is_next = (isinstance(nxt, ir.StackProp) and nxt.prop == "next") or (
+                isinstance(nxt, ir.Member) and isinstance(nxt.base.type, ir.StackT) and nxt.name == "next")
+            stack = self.ex(nxt.base, sc, pre) if is_next else None
+            if union is not None:
+                uobj = sc.new_tmp()
+                pre.append(f"{uobj} = {self.ex(union, sc, pre)}")
+                obj = f"{uobj}.{pyattr(tgt.name)}"
+            else:
+                obj = self.ex(tgt, sc, pre)
+            if t.varbit is not None:
+                self.extract_varbit(t, obj, c.args[1], sc, pre, w)
+            else:
+                self.flush(pre, w)
+                W = t.width
+                w(f"_e = pos + {W}")
+                w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
+                w(f"_h = {obj}")
+                w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & {_mask(W)}")
+                for a, fw, s, b in header_layout(t):
+                    v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
+                    w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
             w("_h._v = True")
+            if union is not None:
+                w(f"{uobj}._only(_h)")
             w("pos = _e")
             if is_next:
                 w(f"{stack}.n += 1")
@@ -804,16 +1003,52 @@ class ProgramCompiler:
             items = self.emit_items(c.args[0], sc, pre)
             self.flush(pre, w)
             for obj, t in items:
-                lay = header_layout(t)
-                packed = " | ".join(f"({'int(' if b else ''}{obj}.{a}{')' if b else ''} << {s})" if s else
-                                    f"{'int(' if b else ''}{obj}.{a}{')' if b else ''}" for a, _, s, b in lay)
+                if t.varbit is not None:
+                    before, va, after = varbit_split(t)
+                    w(f"if {obj}._v:")
+                    w(f"    _vb = {obj}.{va}")
+                    w(f"    _acc = (((((_acc << {before.width}) | {self.packed_fields(obj, before)}) << _vb[0]) | _vb[1])"
+                      f" << {after.width}) | {self.packed_fields(obj, after)}")
+                    w(f"    _nb += {t.width} + _vb[0]")
+                    continue
                 w(f"if {obj}._v:")
-                w(f"    _acc = (_acc << {t.width}) | {packed or '0'}")
+                w(f"    _acc = (_acc << {t.width}) | {self.packed_fields(obj, t)}")
                 w(f"    _nb += {t.width}")
         elif c.method in ("lookahead", "length"):
             pass
         else:
             raise Unsupported(f"packet method {c.method}", c.pos)
+
+    @staticmethod
+    def packed_fields(obj: str, t: ir.HeaderT) -> str:
+        """The fixed-size fields of header ``t`` (object ``obj``) as one integer, first field in
+        the most significant bits."""
+        lay = header_layout(t)
+        return " | ".join(f"({'int(' if b else ''}{obj}.{a}{')' if b else ''} << {s})" if s else
+                          f"{'int(' if b else ''}{obj}.{a}{')' if b else ''}" for a, _, s, b in lay) or "0"
+
+    def extract_varbit(self, t: ir.HeaderT, obj: str, size: ir.Expr, sc: Scope, pre: list[str], w: Writer) -> None:
+        """``extract(hdr, bits)`` as BMv2 does it: a size that is not a whole number of bytes is
+        ParserInvalidArgument, too few bytes left PacketTooShort, a size above the varbit's
+        maximum HeaderTooShort (checked in that order); the varbit field takes ``bits`` bits."""
+        n = self.ex(size, sc, pre)
+        self.flush(pre, w)
+        before, va, after = varbit_split(t)
+        mx = t.varbit.type.max_width
+        w(f"_n = {n}")
+        w(f"if _n & 7: raise _ParserError({self.error_code('ParserInvalidArgument')})")
+        w(f"_e = pos + {t.width} + _n")
+        w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
+        w(f"if _n > {mx}: raise _ParserError({self.error_code('HeaderTooShort')})")
+        w(f"_h = {obj}")
+        w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & ((1 << ({t.width} + _n)) - 1)")
+        for a, fw, s, b in header_layout(after):
+            v = f"(_x >> {s}) & {_mask(fw)}" if s else f"_x & {_mask(fw)}"
+            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+        w(f"_h.{va} = (_n, (_x >> {after.width}) & ((1 << _n) - 1))")
+        for a, fw, s, b in header_layout(before):
+            v = f"(_x >> ({s + after.width} + _n)) & {_mask(fw)}"
+            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
 
     def emit_items(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, ir.HeaderT]]:
         code = self.ex(e, sc, pre)
@@ -823,8 +1058,8 @@ class ProgramCompiler:
         if isinstance(t, ir.HeaderT):
             return [(code, t)]
         if isinstance(t, ir.StackT):
-            return [(f"{code}.e[{i}]", t.elem) for i in range(t.size)]
-        if isinstance(t, ir.StructT):
+            return [x for i in range(t.size) for x in self._emit_obj(f"{code}.e[{i}]", t.elem, pos)]
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):  # a union: only its valid member emits
             return [x for f in t.fields for x in self._emit_obj(f"{code}.{pyattr(f.name)}", f.type, pos)]
         raise Unsupported("emit of a non-header value", pos)
 
@@ -1051,7 +1286,7 @@ class ProgramCompiler:
         kfn = f"K_{gname}"
         sc = Scope(vars=dict(fvars), frame="F")
         pre: list[str] = []
-        keys = [self.ex(k.expr, sc, pre) for k in t.keys]
+        keys = self.ex_all([k.expr for k in t.keys], sc, pre)
         w = Writer()
         w(f"def {kfn}(F):")
         w.indent()
@@ -1097,7 +1332,8 @@ class ProgramCompiler:
                     call_args.append(arg)
                 dirs.append(p.direction)
             sc.vars.update(placeholders)
-            res = self.call_with_copy_out(f"{fn}(F, ", a.params, call_args, dirs, sc, pre, has_value=False)
+            res = self.call_with_copy_out(f"{fn}(F, ", a.params, call_args, dirs, sc, pre, has_value=False,
+                                          may_exit=self.may_exit(a))
             w = Writer()
             w(f"def {wname}(F, {', '.join(cp_names)}):" if cp_names else f"def {wname}(F):")
             w.indent()
@@ -1110,6 +1346,29 @@ class ProgramCompiler:
             self.w("")
             fn = wname
         return ActionInfo(a, ref, self.action_id(a), fn, cp)
+
+    def may_exit(self, a: ir.ActionDecl) -> bool:
+        """Whether action ``a`` can end with ``exit`` (directly or through an action it calls)."""
+        memo = self.__dict__.setdefault("_may_exit", {})
+        if id(a) not in memo:
+            memo[id(a)] = False  # recursion guard (P4 has no recursion; be safe anyway)
+            memo[id(a)] = self._stmt_may_exit(a.body)
+        return memo[id(a)]
+
+    def _stmt_may_exit(self, s: Any) -> bool:
+        if isinstance(s, ir.Exit):
+            return True
+        if isinstance(s, ir.Block):
+            return any(self._stmt_may_exit(x) for x in s.stmts)
+        if isinstance(s, ir.If):
+            return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
+        if isinstance(s, ir.SwitchStmt):
+            return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
+        if isinstance(s, (ir.For, ir.ForRange)):
+            return self._stmt_may_exit(s.body)
+        if isinstance(s, ir.CallStmt):
+            return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)
+        return False
 
     def drain_actions(self, fvars: dict[int, str]) -> None:
         while self.pending_actions:
@@ -1132,7 +1391,17 @@ class ProgramCompiler:
         w.indent()
         body = Writer()
         body.depth = w.depth
-        self.stmts([a.body], sc, body)
+        if outs and self.may_exit(a):
+            # exit still copies back: hand the caller the current out values with the exception
+            body("try:")
+            body.indent()
+            self.stmts([a.body], sc, body)
+            body.dedent()
+            body("except _ExitBlock as _xb:")
+            body(f"    _xb.vals = ({', '.join(outs)},)")
+            body("    raise")
+        else:
+            self.stmts([a.body], sc, body)
         if outs:
             body(sc.returns(None))
         self.bind_used(w, body.lines, binds, w.depth, sc)

@@ -14,7 +14,13 @@ class ParserError(Exception):
 
 
 class ExitBlock(Exception):
-    """``exit``: ends the current top-level control block (v1model then goes on to the next)."""
+    """``exit``: ends the current top-level control block (v1model then goes on to the next).
+
+    ``vals``: an action left by ``exit`` puts the current values of its scalar ``out``/``inout``
+    parameters here, so its caller can still copy them back (P4_16: copy-out happens even when the
+    callee exits)."""
+
+    vals: tuple = ()
 
 
 class AssertFailed(Exception):

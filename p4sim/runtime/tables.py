@@ -354,6 +354,10 @@ class Table:
         if self.decl.entries_are_const:
             raise RuntimeApiError("INVALID_ARGUMENT", f"table {self.name} has const entries and cannot be written")
 
+    def _check_not_const(self, e: _Entry) -> None:
+        if e.const:
+            raise RuntimeApiError("INVALID_ARGUMENT", f"table {self.name}: entry {e.norm} is const and cannot be changed")
+
     def insert(self, match: dict, action: str, params: Optional[dict] = None, priority: Optional[int] = None) -> None:
         self._check_writable()
         norm = self._norm_match(match)
@@ -378,12 +382,14 @@ class Table:
     def modify(self, match: dict, action: str, params: Optional[dict] = None, priority: Optional[int] = None) -> None:
         self._check_writable()
         e = self.find(match, priority)
+        self._check_not_const(e)
         info, args = self._resolve_action(action, params, for_default=False)
         self._set_action(e, info, args, hit=True)
 
     def delete(self, match: dict, priority: Optional[int] = None) -> None:
         self._check_writable()
         e = self.find(match, priority)
+        self._check_not_const(e)
         del self.entries[e.ident]
         self._index_remove(e)
 
@@ -448,6 +454,8 @@ class Table:
                     match[name] = (ks.value & ks.mask, ks.mask) if isinstance(ks, ir.KsMask) else (ks.value, full)
                 elif kind == "range":
                     match[name] = (ks.lo, ks.hi) if isinstance(ks, ir.KsRange) else (ks.value, ks.value)
+            # decided by the front end (check_tables.entry_priorities); hand-built IR without
+            # one: the earlier entry wins
             prio = ce.priority if ce.priority is not None else (n - i if self.needs_priority else None)
             norm = self._norm_match(match)
             ident = self._ident(norm, prio if self.needs_priority else None)
@@ -456,7 +464,7 @@ class Table:
             if ident in self.entries:
                 continue  # a duplicate const entry: the first one wins, as in a first-match list
             e = self._new_entry(ident, norm, prio if self.needs_priority else None, info, args)
-            e.const = True
+            e.const = ce.is_const
             self.entries[ident] = e
             self._index_add(e)
 

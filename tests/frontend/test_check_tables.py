@@ -27,7 +27,7 @@ table t {
         (1, 0x0A000000 &&& 0xFF000000, 0x00FF &&& 0x00FF) : set_x(7);
         (2, 0x0B000000, _) : fwd(3);
         @priority(5) (3, 0x0C000000 &&& 0xFFFF0000, default) : set_x(1);
-        priority = 9 : (4, _, 16w5) : set_x(2);
+        @priority(2) (4, _, 16w5) : set_x(2);
     }
 }
 """
@@ -57,14 +57,16 @@ def test_const_entry_keysets_and_priorities(build):
     assert isinstance(k0[0], ir.KsValue) and k0[0].value == 1
     assert isinstance(k0[1], ir.KsMask) and (k0[1].value, k0[1].mask) == (0x0A000000, 0xFF000000)
     assert isinstance(k0[2], ir.KsMask) and k0[2].mask == 0x00FF
-    assert e[0].action.args[0].value == 7 and e[0].priority is None
+    assert e[0].action.args[0].value == 7
     # an lpm value without mask is a full-length prefix
     assert isinstance(e[1].keysets[1], ir.KsMask) and e[1].keysets[1].mask == 0xFFFFFFFF
     assert isinstance(e[1].keysets[2], ir.KsDefault)
     # fwd's directional argument is the one bound in the actions list
     assert isinstance(e[1].action.args[0], ir.Member) and e[1].action.args[1].value == 3
-    assert e[2].priority == 5 and isinstance(e[2].keysets[2], ir.KsDefault)
-    assert e[3].priority == 9
+    assert isinstance(e[2].keysets[2], ir.KsDefault)
+    # BMv2: @priority(N) or the position 1, 2, ...; the smallest wins, ties to the earlier entry:
+    # 1 (e0), 2 (e1), 5 (e2), 2 (e3) -> e0, e1, e3, e2; run-time priorities are larger-wins
+    assert [x.priority for x in e] == [4, 3, 1, 2]
 
 
 def test_lpm_mask_must_be_a_prefix(build):

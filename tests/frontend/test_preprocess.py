@@ -71,3 +71,20 @@ def test_load_text_of_preprocessed_output(tmp_path):
     p.write_text(make_program())
     prog = load_text(preprocess(p), "x.p4")
     assert prog.source == "x.p4" and "ingress" in prog.blocks
+
+
+def test_predefined_macros_are_those_of_p4c_bm2_ss(tmp_path):
+    # core.p4 guards with _CORE_P4_, v1model.p4 with _V1_MODEL_P4_ (p4c's p4include), and
+    # p4c-bm2-ss predefines __TARGET_BMV2__; p4c defines no __p4c__ macro.
+    p = tmp_path / "m.p4"
+    p.write_text("#include <core.p4>\n#include <v1model.p4>\n"
+                 "#ifdef _CORE_P4_\nconst bit<8> CORE = 1;\n#endif\n"
+                 "#ifdef _V1_MODEL_P4_\nconst bit<8> V1 = 1;\n#endif\n"
+                 "#ifdef __TARGET_BMV2__\nconst bit<8> BMV2 = 1;\n#endif\n"
+                 "#ifdef __p4c__\nconst bit<8> P4C = 1;\n#endif\n")
+    text = preprocess(p)
+    assert "CORE = 1" in text and "V1 = 1" in text and "BMV2 = 1" in text
+    assert "P4C = 1" not in text
+    assert "__v1model_version" in text
+    # negative control: without the target's predefined names the guard is off
+    assert "BMV2 = 1" not in preprocess(p, predefined=())

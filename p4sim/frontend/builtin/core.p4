@@ -9,8 +9,8 @@
  * Type parameters use deliberately unusual names because p4sim's lexer keeps
  * one program-wide table of type names (see p4sim/frontend/lexer.py).
  */
-#ifndef P4SIM_CORE_P4
-#define P4SIM_CORE_P4
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Error codes a parser can signal; the runtime encodes error.X as its index. */
 error {
@@ -27,6 +27,8 @@ error {
 extern packet_in {
     /* Copy the next header from the packet into `hdr` and make it valid. */
     void extract<CoreHdrT>(out CoreHdrT hdr);
+    /* A header with a varbit field: that field takes `variableFieldSizeInBits` bits. */
+    void extract<CoreVarHdrT>(out CoreVarHdrT variableSizeHeader, in bit<32> variableFieldSizeInBits);
     /* Peek at the next bits without consuming them. */
     CoreLookT lookahead<CoreLookT>();
     /* Skip bits (a multiple of 8 in BMv2). */
@@ -55,4 +57,4 @@ match_kind {
     lpm
 }
 
-#endif  /* P4SIM_CORE_P4 */
+#endif  /* _CORE_P4_ */

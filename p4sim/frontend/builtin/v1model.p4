@@ -7,14 +7,16 @@
  * unchanged.  The default API version is the untyped-index one
  * (V1MODEL_VERSION 20180101); programs may test the macro as with p4c.
  */
-#ifndef P4SIM_V1MODEL_P4
-#define P4SIM_V1MODEL_P4
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include "core.p4"
 
 #ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20180101
 #endif
+
+const bit<32> __v1model_version = V1MODEL_VERSION;
 
 /* Extra match kinds of v1model (selector needs action selectors: rejected). */
 match_kind {
@@ -182,4 +184,4 @@ package V1Switch<V1HdrsT, V1MetaT>(Parser<V1HdrsT, V1MetaT> p,
                                    ComputeChecksum<V1HdrsT, V1MetaT> ck,
                                    Deparser<V1HdrsT> dep);
 
-#endif  /* P4SIM_V1MODEL_P4 */
+#endif  /* _V1_MODEL_P4_ */

@@ -1,0 +1,189 @@
+/*
+ * newer.p4 -- P4_16 constructs p4c accepts that p4sim used to refuse, one per ctl.op.
+ *
+ * Packet = ctl header (op, a, b, then four result bytes); the ingress writes r1..r4 and
+ * forwards to port 1.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+header ctl_t {
+    bit<8> op;
+    bit<8> a;
+    bit<8> b;
+    bit<8> r1;
+    bit<8> r2;
+    bit<8> r3;
+    bit<8> r4;
+}
+
+header v_t { bit<8> v; }
+header w_t { bit<16> w; }
+
+header_union vw_t {
+    v_t a;
+    w_t b;
+}
+
+/* A varbit field between fixed fields. */
+header vl_t {
+    bit<4>     x;
+    varbit<24> v;
+    bit<4>     y;
+}
+
+struct headers { ctl_t c; vw_t u; vl_t vl; }
+struct metadata { bit<8> unused; }
+
+bit<8> postincr(inout bit<8> x) {
+    bit<8> rv = x;
+    x += 1;
+    return rv;
+}
+
+parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start {
+        packet.extract(hdr.c);
+        transition select(hdr.c.op) {
+            7: parse_u;
+            8: parse_vl_bytes;
+            10: parse_vl_bytes;
+            9: parse_vl_bits;
+            default: accept;
+        }
+    }
+    state parse_vl_bytes {
+        packet.extract(hdr.vl, (bit<32>) hdr.c.a * 8);
+        transition accept;
+    }
+    state parse_vl_bits {
+        packet.extract(hdr.vl, (bit<32>) hdr.c.a);
+        transition accept;
+    }
+    state parse_u {
+        packet.extract(hdr.u.a);
+        transition accept;
+    }
+}
+
+control V(inout headers hdr, inout metadata meta) { apply { } }
+
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action sum_to(bit<8> n) {
+        hdr.c.r1 = 0;
+        for (bit<8> i = 1; i <= n; i = i + 1) {
+            hdr.c.r1 = hdr.c.r1 + i;
+        }
+    }
+
+    table no_actions {           /* an empty action list (p4c accepts it) */
+        key = { }
+        actions = { }
+    }
+
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.c.op == 1) {            /* compound assignment */
+            bit<8> x = hdr.c.a;
+            x += 3;
+            hdr.c.r1 = x;
+            x -= hdr.c.b;
+            hdr.c.r2 = x;
+            x <<= 1;
+            x >>= 2;
+            x |= 0x80;
+            hdr.c.r3 = x;
+            x |+|= 0xF0;
+            hdr.c.r4 = x;
+        } else if (hdr.c.op == 2) {     /* the lvalue of a compound assignment is evaluated once */
+            v_t[4] st;
+            bit<8> i = 0;
+            st[0].setValid();
+            st[1].setValid();
+            st[postincr(i) & 3].v |= 5;
+            st[postincr(i) & 3].v += 7;
+            hdr.c.r1 = st[0].v;
+            hdr.c.r2 = st[1].v;
+            hdr.c.r3 = i;
+        } else if (hdr.c.op == 3) {     /* for loop in an action */
+            sum_to(hdr.c.a);
+        } else if (hdr.c.op == 4) {     /* break and continue (continue still runs the update) */
+            bit<8> odd = 0;
+            bit<8> seen = 0;
+            for (bit<8> i = 0; i < 100; i = i + 1) {
+                if (i == hdr.c.a) {
+                    break;
+                }
+                seen = seen + 1;
+                if ((i & 1) == 0) {
+                    continue;
+                }
+                odd = odd + 1;
+            }
+            hdr.c.r1 = odd;
+            hdr.c.r2 = seen;
+        } else if (hdr.c.op == 6) {     /* header union: at most one member valid */
+            vw_t u;
+            u.a.setValid();
+            u.b.setValid();
+            hdr.c.r1 = u.a.isValid() ? 8w1 : 8w0;
+            hdr.c.r2 = u.b.isValid() ? 8w1 : 8w0;
+            hdr.c.r3 = u.isValid() ? 8w1 : 8w0;
+            u.b.setInvalid();
+            hdr.c.r4 = u.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 7) {     /* extract into a union member; assigning a valid header */
+            hdr.c.r1 = hdr.u.a.isValid() ? 8w1 : 8w0;
+            if (hdr.c.a == 1) {
+                w_t w;
+                w.setValid();
+                w.w = 0x1234;
+                hdr.u.b = w;
+            }
+            hdr.c.r2 = hdr.u.a.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 8 || hdr.c.op == 9) {  /* varbit */
+            vl_t copy = hdr.vl;
+            hdr.c.r1 = (bit<8>) (hdr.vl.x ++ hdr.vl.y);
+            hdr.c.r2 = (copy.v == hdr.vl.v && copy == hdr.vl) ? 8w1 : 8w0;
+            if (sm.parser_error == error.HeaderTooShort) {
+                hdr.c.r3 = 1;
+            } else if (sm.parser_error == error.ParserInvalidArgument) {
+                hdr.c.r3 = 2;
+            }
+            hdr.c.r4 = hdr.vl.isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 10) {    /* a checksum over a varbit uses its current length */
+            bit<16> h;
+            hash(h, HashAlgorithm.csum16, 16w0, { hdr.vl.x, hdr.vl.v, hdr.vl.y }, 32w65536);
+            hdr.c.r1 = h[15:8];
+            hdr.c.r2 = h[7:0];
+        } else if (hdr.c.op == 11) {    /* a signed stack index; negative is out of bounds */
+            v_t[2] st;
+            int<8> k = (int<8>) hdr.c.a;
+            st[0].setValid();
+            st[1].setValid();
+            st[k].v = 9;
+            hdr.c.r1 = st[0].v;
+            hdr.c.r2 = st[1].v;
+            hdr.c.r3 = st[k].isValid() ? 8w1 : 8w0;
+        } else if (hdr.c.op == 12) {
+            hdr.c.r1 = no_actions.apply().hit ? 8w1 : 8w2;
+        } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
+            bit<8> total = 0;
+            for (bit<8> k in hdr.c.a .. hdr.c.b) {
+                total = total + k;
+            }
+            hdr.c.r1 = total;
+        }
+    }
+}
+
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out packet, in headers hdr) {
+    apply {
+        packet.emit(hdr.c);
+        packet.emit(hdr.u);
+        packet.emit(hdr.vl);
+    }
+}
+
+V1Switch(P(), V(), I(), E(), C(), D()) main;

@@ -1,0 +1,63 @@
+"""Table keys of every type p4c accepts for BMv2 work at run time (bit, int, bool, serializable
+enum, ``error``), or are refused at compile time with file:line:col -- never a Python crash."""
+from __future__ import annotations
+
+import pytest
+
+import p4sim
+from p4sim.errors import CompileError
+
+PROGRAM = """\
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct hs_t { h_t h; }
+struct m_t { bit<8> unused; }
+parser P(packet_in pkt, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition select(hdr.h.a) { 0xFF: reject; default: accept; }
+    }
+}
+control VC(inout hs_t hdr, inout m_t meta) { apply { } }
+control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    action mark(bit<8> v) { hdr.h.a = v; }
+    table by_error {
+        key = { sm.parser_error : exact; }
+        actions = { mark; NoAction; }
+        default_action = mark(0x11);
+    }
+    apply {
+        sm.egress_spec = 1;
+        by_error.apply();
+    }
+}
+control E(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout hs_t hdr, inout m_t meta) { apply { } }
+control D(packet_out pkt, in hs_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def switch(tmp_path, src: str) -> p4sim.Switch:
+    p = tmp_path / "keys.p4"
+    p.write_text(src)
+    return p4sim.Switch(p4sim.compile(str(p)))
+
+
+def test_table_key_of_type_error_matches_the_error_member(tmp_path):
+    sw = switch(tmp_path, PROGRAM)
+    sw.send(0, bytes([0x01]))
+    assert sw.take_output() == [(1, bytes([0x11]))]  # default action
+    no_error = 0  # error.NoError is the first member (core.p4)
+    sw.insert_entry("I.by_error", {"sm.parser_error": no_error}, "I.mark", {"v": 0x22})
+    sw.send(0, bytes([0x01]))
+    assert sw.take_output() == [(1, bytes([0x22]))]
+
+
+def test_const_entries_on_an_error_key_are_refused_as_p4c_does(tmp_path):
+    src = PROGRAM.replace("default_action = mark(0x11);",
+                          "const entries = { error.NoError : mark(1); }")
+    with pytest.raises(CompileError) as ei:
+        switch(tmp_path, src)
+    assert ei.value.pos is not None and ei.value.pos.line > 0

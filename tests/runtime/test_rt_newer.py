@@ -1,0 +1,97 @@
+"""P4_16 constructs p4c accepts that p4sim used to refuse (tests/runtime/p4/newer.p4)."""
+from pathlib import Path
+
+import pytest
+
+import p4sim
+
+NEWER = Path(__file__).parent / "p4" / "newer.p4"
+
+
+@pytest.fixture(scope="module")
+def sw():
+    return p4sim.Switch(p4sim.compile(str(NEWER)))
+
+
+def run(sw, op: int, a: int = 0, b: int = 0) -> tuple[int, int, int, int]:
+    sw.send(0, bytes([op, a, b, 0, 0, 0, 0]))
+    out = sw.take_output()
+    assert len(out) == 1 and out[0][0] == 1, (out, sw.stats)
+    return tuple(out[0][1][3:7])
+
+
+def test_compound_assignment_applies_the_operator_in_place(sw):
+    # x = 10: +=3 -> 13; -=4 -> 9; <<=1 -> 18; >>=2 -> 4; |=0x80 -> 0x84; |+|=0xF0 saturates
+    assert run(sw, 1, a=10, b=4) == (13, 9, 0x84, 0xFF)
+
+
+def test_compound_assignment_evaluates_its_lvalue_once(sw):
+    # st[postincr(i)] op= ...: one call per statement, so st[0] |= 5 and st[1] += 7
+    assert run(sw, 2)[:3] == (5, 7, 2)
+
+
+def test_for_loop_in_an_action(sw):
+    assert run(sw, 3, a=10)[0] == 55
+    assert run(sw, 3, a=0)[0] == 0
+
+
+def test_for_loop_break_and_continue(sw):
+    # i = 0..6 before break at 7: seen 7, odd ones 1, 3, 5
+    assert run(sw, 4, a=7)[:2] == (3, 7)
+
+
+def test_for_in_range_includes_both_ends(sw):
+    assert run(sw, 5, a=3, b=5)[0] == 12
+    assert run(sw, 5, a=5, b=3)[0] == 0  # empty range
+
+
+def test_header_union_set_valid_invalidates_the_other_members(sw):
+    assert run(sw, 6) == (0, 1, 1, 0)
+
+
+def test_header_union_extract_and_assignment_keep_one_member_valid(sw):
+    sw.send(0, bytes([7, 0, 0, 0, 0, 0, 0, 0x42]))
+    [(_, out)] = sw.take_output()
+    assert out[3:5] == bytes([1, 1]) and out[7:] == bytes([0x42])  # emits u.a
+    sw.send(0, bytes([7, 1, 0, 0, 0, 0, 0, 0x42]))
+    [(_, out)] = sw.take_output()
+    assert out[3:5] == bytes([1, 0]) and out[7:] == bytes([0x12, 0x34])  # u.b replaced u.a
+
+
+def send(sw, data: bytes) -> bytes:
+    sw.send(0, data)
+    [(_, out)] = sw.take_output()
+    return out
+
+
+def test_varbit_extract_emit_and_equality(sw):
+    # 2 bytes of varbit between the two nibbles: x = 0xA, v = 0x1234, y = 0xB
+    out = send(sw, bytes([8, 2, 0, 0, 0, 0, 0, 0xA1, 0x23, 0x4B]))
+    assert out[3:7] == bytes([0xAB, 1, 0, 1])
+    assert out[7:] == bytes([0xA1, 0x23, 0x4B])  # emitted with its extracted length
+    out = send(sw, bytes([8, 0, 0, 0, 0, 0, 0, 0xCD]))  # zero-length varbit
+    assert out[3:7] == bytes([0xCD, 1, 0, 1]) and out[7:] == bytes([0xCD])
+
+
+def test_varbit_extract_errors_as_bmv2(sw):
+    # 4 bytes > varbit<24>: HeaderTooShort; 12 bits: ParserInvalidArgument (not whole bytes)
+    assert send(sw, bytes([8, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5]))[5:7] == bytes([1, 0])
+    assert send(sw, bytes([9, 12, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5]))[5:7] == bytes([2, 0])
+
+
+def test_checksum_over_a_varbit_covers_its_extracted_bits(sw):
+    # ones' complement sum of the 16-bit words A123 4B00 (padded): ~0xEC23 = 0x13DC
+    out = send(sw, bytes([10, 2, 0, 0, 0, 0, 0, 0xA1, 0x23, 0x4B]))
+    assert out[3:5] == bytes([0x13, 0xDC])
+    # negative control: one byte of varbit -> words A12B -> ~0xA12B = 0x5ED4
+    out = send(sw, bytes([10, 1, 0, 0, 0, 0, 0, 0xA1, 0x2B]))
+    assert out[3:5] == bytes([0x5E, 0xD4])
+
+
+def test_signed_stack_index_negative_is_out_of_bounds(sw):
+    assert run(sw, 11, a=1)[:3] == (0, 9, 1)
+    assert run(sw, 11, a=0xFF)[:3] == (0, 0, 0)  # k = -1: the write goes nowhere, reads invalid
+
+
+def test_table_with_an_empty_action_list_misses(sw):
+    assert run(sw, 12)[0] == 2
