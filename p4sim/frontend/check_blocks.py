@@ -115,9 +115,6 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         ptrees = self.children(params, "param")
         prms = self.params(params)
-        for prm, pt in zip(prms, ptrees):
-            if prm.default is not None:
-                raise self.unsupported("default values of action parameters", pt)
         seen_data = False
         for prm, pt in zip(prms, ptrees):
             if prm.direction is None:

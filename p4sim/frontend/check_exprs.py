@@ -602,13 +602,13 @@ class ExprChecker(CheckerBase):
                     raise self.err("actions cannot be called from a parser", n)
                 if targs:
                     raise self.err("actions take no type arguments", n)
-                params = [Param(v.name, v.direction, v.type) for v in sym.params]
+                params = [Param(v.name, v.direction, v.type, self.param_default(v)) for v in sym.params]
                 sig = Sig(name, [], params, ir.VoidT())
                 args_e, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, name)
                 return ir.ActionCall(ir.VoidT(), pos, args_e, [v.direction for v in sym.params],
                                      sym)
             if isinstance(sym, ir.FunctionDecl):
-                params = [Param(v.name, v.direction, v.type) for v in sym.params]
+                params = [Param(v.name, v.direction, v.type, self.param_default(v)) for v in sym.params]
                 sig = Sig(name, [], params, sym.return_type)
                 args_e, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, name)
                 return ir.FunctionCall(sym.return_type, pos, args_e, dirs, sym)
@@ -686,9 +686,12 @@ class ExprChecker(CheckerBase):
             if a is None:
                 checked.append(None)
                 continue
-            if isinstance(a, Tree) and a.data == "dontcare_arg":
-                raise self.unsupported("'_' (don't-care) arguments", a)
             pt = self.subst(p.type, bind)
+            if isinstance(a, Tree) and a.data == "dontcare_arg":
+                if p.direction != "out":
+                    raise self.err("'_' can only be passed for an out parameter", a)
+                checked.append(ir.DontCare(pt, self.pos(a)))
+                continue
             checked.append(self.expr(a, scope, None if isinstance(pt, TypeVar) else pt))
         # infer type variables from typed arguments
         for (p, a), e in zip(pairs, checked):
@@ -706,6 +709,13 @@ class ExprChecker(CheckerBase):
                     raise self.err(f"missing argument '{p.name}' of {what}", n)
                 e = self.expr(p.default, self.global_scope, pt)
                 a = n
+            if isinstance(e, ir.DontCare):
+                if isinstance(pt, TypeVar):
+                    raise self.err(f"cannot infer the type of '_' for '{p.name}' (give {what} "
+                                   "its type argument)", a)
+                out_args.append(ir.DontCare(pt, e.pos))
+                dirs.append(p.direction)
+                continue
             if isinstance(pt, TypeVar):
                 if isinstance(e.type, ir.TupleT) and any(isinstance(x, ir.IntT)
                                                          for x in e.type.elems):

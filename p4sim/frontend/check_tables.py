@@ -147,6 +147,13 @@ class TableChecker(ExprChecker):
             raise self.err(f"action '{sym.name}' is not in the actions of table "
                            f"'{listed.name}'", pn)
         data = [v for v in sym.params if v.direction is None]
+        missing = sym.params[len(args_nodes):]
+        if missing and all(self.param_default(v) is not None for v in missing):
+            # trailing parameters left out: their declared default values (P4_16 1.2)
+            args_nodes = args_nodes + [self.param_default(v) for v in missing]
+        elif len(args_nodes) < len(data) and all(self.param_default(v) is not None
+                                                 for v in data[len(args_nodes):]):
+            args_nodes = args_nodes + [self.param_default(v) for v in data[len(args_nodes):]]
         if len(args_nodes) == len(data) and directional:
             # only the action data given: directional arguments are the listed ones
             it = iter(args_nodes)

@@ -225,6 +225,11 @@ class VarRef(Expr):
 
 
 @dataclass(eq=False)
+class DontCare(Expr):
+    """``_`` passed for an ``out`` parameter: the callee's value is thrown away."""
+
+
+@dataclass(eq=False)
 class Member(Expr):
     """Field of a header or struct value."""
 

@@ -195,6 +195,10 @@ class ProgramCompiler:
     def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
         return e.code
 
+    def ex_DontCare(self, e: ir.DontCare, sc: Scope, pre: list[str]) -> str:
+        """``_`` for an out parameter: a fresh throw-away value (a scratch header for extract)."""
+        return f"{self.classes.name(e.type)}()" if is_composite(e.type) else default_scalar(e.type)
+
     def sequence(self, items: list[tuple[str, list[str], bool]], sc: Scope, pre: list[str]) -> list[str]:
         """Operands evaluated left to right (P4_16 §8): ``items`` are (code, statements it needs,
         is a composite object reference).  Each operand's statements go to ``pre`` in order; an
@@ -580,6 +584,8 @@ class ProgramCompiler:
     # ------------------------------------------------------------------ lvalues
     def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
         """Append statements writing python expression ``value`` into P4 lvalue ``lhs``."""
+        if isinstance(lhs, ir.DontCare):
+            return  # '_': the value is not kept
         if is_composite(lhs.type):
             obj = self.ex(lhs, sc, out)
             out.append(f"{obj}._set({value})")

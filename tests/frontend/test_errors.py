@@ -128,7 +128,6 @@ def test_duplicate_declaration(compile_src):
 @pytest.mark.parametrize("decls,what", [
     ("struct T2 { tuple<bit<8>, bit<8>> t; }\n", "fields of type tuple<bit<8>, bit<8>>"),
     ("bit<8> f(in int x) { return 1; }\n", "parameters of type int"),
-    ("bit<8> f(in bit<8> x = 1) { return x; }\n", "default parameter values"),
 ])
 def test_unsupported_types_in_declarations(compile_src, decls, what):
     e = _err(compile_src, make_program(decls=decls), Unsupported)

@@ -95,3 +95,11 @@ def test_signed_stack_index_negative_is_out_of_bounds(sw):
 
 def test_table_with_an_empty_action_list_misses(sw):
     assert run(sw, 12)[0] == 2
+
+
+def test_default_parameter_values_fill_left_out_arguments(sw):
+    assert run(sw, 13)[:3] == (6, 7, 101)
+
+
+def test_dont_care_argument_discards_an_out_value(sw):
+    assert run(sw, 14)[:2] == (3, 2)

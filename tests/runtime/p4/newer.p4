@@ -41,6 +41,16 @@ bit<8> postincr(inout bit<8> x) {
     return rv;
 }
 
+bit<8> plus(in bit<8> x, in bit<8> y = 100) {
+    return x + y;
+}
+
+bit<8> two_outs(out bit<8> p, out bit<8> q) {
+    p = 1;
+    q = 2;
+    return 3;
+}
+
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     state start {
         packet.extract(hdr.c);
@@ -74,6 +84,16 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         for (bit<8> i = 1; i <= n; i = i + 1) {
             hdr.c.r1 = hdr.c.r1 + i;
         }
+    }
+
+    action addv(bit<8> va, bit<8> vb = 5) {
+        hdr.c.r1 = va + vb;
+    }
+
+    table with_default_arg {      /* const default_action leaves vb to its default */
+        key = { }
+        actions = { addv; }
+        const default_action = addv(1);
     }
 
     table no_actions {           /* an empty action list (p4c accepts it) */
@@ -166,6 +186,14 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r3 = st[k].isValid() ? 8w1 : 8w0;
         } else if (hdr.c.op == 12) {
             hdr.c.r1 = no_actions.apply().hit ? 8w1 : 8w2;
+        } else if (hdr.c.op == 13) {    /* default parameter values */
+            with_default_arg.apply();
+            addv(2);
+            hdr.c.r2 = hdr.c.r1;
+            with_default_arg.apply();
+            hdr.c.r3 = plus(1);
+        } else if (hdr.c.op == 14) {    /* '_' for an out argument */
+            hdr.c.r1 = two_outs(_, hdr.c.r2);
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
