@@ -583,6 +583,9 @@ class ExprChecker(CheckerBase):
                                        "(extract(hdr, bits)), any other header without", n)
                 if mname == "lookahead" and isinstance(ret, ir.HeaderT) and ret.varbit is not None:
                     raise self.err("lookahead of a header with a varbit field", n)
+                if mname == "lookahead" and isinstance(ret, ir.StructT) and all(
+                        isinstance(f.type, (ir.BitT, ir.BoolT)) for f in ret.fields):
+                    return ir.PacketCall(ret, pos, args_e, dirs, base, mname)
                 if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,

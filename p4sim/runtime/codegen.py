@@ -562,6 +562,16 @@ class ProgramCompiler:
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
         if e.method == "lookahead":
             t = e.type
+            if isinstance(t, ir.StructT):  # a struct of bit/bool fields, first field first
+                lay = header_layout(ir.HeaderT(t.name, t.fields))
+                total = sum(fw for _, fw, _, _ in lay)
+                tmp, x = sc.new_tmp(), sc.new_tmp()
+                pre.append(f"{x} = _look(data, pos, nbits, {total})")
+                pre.append(f"{tmp} = {self.classes.name(t)}()")
+                for a, fw, s, b in lay:
+                    v = f"({x} >> {s}) & {_mask(fw)}"
+                    pre.append(f"{tmp}.{a} = {'bool(' + v + ')' if b else v}")
+                return tmp
             w = t.width if isinstance(t, ir.HeaderT) else scalar_width(t)
             val = f"_look(data, pos, nbits, {w})"
             if isinstance(t, ir.HeaderT):
@@ -1020,7 +1030,11 @@ class ProgramCompiler:
                 w(f"if {obj}._v:")
                 w(f"    _acc = (_acc << {t.width}) | {self.packed_fields(obj, t)}")
                 w(f"    _nb += {t.width}")
-        elif c.method in ("lookahead", "length"):
+        elif c.method == "lookahead":  # its value is unused, but too few bits is PacketTooShort
+            code = self.ex_PacketCall(c, sc, pre)
+            self.flush(pre, w)
+            w(code)
+        elif c.method == "length":
             pass
         else:
             raise Unsupported(f"packet method {c.method}", c.pos)

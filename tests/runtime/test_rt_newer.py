@@ -103,3 +103,10 @@ def test_default_parameter_values_fill_left_out_arguments(sw):
 
 def test_dont_care_argument_discards_an_out_value(sw):
     assert run(sw, 14)[:2] == (3, 2)
+
+
+def test_lookahead_of_a_struct_and_unused_lookahead_still_checks_length(sw):
+    out = send(sw, bytes([15, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD, 0x01, 0x02]))
+    assert out[3:6] == bytes([0xA, 0xCD, 0])
+    out = send(sw, bytes([15, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD, 0x01]))  # 24 bits left < 32
+    assert out[3:6] == bytes([0xA, 0xCD, 1])

@@ -33,7 +33,13 @@ header vl_t {
 }
 
 struct headers { ctl_t c; vw_t u; vl_t vl; }
-struct metadata { bit<8> unused; }
+struct metadata { bit<8> la_hi; bit<8> la_next; }
+
+struct pair8_t {
+    bit<4> hi;
+    bit<4> lo;
+    bit<8> next;
+}
 
 bit<8> postincr(inout bit<8> x) {
     bit<8> rv = x;
@@ -58,6 +64,7 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
             7: parse_u;
             8: parse_vl_bytes;
             10: parse_vl_bytes;
+            15: parse_look;
             9: parse_vl_bits;
             default: accept;
         }
@@ -68,6 +75,13 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
     }
     state parse_vl_bits {
         packet.extract(hdr.vl, (bit<32>) hdr.c.a);
+        transition accept;
+    }
+    state parse_look {
+        pair8_t p = packet.lookahead<pair8_t>();  /* lookahead of a struct */
+        meta.la_hi = (bit<8>) p.hi;
+        meta.la_next = p.next;
+        packet.lookahead<bit<32>>();  /* value unused: still PacketTooShort if too short */
         transition accept;
     }
     state parse_u {
@@ -194,6 +208,10 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r3 = plus(1);
         } else if (hdr.c.op == 14) {    /* '_' for an out argument */
             hdr.c.r1 = two_outs(_, hdr.c.r2);
+        } else if (hdr.c.op == 15) {
+            hdr.c.r1 = meta.la_hi;
+            hdr.c.r2 = meta.la_next;
+            hdr.c.r3 = (sm.parser_error == error.PacketTooShort) ? 8w1 : 8w0;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
