@@ -479,8 +479,9 @@ class BlockChecker(TableChecker):
         t = self.resolve_type(tref)
         if isinstance(t, (ir.ExternT, ir.IntT, ir.StringT, ir.MatchKindT)):
             raise self.err(f"cannot declare a variable of type {type_name(t)}", tref)
-        if isinstance(t, ir.TupleT):
-            raise self.unsupported("variables of tuple type", tref)
+        if isinstance(t, ir.TupleT) and not all(isinstance(x, (ir.BitT, ir.BoolT)) for x in t.elems):
+            raise self.unsupported("tuple variables with elements other than bit<W>/int<W>/bool",
+                                   tref)
         init = None
         if len(d.children) > 3:
             init = self.coerce(self.expr(d.children[3], scope, t), t, d.children[3])

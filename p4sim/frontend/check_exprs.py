@@ -458,6 +458,11 @@ class ExprChecker(CheckerBase):
 
     def x_index(self, n: Tree, scope, expected) -> ir.Expr:
         base = self.expr(n.children[0], scope, None)
+        if isinstance(base.type, ir.TupleT):
+            i = self.const_int(n.children[1], scope)
+            if not 0 <= i < len(base.type.elems):
+                raise self.err(f"index {i} out of bounds for {type_name(base.type)}", n.children[1])
+            return ir.TupleIndex(base.type.elems[i], self.pos(n), base, i)
         if not isinstance(base.type, ir.StackT):
             raise self.err(f"cannot index a value of type {type_name(base.type)}", n)
         idx = self.expr(n.children[1], scope, None)

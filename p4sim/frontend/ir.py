@@ -246,6 +246,14 @@ class StackIndex(Expr):
 
 
 @dataclass(eq=False)
+class TupleIndex(Expr):
+    """``t[i]`` of a tuple value with a constant ``i`` (read only)."""
+
+    base: Expr
+    index: int
+
+
+@dataclass(eq=False)
 class StackProp(Expr):
     """``stack.next`` / ``stack.last`` (header-typed, parser only), ``stack.lastIndex`` (bit<32>),
     ``stack.size`` is folded to a Literal by the front end."""

@@ -195,6 +195,9 @@ class ProgramCompiler:
     def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
         return e.code
 
+    def ex_TupleIndex(self, e: ir.TupleIndex, sc: Scope, pre: list[str]) -> str:
+        return f"{self.ex(e.base, sc, pre)}[{e.index}]"
+
     def ex_DontCare(self, e: ir.DontCare, sc: Scope, pre: list[str]) -> str:
         """``_`` for an out parameter: a fresh throw-away value (a scratch header for extract)."""
         return f"{self.classes.name(e.type)}()" if is_composite(e.type) else default_scalar(e.type)
@@ -899,6 +902,8 @@ class ProgramCompiler:
                 v = self.ex(s.init, sc, pre)
                 self.flush(pre, w)
                 w(f"{name}._set({v})")
+        elif isinstance(t, ir.TupleT) and s.init is None:  # a tuple of scalars: its zero value
+            w(f"{name} = ({''.join(default_scalar(x) + ', ' for x in t.elems)})")
         else:
             v = self.ex(s.init, sc, pre) if s.init is not None else default_scalar(t, self.err.get("NoError", 0))
             self.flush(pre, w)

@@ -110,3 +110,8 @@ def test_lookahead_of_a_struct_and_unused_lookahead_still_checks_length(sw):
     assert out[3:6] == bytes([0xA, 0xCD, 0])
     out = send(sw, bytes([15, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD, 0x01]))  # 24 bits left < 32
     assert out[3:6] == bytes([0xA, 0xCD, 1])
+
+
+def test_tuple_locals_and_constant_indexing(sw):
+    assert run(sw, 16, a=4)[:3] == (5, 1, 0)
+    assert run(sw, 16, a=7)[:3] == (8, 0, 0)

@@ -212,6 +212,12 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r1 = meta.la_hi;
             hdr.c.r2 = meta.la_next;
             hdr.c.r3 = (sm.parser_error == error.PacketTooShort) ? 8w1 : 8w0;
+        } else if (hdr.c.op == 16) {    /* a tuple-typed local */
+            tuple<bit<8>, bool> t = { hdr.c.a + 1, hdr.c.a == 4 };
+            hdr.c.r1 = t[0];
+            hdr.c.r2 = t[1] ? 8w1 : 8w0;
+            tuple<bit<8>, bit<8>> z;
+            hdr.c.r3 = z[1];
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
