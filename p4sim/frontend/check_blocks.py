@@ -5,6 +5,7 @@ from typing import Any, Optional, Union
 
 from lark import Tree
 
+from p4sim.errors import Unsupported
 from p4sim.frontend import ir
 from p4sim.frontend.check_tables import TableChecker
 from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, Node, Scope, Sig, SubControl, same_type,
@@ -424,6 +425,8 @@ class BlockChecker(TableChecker):
                 any_r = any_r or r
                 cases.append(ir.SwitchCase(c.labels, body, c.pos))
             return ir.SwitchStmt(st.pos, st.subject, cases), any_r
+        if isinstance(st, (ir.For, ir.ForRange)) and self.returns_in(st.body):
+            raise Unsupported("'return' inside a loop of a control applied by another control", st.pos)
         return st, False
 
     def apply_subcontrol(self, inst: "SubControl", arg_nodes: list, scope: Scope,
@@ -463,6 +466,8 @@ class BlockChecker(TableChecker):
                                                 self.returns_in(st.other))
         if isinstance(st, ir.SwitchStmt):
             return any(c.body is not None and self.returns_in(c.body) for c in st.cases)
+        if isinstance(st, (ir.For, ir.ForRange)):
+            return self.returns_in(st.body)
         return False
 
     def block(self, b: Tree, scope: Scope) -> ir.Block:
