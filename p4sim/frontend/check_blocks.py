@@ -8,8 +8,8 @@ from lark import Tree
 from p4sim.errors import Unsupported
 from p4sim.frontend import ir
 from p4sim.frontend.check_tables import TableChecker
-from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, Node, Scope, Sig, SubControl, same_type,
-                                    type_name)
+from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, ConstSym, Node, Scope, Sig, SubControl,
+                                    same_type, type_name)
 
 
 class BlockChecker(TableChecker):
@@ -85,10 +85,16 @@ class BlockChecker(TableChecker):
                 raise self.unsupported("package arguments other than block instantiations "
                                        "like MyIngress()", at)
             tref, cargs = at.children
-            if cargs.children:
-                raise self.unsupported("parser/control constructor arguments", cargs)
             bname = self.type_head(tref)
             block = self.parsers.get(bname) if kind == "parser" else self.controls.get(bname)
+            if kind == "control" and bname in getattr(self, "templates", ()):
+                # a control with constructor parameters: checked now with these arguments
+                block = self.check_control(self.control_trees[bname],
+                                           self.ctor_consts(self.control_trees[bname], cargs,
+                                                            self.global_scope))
+                self.controls[bname] = block
+            elif cargs.children:
+                raise self.err(f"'{bname}' has no constructor parameters", cargs)
             if block is None:
                 other = self.controls.get(bname) or self.parsers.get(bname)
                 if other is not None:
@@ -267,17 +273,60 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         if self.child(d, "type_params") is not None:
             raise self.unsupported("generic controls", self.child(d, "type_params"))
-        cp = self.child(d, "ctor_params")
-        if cp is not None and cp.children and self.child(cp, "params").children:
-            raise self.unsupported("control constructor parameters", cp)
         if name in self.parsers or name in self.controls or name in self.types:
             raise self.err(f"'{name}' is already declared", name_node)
+        self.control_trees[name] = d
+        if self.ctor_params(d):
+            # checked per instantiation, with its constructor arguments as constants
+            params = self.child(d, "params")
+            vars_ = self.make_vars(self.params(params), self.children(params, "param"))
+            self.controls[name] = ir.ControlDecl(name, vars_, [], {}, {}, ir.Block(None, []),
+                                                 self.annotations(annots), self.pos(d))
+            self.__dict__.setdefault("templates", set()).add(name)
+            return
+        self.controls[name] = self.check_control(d, {})
+
+    def ctor_params(self, d: Tree) -> list:
+        """The constructor parameters of a parser/control declaration (Param objects); only
+        compile-time values (bit/int/bool/enum) are supported."""
+        cp = self.child(d, "ctor_params")
+        if cp is None or not cp.children or not self.child(cp, "params").children:
+            return []
+        params = self.params(self.child(cp, "params"))
+        for prm, pt in zip(params, self.children(self.child(cp, "params"), "param")):
+            if not isinstance(prm.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.IntT)):
+                raise self.unsupported(f"constructor parameters of type {type_name(prm.type)} "
+                                       "(only compile-time values)", pt)
+        return params
+
+    def ctor_consts(self, d: Tree, args: Tree, scope: Scope) -> dict:
+        """Constructor arguments of an instantiation, as constants by parameter name."""
+        params = self.ctor_params(d)
+        arg_trees = list(args.children)
+        if len(arg_trees) != len(params):
+            raise self.err(f"{len(params)} constructor argument(s) expected, not "
+                           f"{len(arg_trees)}", args)
+        out = {}
+        for prm, at in zip(params, arg_trees):
+            e = self.coerce(self.expr(at, scope, prm.type), prm.type, at)
+            if not isinstance(e, ir.Literal):
+                raise self.err("constructor arguments must be compile-time constants", at)
+            out[prm.name] = e
+        return out
+
+    def check_control(self, d: Tree, consts: dict) -> ir.ControlDecl:
+        """A control declaration checked into a ControlDecl (``consts``: its constructor
+        parameters' values, for a control with constructor parameters)."""
+        annots = d.children[0]
+        name = self.ident(self.child(d, "decl_name"))
         params = self.child(d, "params")
         ptrees = self.children(params, "param")
         vars_ = self.make_vars(self.params(params), ptrees)
         cd = ir.ControlDecl(name, vars_, [], {}, {}, ir.Block(None, []),
                             self.annotations(annots), self.pos(d))
         scope = Scope(self.global_scope)
+        for cname, lit in consts.items():
+            scope.names[cname] = ConstSym(lit)
         for v in vars_:
             self.declare(scope, v.name, v, d)
         saved = self.prefix
@@ -286,8 +335,7 @@ class BlockChecker(TableChecker):
             cd.apply = self.control_body(d, scope, cd, "")
         finally:
             self.prefix = saved
-        self.control_trees[name] = d
-        self.controls[name] = cd
+        return cd
 
     def control_body(self, d: Tree, scope: Scope, target: ir.ControlDecl,
                      key_prefix: str) -> ir.Block:
@@ -345,14 +393,14 @@ class BlockChecker(TableChecker):
         annots, _tref, args, name_node = d.children
         if self.cur_control is None:
             raise self.unsupported(f"instantiating control '{tname}' outside a control", d)
-        if args.children:
-            raise self.unsupported("control constructor arguments", args)
         name = self.ident(name_node)
         a = self.annotations(annots)
         tree = self.control_trees[tname]
+        consts = self.ctor_consts(tree, args, scope)
         params = self.params(self.child(tree, "params"))
         inst = SubControl(name, tname, tree, params, self.qualify(name, a) + ".",
-                          self.cur_control, self.key_prefix + name + ".", self.pos(d))
+                          self.cur_control, self.key_prefix + name + ".", self.pos(d),
+                          consts=consts)
         self.declare(scope, name, inst, name_node)
         self.sub_instances.append(inst)
 
@@ -360,6 +408,8 @@ class BlockChecker(TableChecker):
         """Check the instance's control body once, with its parameters bound either to the
         caller's variables (``alias``) or to fresh variables of the enclosing control."""
         scope = Scope(self.global_scope)
+        for cname, lit in inst.consts.items():
+            scope.names[cname] = ConstSym(lit)
         ro: set[int] = set()
         inst.param_vars = []
         for i, prm in enumerate(inst.params):

@@ -115,3 +115,20 @@ def test_lookahead_of_a_struct_and_unused_lookahead_still_checks_length(sw):
 def test_tuple_locals_and_constant_indexing(sw):
     assert run(sw, 16, a=4)[:3] == (5, 1, 0)
     assert run(sw, 16, a=7)[:3] == (8, 0, 0)
+
+
+def test_control_constructor_arguments_are_per_instance_constants(sw):
+    assert run(sw, 17, a=5)[:2] == (15, 20)
+
+
+def test_top_level_block_with_constructor_arguments(tmp_path):
+    src = NEWER.read_text()
+    src = src.replace(
+        "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }",
+        "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm)(bit<8> mark) {\n"
+        "    apply { hdr.c.r4 = mark; }\n}")
+    src = src.replace("V1Switch(P(), V(), I(), E(), C(), D()) main;", "V1Switch(P(), V(), I(), E(8w9), C(), D()) main;")
+    p = tmp_path / "ctor.p4"
+    p.write_text(src)
+    sw2 = p4sim.Switch(p4sim.compile(str(p)))
+    assert run(sw2, 3, a=2) == (3, 0, 0, 9)

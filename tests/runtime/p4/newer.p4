@@ -92,7 +92,20 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
 
 control V(inout headers hdr, inout metadata meta) { apply { } }
 
+/* Constructor parameters: each instance gets its own compile-time values. */
+control Scale(inout bit<8> v)(bit<8> factor, bool twice) {
+    apply {
+        v = v * factor;
+        if (twice) {
+            v = v * factor;
+        }
+    }
+}
+
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    Scale(3, false) by3;
+    Scale(2, true) by4;
+
     action sum_to(bit<8> n) {
         hdr.c.r1 = 0;
         for (bit<8> i = 1; i <= n; i = i + 1) {
@@ -218,6 +231,13 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r2 = t[1] ? 8w1 : 8w0;
             tuple<bit<8>, bit<8>> z;
             hdr.c.r3 = z[1];
+        } else if (hdr.c.op == 17) {    /* control constructor arguments */
+            bit<8> x = hdr.c.a;
+            by3.apply(x);
+            hdr.c.r1 = x;
+            x = hdr.c.a;
+            by4.apply(x);
+            hdr.c.r2 = x;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
