@@ -1,6 +1,7 @@
 """Parsers, controls (including controls inlined into controls) and statements."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from lark import Tree
@@ -30,6 +31,10 @@ class BlockChecker(TableChecker):
         if tname is not None and tname in self.controls and locals_out is not None \
                 and self.cur_control is not None:
             self.declare_subcontrol(d, tname, scope)
+            return
+        if tname is not None and tname in self.parsers and locals_out is not None \
+                and getattr(self, "cur_parser", None) is not None:
+            self.declare_subparser(d, tname, scope)
             return
         if tname is not None and (tname in self.parsers or tname in self.controls):
             raise self.unsupported(f"instantiating parser/control '{tname}' here (controls "
@@ -185,20 +190,22 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         if self.child(d, "type_params") is not None:
             raise self.unsupported("generic parsers", self.child(d, "type_params"))
-        cp = self.child(d, "ctor_params")
-        if cp is not None and cp.children and self.child(cp, "params").children:
-            raise self.unsupported("parser constructor parameters", cp)
+        if name in self.parsers or name in self.controls or name in self.types:
+            raise self.err(f"'{name}' is already declared", name_node)
+        self.__dict__.setdefault("parser_trees", {})[name] = d
         params = self.child(d, "params")
         ptrees = self.children(params, "param")
         vars_ = self.make_vars(self.params(params), ptrees)
         pd = ir.ParserDecl(name, vars_, [], {}, self.annotations(annots), self.pos(d))
-        if name in self.parsers or name in self.controls or name in self.types:
-            raise self.err(f"'{name}' is already declared", name_node)
+        if self.ctor_params(d):
+            # only instantiated inside other parsers, where it is checked with its arguments
+            self.parsers[name] = pd
+            return
         scope = Scope(self.global_scope)
         for v in vars_:
             self.declare(scope, v.name, v, d)
-        saved = (self.prefix, self.in_parser)
-        self.prefix, self.in_parser = self.qualify(name, pd.annotations) + ".", True
+        saved = (self.prefix, self.in_parser, getattr(self, "cur_parser", None))
+        self.prefix, self.in_parser, self.cur_parser = self.qualify(name, pd.annotations) + ".", True, pd
         try:
             states = []
             for c in d.children:
@@ -216,23 +223,28 @@ class BlockChecker(TableChecker):
                     states.append(c)
             state_names = {self.ident(s.children[1]) for s in states}
             for s in states:
-                st = self.parser_state(s, scope, state_names)
-                if st.name in pd.states:
-                    raise self.err(f"duplicate state '{st.name}'", s)
-                pd.states[st.name] = st
+                pieces = self.parser_state(s, scope, state_names)
+                if pieces[0].name in pd.states:
+                    raise self.err(f"duplicate state '{pieces[0].name}'", s)
+                for st in pieces:
+                    pd.states[st.name] = st
         finally:
-            self.prefix, self.in_parser = saved
+            self.prefix, self.in_parser, self.cur_parser = saved
         if "start" not in pd.states:
             raise self.err(f"parser '{name}' has no 'start' state", d)
         self.parsers[name] = pd
 
-    def parser_state(self, s: Tree, scope: Scope, state_names: set[str]) -> ir.ParserState:
+    def parser_state(self, s: Tree, scope: Scope, state_names: set[str]) -> list[ir.ParserState]:
+        """The state, split where it applies a sub-parser: the part before the call goes to the
+        sub-parser's (inlined, renamed) start state, whose accept goes on to the rest."""
         name_node = s.children[1]
         name = self.ident(name_node)
         if name in ("accept", "reject"):
             raise self.err(f"state '{name}' is predefined", name_node)
         inner = Scope(scope)
         stmts: list[ir.Stmt] = []
+        pieces: list[ir.ParserState] = []
+        cur = name
         transition: Union[str, ir.Select] = "reject"
         for c in s.children[2:]:
             if isinstance(c, Tree) and c.data == "goto_state":
@@ -240,10 +252,110 @@ class BlockChecker(TableChecker):
             elif isinstance(c, Tree) and c.data == "goto_select":
                 transition = self.select(c.children[0], inner, state_names)
             elif isinstance(c, Tree):
+                sub = self._subparser_apply(c, inner)
+                if sub is not None:
+                    inst, arg_nodes = sub
+                    k = len(pieces)
+                    after = f"{cur}${inst.name}${k}$after"
+                    states, copy_in, copy_out = self.inline_subparser(inst, arg_nodes, inner, c,
+                                                                      f"{cur}${inst.name}${k}$", after)
+                    pieces.append(ir.ParserState(cur, stmts + copy_in, states[0].name, self.pos(s)))
+                    pieces += states
+                    cur, stmts = after, list(copy_out)
+                    continue
                 st = self.stmt(c, inner)
                 if st is not None:
                     stmts.append(st)
-        return ir.ParserState(name, stmts, transition, self.pos(s))
+        pieces.append(ir.ParserState(cur, stmts, transition, self.pos(s)))
+        return pieces
+
+    def _subparser_apply(self, c: Tree, scope: Scope) -> Optional[tuple[Any, list]]:
+        """(instance, argument nodes) if statement ``c`` is ``inst.apply(...)`` of a sub-parser."""
+        if c.data != "call_stmt" or c.children[1].data != "call":
+            return None
+        head = self.value_view(c.children[1].children[0], scope)
+        if head.data != "member" or head.children[0].data not in ("name_ref", "top_name_ref"):
+            return None
+        sym = self.expr_symbol(head.children[0], scope)
+        if not isinstance(sym, SubParser):
+            return None
+        if self.ident(head.children[1]) != "apply":
+            raise self.err("parsers only have 'apply'", head.children[1])
+        return sym, list(c.children[1].children[1].children)
+
+    def declare_subparser(self, d: Tree, tname: str, scope: Scope) -> None:
+        annots, _tref, args, name_node = d.children
+        tree = self.parser_trees[tname]
+        inst = SubParser(self.ident(name_node), tree, self.params(self.child(tree, "params")),
+                         self.ctor_consts(tree, args, scope), self.pos(d))
+        self.declare(scope, inst.name, inst, name_node)
+
+    def inline_subparser(self, inst: "SubParser", arg_nodes: list, scope: Scope, n: Tree,
+                         prefix: str, after: str) -> tuple[list[ir.ParserState], list[ir.Stmt], list[ir.Stmt]]:
+        """One apply of a sub-parser, inlined as p4c does: copy-in assignments, its states
+        (renamed with ``prefix``; accept goes to ``after``, reject stays reject) and the
+        copy-out assignments that ``after`` starts with.  Checked again for every apply, so
+        each apply site has its own states and variables."""
+        pd = self.cur_parser
+        sig = Sig(inst.name, [], inst.params, ir.VoidT())
+        args, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, f"{inst.name}.apply")
+        pos = self.pos(n)
+        sub_scope = Scope(self.global_scope)
+        for cname, lit in inst.consts.items():
+            sub_scope.names[cname] = ConstSym(lit)
+        copy_in: list[ir.Stmt] = []
+        copy_out: list[ir.Stmt] = []
+        for prm, a in zip(inst.params, args):
+            if isinstance(prm.type, ir.ExternT):  # packet_in: the same packet
+                sub_scope.names[prm.name] = a.var if isinstance(a, ir.VarRef) else a
+                continue
+            v = ir.Var(f"{prefix}{prm.name}", prm.type, "local", None, pos)
+            pd.locals.append(ir.VarDecl(pos, v, None))
+            sub_scope.names[prm.name] = v
+            if prm.direction != "out":
+                copy_in.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), a))
+            else:
+                copy_in.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), _fresh(v.type, pos)))
+            if prm.direction in ("out", "inout"):
+                copy_out.append(ir.Assign(pos, a, ir.VarRef(v.type, pos, v)))
+        tree = inst.tree
+        states = []
+        for c in tree.children:
+            if not isinstance(c, Tree):
+                continue
+            if c.data == "const_decl":
+                self.decl_const_decl(c, sub_scope)
+            elif c.data == "var_decl":
+                vd = self.var_decl(c, sub_scope)
+                pd.locals.append(ir.VarDecl(vd.pos, vd.var, None))
+                # a sub-parser's variables start afresh at each apply
+                copy_in.append(ir.Assign(vd.pos, ir.VarRef(vd.var.type, vd.pos, vd.var),
+                                         vd.init if vd.init is not None else _fresh(vd.var.type, vd.pos)))
+            elif c.data == "instantiation":
+                self.decl_instantiation(c, sub_scope, pd.locals)
+            elif c.data == "value_set_decl":
+                raise self.unsupported("parser value sets (value_set)", c)
+            elif c.data == "parser_state":
+                states.append(c)
+        names = {self.ident(s.children[1]) for s in states}
+        if "start" not in names:
+            raise self.err(f"parser '{self.ident(self.child(tree, 'decl_name'))}' has no 'start' state", tree)
+
+        def rename(t: str) -> str:
+            return after if t == "accept" else "reject" if t == "reject" else prefix + t
+
+        out: list[ir.ParserState] = []
+        for s in states:
+            for st in self.parser_state(s, sub_scope, names):
+                st.name = prefix + st.name
+                if isinstance(st.transition, ir.Select):
+                    for case in st.transition.cases:
+                        case.next_state = rename(case.next_state)
+                else:
+                    st.transition = rename(st.transition)
+                out.append(st)
+        out.sort(key=lambda st: st.name != prefix + "start")  # the entry state first
+        return out, copy_in, copy_out
 
     def _state_ref(self, node: Node, state_names: set[str]) -> str:
         n = self.ident(node)
@@ -726,6 +838,26 @@ class BlockChecker(TableChecker):
             if "default" in case.labels and i != len(cases) - 1:
                 raise self.err("'default' must be the last switch label", s)
         return ir.SwitchStmt(self.pos(s), subj, cases)
+
+
+def _fresh(t: ir.Type, pos: Any) -> ir.Expr:
+    """An uninitialised value of type ``t`` (headers invalid, fields zero) for a copy-in."""
+    if isinstance(t, ir.BoolT):
+        return ir.Literal(t, pos, False)
+    if isinstance(t, (ir.BitT, ir.EnumT, ir.ErrorT)):
+        return ir.Literal(t, pos, 0)
+    return ir.DontCare(t, pos)  # the code generator makes a fresh object
+
+
+@dataclass(eq=False)
+class SubParser:
+    """A parser instantiated inside a parser; inlined at each ``apply`` (see inline_subparser)."""
+
+    name: str
+    tree: Tree
+    params: list
+    consts: dict
+    pos: Any
 
 
 def _always_returns(st: ir.Stmt) -> bool:

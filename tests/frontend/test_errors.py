@@ -68,9 +68,9 @@ def test_unsupported_selector_match_kind(compile_src):
     assert "selector match kind" in e.message
 
 
-def test_unsupported_parser_instantiation_in_parser(compile_src):
+def test_unsupported_parser_instantiation_in_a_control(compile_src):
     src = make_program(decls="parser Sub(packet_in p) { state start { transition accept; } }\n",
-                       parser_body="Sub() s;\nstate start { transition accept; }")
+                       ingress_locals="Sub() s;")
     e = _err(compile_src, src, Unsupported)
     assert "instantiating parser/control 'Sub'" in e.message
 

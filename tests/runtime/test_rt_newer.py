@@ -132,3 +132,9 @@ def test_top_level_block_with_constructor_arguments(tmp_path):
     p.write_text(src)
     sw2 = p4sim.Switch(p4sim.compile(str(p)))
     assert run(sw2, 3, a=2) == (3, 0, 0, 9)
+
+
+def test_sub_parser_apply_is_inlined_with_copy_in_copy_out(sw):
+    out = send(sw, bytes([18, 0, 0, 0, 0, 0, 0, 0x11, 0x22, 0x33]))
+    assert out[3:7] == bytes([4, 7, 0x11, 0x22])  # count 1 -> 4 -> 7
+    assert out[7:] == bytes([0x11, 0x22, 0x33])  # both headers re-emitted, then the payload

@@ -32,7 +32,7 @@ header vl_t {
     bit<4>     y;
 }
 
-struct headers { ctl_t c; vw_t u; vl_t vl; }
+struct headers { ctl_t c; vw_t u; vl_t vl; v_t sp1; v_t sp2; }
 struct metadata { bit<8> la_hi; bit<8> la_next; }
 
 struct pair8_t {
@@ -57,7 +57,18 @@ bit<8> two_outs(out bit<8> p, out bit<8> q) {
     return 3;
 }
 
+/* A sub-parser with a constructor parameter: extracts one byte, adds `step` to a counter. */
+parser Opt(packet_in pk, out v_t o, inout bit<8> count)(bit<8> step) {
+    state start {
+        pk.extract(o);
+        count = count + step;
+        transition accept;
+    }
+}
+
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    Opt(8w3) opt;
+
     state start {
         packet.extract(hdr.c);
         transition select(hdr.c.op) {
@@ -65,6 +76,7 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
             8: parse_vl_bytes;
             10: parse_vl_bytes;
             15: parse_look;
+            18: parse_sub;
             9: parse_vl_bits;
             default: accept;
         }
@@ -82,6 +94,13 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
         meta.la_hi = (bit<8>) p.hi;
         meta.la_next = p.next;
         packet.lookahead<bit<32>>();  /* value unused: still PacketTooShort if too short */
+        transition accept;
+    }
+    state parse_sub {
+        meta.la_hi = 1;
+        opt.apply(packet, hdr.sp1, meta.la_hi);   /* applied twice: each apply is inlined */
+        meta.la_next = meta.la_hi;
+        opt.apply(packet, hdr.sp2, meta.la_hi);
         transition accept;
     }
     state parse_u {
@@ -238,6 +257,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             x = hdr.c.a;
             by4.apply(x);
             hdr.c.r2 = x;
+        } else if (hdr.c.op == 18) {    /* sub-parser instantiation and apply */
+            hdr.c.r1 = meta.la_next;
+            hdr.c.r2 = meta.la_hi;
+            hdr.c.r3 = hdr.sp1.v;
+            hdr.c.r4 = hdr.sp2.v;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
@@ -255,6 +279,8 @@ control D(packet_out packet, in headers hdr) {
         packet.emit(hdr.c);
         packet.emit(hdr.u);
         packet.emit(hdr.vl);
+        packet.emit(hdr.sp1);
+        packet.emit(hdr.sp2);
     }
 }
 
