@@ -46,6 +46,9 @@ class BlockChecker(TableChecker):
             raise self.unsupported(f"{t.name} (action profiles and selectors)", d)
         if t.name in ("packet_in", "packet_out"):
             raise self.err(f"cannot instantiate {t.name}", d)
+        if t.name == "register" and t.type_args and not isinstance(t.type_args[0], ir.BitT):
+            # p4c-bm2-ss (simpleSwitch.cpp) refuses these too
+            raise self.err("only registers with bit or int types are supported by BMv2", tref)
         et = self.extern_types[t.name]
         name = self.ident(name_node)
         arg_trees = [c for c in args.children]
