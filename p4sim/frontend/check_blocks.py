@@ -272,10 +272,40 @@ class BlockChecker(TableChecker):
         pieces.append(ir.ParserState(cur, stmts, transition, self.pos(s)))
         return pieces
 
+    def _direct_apply(self, callee: Tree, kind: str) -> Optional[tuple[str, list]]:
+        """(type name, argument nodes) if ``callee`` is ``Type.apply(...)`` of a control
+        (``kind`` "control") or parser type."""
+        if callee.data != "call" or callee.children[0].data != "type_member":
+            return None
+        tn, member = callee.children[0].children
+        tname = self.ident(tn)
+        if self.ident(member) != "apply":
+            return None
+        if tname not in (self.control_trees if kind == "control" else getattr(self, "parser_trees", {})):
+            return None
+        return tname, list(callee.children[1].children)
+
+    def _fresh_name(self, base: str) -> str:
+        used = self.__dict__.setdefault("fresh_names", set())
+        name, k = base, 0
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        return name
+
     def _subparser_apply(self, c: Tree, scope: Scope) -> Optional[tuple[Any, list]]:
-        """(instance, argument nodes) if statement ``c`` is ``inst.apply(...)`` of a sub-parser."""
+        """(instance, argument nodes) if statement ``c`` is ``inst.apply(...)`` of a sub-parser
+        (or ``Parser.apply(...)``, which p4c turns into an instance there)."""
         if c.data != "call_stmt" or c.children[1].data != "call":
             return None
+        direct = self._direct_apply(c.children[1], "parser")
+        if direct is not None:
+            tname, arg_nodes = direct
+            tree = self.parser_trees[tname]
+            if self.ctor_params(tree):
+                raise self.err(f"'{tname}' has constructor parameters: instantiate it", c)
+            return SubParser(self._fresh_name(tname + "_inst"), tree,
+                             self.params(self.child(tree, "params")), {}, self.pos(c)), arg_nodes
         head = self.value_view(c.children[1].children[0], scope)
         if head.data != "member" or head.children[0].data not in ("name_ref", "top_name_ref"):
             return None
@@ -688,6 +718,22 @@ class BlockChecker(TableChecker):
             return ir.Break(self.pos(s)) if kind == "break_stmt" else ir.Continue(self.pos(s))
         if kind == "call_stmt":
             callee = s.children[1]
+            direct = self._direct_apply(callee, "control")
+            if direct is not None:
+                # ``Ctl.apply(args)``: p4c instantiates the control there (InstantiateDirectCalls:
+                # an instance @name("Ctl")) and applies it
+                if self.cur_control is None or self.cur_action or self.cur_function:
+                    raise self.err("a control can only be applied from a control's apply block",
+                                   callee)
+                tname, arg_nodes = direct
+                inst = SubControl(tname, tname, self.control_trees[tname],
+                                  self.params(self.child(self.control_trees[tname], "params")),
+                                  self.qualify(tname, {}) + ".", self.cur_control,
+                                  self.key_prefix + self._fresh_name(tname + "_inst") + ".",
+                                  self.pos(s))
+                if self.ctor_params(inst.tree):
+                    raise self.err(f"'{tname}' has constructor parameters: instantiate it", callee)
+                return self.apply_subcontrol(inst, arg_nodes, scope, callee)
             head = self.value_view(callee.children[0], scope) if callee.data == "call" else None
             if head is not None and head.data == "member":
                 base_n, mname_n = head.children

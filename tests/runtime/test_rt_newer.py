@@ -138,3 +138,9 @@ def test_sub_parser_apply_is_inlined_with_copy_in_copy_out(sw):
     out = send(sw, bytes([18, 0, 0, 0, 0, 0, 0, 0x11, 0x22, 0x33]))
     assert out[3:7] == bytes([4, 7, 0x11, 0x22])  # count 1 -> 4 -> 7
     assert out[7:] == bytes([0x11, 0x22, 0x33])  # both headers re-emitted, then the payload
+
+
+def test_direct_application_of_control_and_parser_types(sw):
+    assert run(sw, 19, a=3)[:2] == (12, 0)
+    out = send(sw, bytes([20, 1, 0, 0, 0, 0, 0, 0x5A]))
+    assert out[3:5] == bytes([4, 0x5A])

@@ -66,6 +66,13 @@ parser Opt(packet_in pk, out v_t o, inout bit<8> count)(bit<8> step) {
     }
 }
 
+parser One(packet_in pk, out v_t o) {
+    state start {
+        pk.extract(o);
+        transition accept;
+    }
+}
+
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     Opt(8w3) opt;
 
@@ -77,6 +84,7 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
             10: parse_vl_bytes;
             15: parse_look;
             18: parse_sub;
+            20: parse_direct;
             9: parse_vl_bits;
             default: accept;
         }
@@ -103,6 +111,10 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
         opt.apply(packet, hdr.sp2, meta.la_hi);
         transition accept;
     }
+    state parse_direct {
+        One.apply(packet, hdr.sp2);   /* direct application of a parser type */
+        transition accept;
+    }
     state parse_u {
         packet.extract(hdr.u.a);
         transition accept;
@@ -110,6 +122,10 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
 }
 
 control V(inout headers hdr, inout metadata meta) { apply { } }
+
+control Double(inout bit<8> v) {
+    apply { v = v + v; }
+}
 
 /* Constructor parameters: each instance gets its own compile-time values. */
 control Scale(inout bit<8> v)(bit<8> factor, bool twice) {
@@ -262,6 +278,12 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r2 = meta.la_hi;
             hdr.c.r3 = hdr.sp1.v;
             hdr.c.r4 = hdr.sp2.v;
+        } else if (hdr.c.op == 19 || hdr.c.op == 20) {  /* direct application of a control type */
+            bit<8> y = hdr.c.a;
+            Double.apply(y);
+            Double.apply(y);
+            hdr.c.r1 = y;
+            hdr.c.r2 = hdr.sp2.isValid() ? hdr.sp2.v : 8w0;
         } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
             bit<8> total = 0;
             for (bit<8> k in hdr.c.a .. hdr.c.b) {
