@@ -101,6 +101,9 @@ class BlockChecker(TableChecker):
                                            self.ctor_consts(self.control_trees[bname], cargs,
                                                             self.global_scope))
                 self.controls[bname] = block
+            elif kind == "parser" and bname in getattr(self, "parser_trees", {}) \
+                    and self.ctor_params(self.parser_trees[bname]):
+                raise self.unsupported("a V1Switch parser block with constructor parameters", at)
             elif cargs.children:
                 raise self.err(f"'{bname}' has no constructor parameters", cargs)
             if block is None:
