@@ -623,7 +623,7 @@ class BlockChecker(TableChecker):
                 any_r = any_r or r
                 cases.append(ir.SwitchCase(c.labels, body, c.pos))
             return ir.SwitchStmt(st.pos, st.subject, cases), any_r
-        if isinstance(st, (ir.For, ir.ForRange)) and self.returns_in(st.body):
+        if isinstance(st, ir.For) and self.returns_in(st.body):
             raise Unsupported("'return' inside a loop of a control applied by another control", st.pos)
         return st, False
 
@@ -664,7 +664,7 @@ class BlockChecker(TableChecker):
                                                 self.returns_in(st.other))
         if isinstance(st, ir.SwitchStmt):
             return any(c.body is not None and self.returns_in(c.body) for c in st.cases)
-        if isinstance(st, (ir.For, ir.ForRange)):
+        if isinstance(st, ir.For):
             return self.returns_in(st.body)
         return False
 
@@ -795,6 +795,10 @@ class BlockChecker(TableChecker):
         lhs = self.expr(lhs_t, scope, None)
         self.check_lvalue(lhs, lhs_t)
         toks = [t for t in op_t.children]
+        if any(a.end_pos != b.start_pos for a, b in zip(toks, toks[1:])):
+            raise self.err("syntax error: a compound assignment operator has no spaces inside",
+                           op_t)
+        toks = toks[:-1]  # without the '='
         if len(toks) == 2:  # SHR_FIRST '>'
             tree = Tree("shift", [lhs_t, toks[0], toks[1], rhs_t], s.meta)
         else:
@@ -827,17 +831,9 @@ class BlockChecker(TableChecker):
             raise self.err("a for loop's update part cannot declare variables", update_t)
         return ir.For(self.pos(s), init, cond, update, self._loop_body(body_t, inner))
 
-    def for_in_stmt(self, s: Tree, scope: Scope) -> ir.ForRange:
-        _a, annots, tref, name_node, lo_t, hi_t, body_t = s.children
-        t = self.resolve_type(tref)
-        if not isinstance(t, ir.BitT):
-            raise self.err("a for-in loop over a range needs a bit<W>/int<W> variable", tref)
-        lo = self.coerce(self.expr(lo_t, scope, t), t, lo_t)
-        hi = self.coerce(self.expr(hi_t, scope, t), t, hi_t)
-        inner = Scope(scope)
-        v = ir.Var(self.ident(name_node), t, "local", None, self.pos(s), self.annotations(annots))
-        self.declare(inner, v.name, v, name_node)
-        return ir.ForRange(self.pos(s), v, lo, hi, self._loop_body(body_t, inner))
+    def for_in_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
+        # p4c-bm2-ss refuses them (backends/bmv2/common/check_unsupported.h)
+        raise self.err("BMv2 does not support for-in loops (p4c-bm2-ss refuses them)", s)
 
     def _sub_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
         st = self.stmt(s, Scope(scope))

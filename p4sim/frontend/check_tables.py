@@ -263,13 +263,10 @@ class TableChecker(ExprChecker):
 
     def const_entry(self, e: Tree, t: ir.TableDecl, scope: Scope) -> tuple[ir.ConstEntry, Optional[int], Optional[int]]:
         """The entry, its ``priority = N:`` value and its ``@priority(N)`` value (or None)."""
-        a = self.annotations(e.children[0])
-        trailing = e.children[-1]  # annotations may also follow the action: ``k : a() @priority(1);``
-        if isinstance(trailing, Tree) and trailing.data == "annots" and trailing is not e.children[0]:
-            a = {**a, **self.annotations(trailing)}
+        a = self.annotations(e.children[-1])  # ``keys : action(...) @priority(1);``
         prio_node = self.child(e, "entry_priority")
-        rest = [c for c in e.children[1:] if not (isinstance(c, Tree) and c.data in
-                                                   ("const_kw", "entry_priority", "annots"))]
+        rest = [c for c in e.children if not (isinstance(c, Tree) and c.data in
+                                              ("const_kw", "entry_priority", "annots"))]
         ks, aref = rest[0], rest[1]
         for k in t.keys:
             if isinstance(k.expr.type, ir.ErrorT):  # p4c-bm2-ss: "invalid exact key expression"

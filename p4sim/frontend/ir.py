@@ -460,16 +460,6 @@ class For(Stmt):
 
 
 @dataclass(eq=False)
-class ForRange(Stmt):
-    """``for (T v in lo .. hi) body``: v takes lo, lo + 1, ... hi (both evaluated once, first)."""
-
-    var: Var
-    lo: Expr
-    hi: Expr
-    body: Stmt
-
-
-@dataclass(eq=False)
 class Break(Stmt):
     pass
 

@@ -862,18 +862,6 @@ class ProgramCompiler:
             for x in s.update:
                 self.stmt(x, sc, w)
             w.dedent()
-        elif isinstance(s, ir.ForRange):
-            lo, hi = self.ex_all([s.lo, s.hi], sc, pre)
-            self.flush(pre, w)
-            name = sc.vars.get(id(s.var))
-            if name is None:
-                name = sc.vars[id(s.var)] = f"v{next(self.ids)}_{pyattr(s.var.name)}"
-            w(f"for {name} in range({lo}, {hi} + 1):")
-            w.indent()
-            sc.loops.append([])
-            self.stmts([s.body], sc, w)
-            sc.loops.pop()
-            w.dedent()
         elif isinstance(s, ir.Break):
             w("break")
         elif isinstance(s, ir.Continue):
@@ -1389,7 +1377,7 @@ class ProgramCompiler:
             return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
         if isinstance(s, ir.SwitchStmt):
             return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
-        if isinstance(s, (ir.For, ir.ForRange)):
+        if isinstance(s, ir.For):
             return self._stmt_may_exit(s.body)
         if isinstance(s, ir.CallStmt):
             return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)

@@ -157,3 +157,16 @@ def test_sub_control_in_parameter_is_read_only(compile_src):
                        ingress_locals="Sub() s;", ingress_apply="s.apply(meta);")
     e = _err(compile_src, src)
     assert "read-only parameter 'm'" in e.message
+
+
+def test_compound_assignment_operator_with_a_space_is_a_syntax_error(compile_src):
+    # p4c lexes '+=' as one token: 'x + = 1' does not parse there either
+    _err(compile_src, make_program(ingress_apply="meta.x + = 1;"))
+    compile_src(make_program(ingress_apply="meta.x += 1; meta.x >>= 1; meta.x |+|= 1;"))
+
+
+def test_entry_annotations_go_after_the_action_as_in_p4c(compile_src):
+    table = ("action a() { }\ntable t { key = { meta.x : ternary; } actions = { a; }\n"
+             "  const entries = { %s } }")
+    compile_src(make_program(ingress_locals=table % "1 : a() @priority(1);"))
+    _err(compile_src, make_program(ingress_locals=table % "@priority(1) 1 : a();"))

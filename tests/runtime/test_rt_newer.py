@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 import p4sim
+from p4sim.errors import CompileError
 
 NEWER = Path(__file__).parent / "p4" / "newer.p4"
 
@@ -40,9 +41,14 @@ def test_for_loop_break_and_continue(sw):
     assert run(sw, 4, a=7)[:2] == (3, 7)
 
 
-def test_for_in_range_includes_both_ends(sw):
-    assert run(sw, 5, a=3, b=5)[0] == 12
-    assert run(sw, 5, a=5, b=3)[0] == 0  # empty range
+def test_for_in_loops_are_refused_as_p4c_bm2_ss_does(tmp_path):
+    src = NEWER.read_text().replace("count_odd(hdr.c.a);",
+                                    "for (bit<8> k in 1 .. 3) { hdr.c.r3 = k; }")
+    p = tmp_path / "forin.p4"
+    p.write_text(src)
+    with pytest.raises(CompileError) as ei:
+        p4sim.compile(str(p))
+    assert "for-in" in ei.value.message and ei.value.pos is not None
 
 
 def test_header_union_set_valid_invalidates_the_other_members(sw):

@@ -163,6 +163,24 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         actions = { }
     }
 
+    /* BMv2 runs loops in action bodies (p4c's forloop-bmv2 test) */
+    action count_odd(bit<8> stop) {
+        bit<8> odd = 0;
+        bit<8> seen = 0;
+        for (bit<8> i = 0; i < 100; i = i + 1) {
+            if (i == stop) {
+                break;
+            }
+            seen = seen + 1;
+            if ((i & 1) == 0) {
+                continue;
+            }
+            odd = odd + 1;
+        }
+        hdr.c.r1 = odd;
+        hdr.c.r2 = seen;
+    }
+
     apply {
         sm.egress_spec = 1;
         if (hdr.c.op == 1) {            /* compound assignment */
@@ -190,20 +208,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         } else if (hdr.c.op == 3) {     /* for loop in an action */
             sum_to(hdr.c.a);
         } else if (hdr.c.op == 4) {     /* break and continue (continue still runs the update) */
-            bit<8> odd = 0;
-            bit<8> seen = 0;
-            for (bit<8> i = 0; i < 100; i = i + 1) {
-                if (i == hdr.c.a) {
-                    break;
-                }
-                seen = seen + 1;
-                if ((i & 1) == 0) {
-                    continue;
-                }
-                odd = odd + 1;
-            }
-            hdr.c.r1 = odd;
-            hdr.c.r2 = seen;
+            count_odd(hdr.c.a);
         } else if (hdr.c.op == 6) {     /* header union: at most one member valid */
             vw_t u;
             u.a.setValid();
@@ -284,12 +289,6 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             Double.apply(y);
             hdr.c.r1 = y;
             hdr.c.r2 = hdr.sp2.isValid() ? hdr.sp2.v : 8w0;
-        } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
-            bit<8> total = 0;
-            for (bit<8> k in hdr.c.a .. hdr.c.b) {
-                total = total + k;
-            }
-            hdr.c.r1 = total;
         }
     }
 }
