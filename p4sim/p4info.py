@@ -399,6 +399,12 @@ def _set_type_spec(spec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
                 mm = se.members.add()
                 mm.name = m
                 mm.value = v.to_bytes(max(1, (t.underlying.width + 7) // 8), "big")
+    elif isinstance(t, ir.EnumT):  # a plain enum: its member names (P4EnumTypeSpec)
+        spec.enum.name = t.name
+        if t.name not in info.type_info.enums:
+            en = info.type_info.enums[t.name]
+            for m in t.members:
+                en.members.add().name = m
     elif isinstance(t, ir.ErrorT):
         spec.error.SetInParent()
     else:

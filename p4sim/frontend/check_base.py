@@ -63,11 +63,19 @@ class CheckerBase:
         for prm, tree in zip(params, p_trees):
             if isinstance(prm.type, (ir.IntT, ir.StringT, ir.TupleT, ir.MatchKindT)):
                 raise self.unsupported(f"parameters of type {type_name(prm.type)}", tree)
-            if prm.default is not None:
-                raise self.unsupported("default parameter values", tree)
-            out.append(ir.Var(prm.name, prm.type, "param", prm.direction, self.pos(tree),
-                              self.annotations(tree.children[0])))
+            if prm.default is not None and prm.direction not in (None, "in"):
+                raise self.err("only in and directionless parameters can have a default value",
+                               tree)
+            v = ir.Var(prm.name, prm.type, "param", prm.direction, self.pos(tree),
+                       self.annotations(tree.children[0]))
+            if prm.default is not None:  # used by calls and entries that leave the argument out
+                self.__dict__.setdefault("param_defaults", {})[id(v)] = prm.default
+            out.append(v)
         return out
+
+    def param_default(self, v: ir.Var) -> Optional[Tree]:
+        """The default value (a parse tree) declared for parameter ``v``, if any."""
+        return getattr(self, "param_defaults", {}).get(id(v))
 
     def __init__(self, parsed: ParsedText, source: str) -> None:
         self.parsed = parsed

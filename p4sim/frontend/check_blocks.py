@@ -1,14 +1,16 @@
 """Parsers, controls (including controls inlined into controls) and statements."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from lark import Tree
 
+from p4sim.errors import Unsupported
 from p4sim.frontend import ir
 from p4sim.frontend.check_tables import TableChecker
-from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, Node, Scope, Sig, SubControl, same_type,
-                                    type_name)
+from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, ConstSym, Node, Scope, Sig, SubControl,
+                                    same_type, type_name)
 
 
 class BlockChecker(TableChecker):
@@ -30,6 +32,10 @@ class BlockChecker(TableChecker):
                 and self.cur_control is not None:
             self.declare_subcontrol(d, tname, scope)
             return
+        if tname is not None and tname in self.parsers and locals_out is not None \
+                and getattr(self, "cur_parser", None) is not None:
+            self.declare_subparser(d, tname, scope)
+            return
         if tname is not None and (tname in self.parsers or tname in self.controls):
             raise self.unsupported(f"instantiating parser/control '{tname}' here (controls "
                                    "may be instantiated inside controls only)", d)
@@ -40,6 +46,9 @@ class BlockChecker(TableChecker):
             raise self.unsupported(f"{t.name} (action profiles and selectors)", d)
         if t.name in ("packet_in", "packet_out"):
             raise self.err(f"cannot instantiate {t.name}", d)
+        if t.name == "register" and t.type_args and not isinstance(t.type_args[0], ir.BitT):
+            # p4c-bm2-ss (simpleSwitch.cpp) refuses these too
+            raise self.err("only registers with bit or int types are supported by BMv2", tref)
         et = self.extern_types[t.name]
         name = self.ident(name_node)
         arg_trees = [c for c in args.children]
@@ -84,10 +93,19 @@ class BlockChecker(TableChecker):
                 raise self.unsupported("package arguments other than block instantiations "
                                        "like MyIngress()", at)
             tref, cargs = at.children
-            if cargs.children:
-                raise self.unsupported("parser/control constructor arguments", cargs)
             bname = self.type_head(tref)
             block = self.parsers.get(bname) if kind == "parser" else self.controls.get(bname)
+            if kind == "control" and bname in getattr(self, "templates", ()):
+                # a control with constructor parameters: checked now with these arguments
+                block = self.check_control(self.control_trees[bname],
+                                           self.ctor_consts(self.control_trees[bname], cargs,
+                                                            self.global_scope))
+                self.controls[bname] = block
+            elif kind == "parser" and bname in getattr(self, "parser_trees", {}) \
+                    and self.ctor_params(self.parser_trees[bname]):
+                raise self.unsupported("a V1Switch parser block with constructor parameters", at)
+            elif cargs.children:
+                raise self.err(f"'{bname}' has no constructor parameters", cargs)
             if block is None:
                 other = self.controls.get(bname) or self.parsers.get(bname)
                 if other is not None:
@@ -115,9 +133,6 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         ptrees = self.children(params, "param")
         prms = self.params(params)
-        for prm, pt in zip(prms, ptrees):
-            if prm.default is not None:
-                raise self.unsupported("default values of action parameters", pt)
         seen_data = False
         for prm, pt in zip(prms, ptrees):
             if prm.direction is None:
@@ -181,20 +196,22 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         if self.child(d, "type_params") is not None:
             raise self.unsupported("generic parsers", self.child(d, "type_params"))
-        cp = self.child(d, "ctor_params")
-        if cp is not None and cp.children and self.child(cp, "params").children:
-            raise self.unsupported("parser constructor parameters", cp)
+        if name in self.parsers or name in self.controls or name in self.types:
+            raise self.err(f"'{name}' is already declared", name_node)
+        self.__dict__.setdefault("parser_trees", {})[name] = d
         params = self.child(d, "params")
         ptrees = self.children(params, "param")
         vars_ = self.make_vars(self.params(params), ptrees)
         pd = ir.ParserDecl(name, vars_, [], {}, self.annotations(annots), self.pos(d))
-        if name in self.parsers or name in self.controls or name in self.types:
-            raise self.err(f"'{name}' is already declared", name_node)
+        if self.ctor_params(d):
+            # only instantiated inside other parsers, where it is checked with its arguments
+            self.parsers[name] = pd
+            return
         scope = Scope(self.global_scope)
         for v in vars_:
             self.declare(scope, v.name, v, d)
-        saved = (self.prefix, self.in_parser)
-        self.prefix, self.in_parser = self.qualify(name, pd.annotations) + ".", True
+        saved = (self.prefix, self.in_parser, getattr(self, "cur_parser", None))
+        self.prefix, self.in_parser, self.cur_parser = self.qualify(name, pd.annotations) + ".", True, pd
         try:
             states = []
             for c in d.children:
@@ -212,23 +229,28 @@ class BlockChecker(TableChecker):
                     states.append(c)
             state_names = {self.ident(s.children[1]) for s in states}
             for s in states:
-                st = self.parser_state(s, scope, state_names)
-                if st.name in pd.states:
-                    raise self.err(f"duplicate state '{st.name}'", s)
-                pd.states[st.name] = st
+                pieces = self.parser_state(s, scope, state_names)
+                if pieces[0].name in pd.states:
+                    raise self.err(f"duplicate state '{pieces[0].name}'", s)
+                for st in pieces:
+                    pd.states[st.name] = st
         finally:
-            self.prefix, self.in_parser = saved
+            self.prefix, self.in_parser, self.cur_parser = saved
         if "start" not in pd.states:
             raise self.err(f"parser '{name}' has no 'start' state", d)
         self.parsers[name] = pd
 
-    def parser_state(self, s: Tree, scope: Scope, state_names: set[str]) -> ir.ParserState:
+    def parser_state(self, s: Tree, scope: Scope, state_names: set[str]) -> list[ir.ParserState]:
+        """The state, split where it applies a sub-parser: the part before the call goes to the
+        sub-parser's (inlined, renamed) start state, whose accept goes on to the rest."""
         name_node = s.children[1]
         name = self.ident(name_node)
         if name in ("accept", "reject"):
             raise self.err(f"state '{name}' is predefined", name_node)
         inner = Scope(scope)
         stmts: list[ir.Stmt] = []
+        pieces: list[ir.ParserState] = []
+        cur = name
         transition: Union[str, ir.Select] = "reject"
         for c in s.children[2:]:
             if isinstance(c, Tree) and c.data == "goto_state":
@@ -236,10 +258,140 @@ class BlockChecker(TableChecker):
             elif isinstance(c, Tree) and c.data == "goto_select":
                 transition = self.select(c.children[0], inner, state_names)
             elif isinstance(c, Tree):
+                sub = self._subparser_apply(c, inner)
+                if sub is not None:
+                    inst, arg_nodes = sub
+                    k = len(pieces)
+                    after = f"{cur}${inst.name}${k}$after"
+                    states, copy_in, copy_out = self.inline_subparser(inst, arg_nodes, inner, c,
+                                                                      f"{cur}${inst.name}${k}$", after)
+                    pieces.append(ir.ParserState(cur, stmts + copy_in, states[0].name, self.pos(s)))
+                    pieces += states
+                    cur, stmts = after, list(copy_out)
+                    continue
                 st = self.stmt(c, inner)
                 if st is not None:
                     stmts.append(st)
-        return ir.ParserState(name, stmts, transition, self.pos(s))
+        pieces.append(ir.ParserState(cur, stmts, transition, self.pos(s)))
+        return pieces
+
+    def _direct_apply(self, callee: Tree, kind: str) -> Optional[tuple[str, list]]:
+        """(type name, argument nodes) if ``callee`` is ``Type.apply(...)`` of a control
+        (``kind`` "control") or parser type."""
+        if callee.data != "call" or callee.children[0].data != "type_member":
+            return None
+        tn, member = callee.children[0].children
+        tname = self.ident(tn)
+        if self.ident(member) != "apply":
+            return None
+        if tname not in (self.control_trees if kind == "control" else getattr(self, "parser_trees", {})):
+            return None
+        return tname, list(callee.children[1].children)
+
+    def _fresh_name(self, base: str) -> str:
+        used = self.__dict__.setdefault("fresh_names", set())
+        name, k = base, 0
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        return name
+
+    def _subparser_apply(self, c: Tree, scope: Scope) -> Optional[tuple[Any, list]]:
+        """(instance, argument nodes) if statement ``c`` is ``inst.apply(...)`` of a sub-parser
+        (or ``Parser.apply(...)``, which p4c turns into an instance there)."""
+        if c.data != "call_stmt" or c.children[1].data != "call":
+            return None
+        direct = self._direct_apply(c.children[1], "parser")
+        if direct is not None:
+            tname, arg_nodes = direct
+            tree = self.parser_trees[tname]
+            if self.ctor_params(tree):
+                raise self.err(f"'{tname}' has constructor parameters: instantiate it", c)
+            return SubParser(self._fresh_name(tname + "_inst"), tree,
+                             self.params(self.child(tree, "params")), {}, self.pos(c)), arg_nodes
+        head = self.value_view(c.children[1].children[0], scope)
+        if head.data != "member" or head.children[0].data not in ("name_ref", "top_name_ref"):
+            return None
+        sym = self.expr_symbol(head.children[0], scope)
+        if not isinstance(sym, SubParser):
+            return None
+        if self.ident(head.children[1]) != "apply":
+            raise self.err("parsers only have 'apply'", head.children[1])
+        return sym, list(c.children[1].children[1].children)
+
+    def declare_subparser(self, d: Tree, tname: str, scope: Scope) -> None:
+        annots, _tref, args, name_node = d.children
+        tree = self.parser_trees[tname]
+        inst = SubParser(self.ident(name_node), tree, self.params(self.child(tree, "params")),
+                         self.ctor_consts(tree, args, scope), self.pos(d))
+        self.declare(scope, inst.name, inst, name_node)
+
+    def inline_subparser(self, inst: "SubParser", arg_nodes: list, scope: Scope, n: Tree,
+                         prefix: str, after: str) -> tuple[list[ir.ParserState], list[ir.Stmt], list[ir.Stmt]]:
+        """One apply of a sub-parser, inlined as p4c does: copy-in assignments, its states
+        (renamed with ``prefix``; accept goes to ``after``, reject stays reject) and the
+        copy-out assignments that ``after`` starts with.  Checked again for every apply, so
+        each apply site has its own states and variables."""
+        pd = self.cur_parser
+        sig = Sig(inst.name, [], inst.params, ir.VoidT())
+        args, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, f"{inst.name}.apply")
+        pos = self.pos(n)
+        sub_scope = Scope(self.global_scope)
+        for cname, lit in inst.consts.items():
+            sub_scope.names[cname] = ConstSym(lit)
+        copy_in: list[ir.Stmt] = []
+        copy_out: list[ir.Stmt] = []
+        for prm, a in zip(inst.params, args):
+            if isinstance(prm.type, ir.ExternT):  # packet_in: the same packet
+                sub_scope.names[prm.name] = a.var if isinstance(a, ir.VarRef) else a
+                continue
+            v = ir.Var(f"{prefix}{prm.name}", prm.type, "local", None, pos)
+            pd.locals.append(ir.VarDecl(pos, v, None))
+            sub_scope.names[prm.name] = v
+            if prm.direction != "out":
+                copy_in.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), a))
+            else:
+                copy_in.append(ir.Assign(pos, ir.VarRef(v.type, pos, v), _fresh(v.type, pos)))
+            if prm.direction in ("out", "inout"):
+                copy_out.append(ir.Assign(pos, a, ir.VarRef(v.type, pos, v)))
+        tree = inst.tree
+        states = []
+        for c in tree.children:
+            if not isinstance(c, Tree):
+                continue
+            if c.data == "const_decl":
+                self.decl_const_decl(c, sub_scope)
+            elif c.data == "var_decl":
+                vd = self.var_decl(c, sub_scope)
+                pd.locals.append(ir.VarDecl(vd.pos, vd.var, None))
+                # a sub-parser's variables start afresh at each apply
+                copy_in.append(ir.Assign(vd.pos, ir.VarRef(vd.var.type, vd.pos, vd.var),
+                                         vd.init if vd.init is not None else _fresh(vd.var.type, vd.pos)))
+            elif c.data == "instantiation":
+                self.decl_instantiation(c, sub_scope, pd.locals)
+            elif c.data == "value_set_decl":
+                raise self.unsupported("parser value sets (value_set)", c)
+            elif c.data == "parser_state":
+                states.append(c)
+        names = {self.ident(s.children[1]) for s in states}
+        if "start" not in names:
+            raise self.err(f"parser '{self.ident(self.child(tree, 'decl_name'))}' has no 'start' state", tree)
+
+        def rename(t: str) -> str:
+            return after if t == "accept" else "reject" if t == "reject" else prefix + t
+
+        out: list[ir.ParserState] = []
+        for s in states:
+            for st in self.parser_state(s, sub_scope, names):
+                st.name = prefix + st.name
+                if isinstance(st.transition, ir.Select):
+                    for case in st.transition.cases:
+                        case.next_state = rename(case.next_state)
+                else:
+                    st.transition = rename(st.transition)
+                out.append(st)
+        out.sort(key=lambda st: st.name != prefix + "start")  # the entry state first
+        return out, copy_in, copy_out
 
     def _state_ref(self, node: Node, state_names: set[str]) -> str:
         n = self.ident(node)
@@ -269,17 +421,60 @@ class BlockChecker(TableChecker):
         name = self.ident(name_node)
         if self.child(d, "type_params") is not None:
             raise self.unsupported("generic controls", self.child(d, "type_params"))
-        cp = self.child(d, "ctor_params")
-        if cp is not None and cp.children and self.child(cp, "params").children:
-            raise self.unsupported("control constructor parameters", cp)
         if name in self.parsers or name in self.controls or name in self.types:
             raise self.err(f"'{name}' is already declared", name_node)
+        self.control_trees[name] = d
+        if self.ctor_params(d):
+            # checked per instantiation, with its constructor arguments as constants
+            params = self.child(d, "params")
+            vars_ = self.make_vars(self.params(params), self.children(params, "param"))
+            self.controls[name] = ir.ControlDecl(name, vars_, [], {}, {}, ir.Block(None, []),
+                                                 self.annotations(annots), self.pos(d))
+            self.__dict__.setdefault("templates", set()).add(name)
+            return
+        self.controls[name] = self.check_control(d, {})
+
+    def ctor_params(self, d: Tree) -> list:
+        """The constructor parameters of a parser/control declaration (Param objects); only
+        compile-time values (bit/int/bool/enum) are supported."""
+        cp = self.child(d, "ctor_params")
+        if cp is None or not cp.children or not self.child(cp, "params").children:
+            return []
+        params = self.params(self.child(cp, "params"))
+        for prm, pt in zip(params, self.children(self.child(cp, "params"), "param")):
+            if not isinstance(prm.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.IntT)):
+                raise self.unsupported(f"constructor parameters of type {type_name(prm.type)} "
+                                       "(only compile-time values)", pt)
+        return params
+
+    def ctor_consts(self, d: Tree, args: Tree, scope: Scope) -> dict:
+        """Constructor arguments of an instantiation, as constants by parameter name."""
+        params = self.ctor_params(d)
+        arg_trees = list(args.children)
+        if len(arg_trees) != len(params):
+            raise self.err(f"{len(params)} constructor argument(s) expected, not "
+                           f"{len(arg_trees)}", args)
+        out = {}
+        for prm, at in zip(params, arg_trees):
+            e = self.coerce(self.expr(at, scope, prm.type), prm.type, at)
+            if not isinstance(e, ir.Literal):
+                raise self.err("constructor arguments must be compile-time constants", at)
+            out[prm.name] = e
+        return out
+
+    def check_control(self, d: Tree, consts: dict) -> ir.ControlDecl:
+        """A control declaration checked into a ControlDecl (``consts``: its constructor
+        parameters' values, for a control with constructor parameters)."""
+        annots = d.children[0]
+        name = self.ident(self.child(d, "decl_name"))
         params = self.child(d, "params")
         ptrees = self.children(params, "param")
         vars_ = self.make_vars(self.params(params), ptrees)
         cd = ir.ControlDecl(name, vars_, [], {}, {}, ir.Block(None, []),
                             self.annotations(annots), self.pos(d))
         scope = Scope(self.global_scope)
+        for cname, lit in consts.items():
+            scope.names[cname] = ConstSym(lit)
         for v in vars_:
             self.declare(scope, v.name, v, d)
         saved = self.prefix
@@ -288,8 +483,7 @@ class BlockChecker(TableChecker):
             cd.apply = self.control_body(d, scope, cd, "")
         finally:
             self.prefix = saved
-        self.control_trees[name] = d
-        self.controls[name] = cd
+        return cd
 
     def control_body(self, d: Tree, scope: Scope, target: ir.ControlDecl,
                      key_prefix: str) -> ir.Block:
@@ -347,14 +541,14 @@ class BlockChecker(TableChecker):
         annots, _tref, args, name_node = d.children
         if self.cur_control is None:
             raise self.unsupported(f"instantiating control '{tname}' outside a control", d)
-        if args.children:
-            raise self.unsupported("control constructor arguments", args)
         name = self.ident(name_node)
         a = self.annotations(annots)
         tree = self.control_trees[tname]
+        consts = self.ctor_consts(tree, args, scope)
         params = self.params(self.child(tree, "params"))
         inst = SubControl(name, tname, tree, params, self.qualify(name, a) + ".",
-                          self.cur_control, self.key_prefix + name + ".", self.pos(d))
+                          self.cur_control, self.key_prefix + name + ".", self.pos(d),
+                          consts=consts)
         self.declare(scope, name, inst, name_node)
         self.sub_instances.append(inst)
 
@@ -362,6 +556,8 @@ class BlockChecker(TableChecker):
         """Check the instance's control body once, with its parameters bound either to the
         caller's variables (``alias``) or to fresh variables of the enclosing control."""
         scope = Scope(self.global_scope)
+        for cname, lit in inst.consts.items():
+            scope.names[cname] = ConstSym(lit)
         ro: set[int] = set()
         inst.param_vars = []
         for i, prm in enumerate(inst.params):
@@ -427,6 +623,8 @@ class BlockChecker(TableChecker):
                 any_r = any_r or r
                 cases.append(ir.SwitchCase(c.labels, body, c.pos))
             return ir.SwitchStmt(st.pos, st.subject, cases), any_r
+        if isinstance(st, ir.For) and self.returns_in(st.body):
+            raise Unsupported("'return' inside a loop of a control applied by another control", st.pos)
         return st, False
 
     def apply_subcontrol(self, inst: "SubControl", arg_nodes: list, scope: Scope,
@@ -466,6 +664,8 @@ class BlockChecker(TableChecker):
                                                 self.returns_in(st.other))
         if isinstance(st, ir.SwitchStmt):
             return any(c.body is not None and self.returns_in(c.body) for c in st.cases)
+        if isinstance(st, ir.For):
+            return self.returns_in(st.body)
         return False
 
     def block(self, b: Tree, scope: Scope) -> ir.Block:
@@ -482,8 +682,9 @@ class BlockChecker(TableChecker):
         t = self.resolve_type(tref)
         if isinstance(t, (ir.ExternT, ir.IntT, ir.StringT, ir.MatchKindT)):
             raise self.err(f"cannot declare a variable of type {type_name(t)}", tref)
-        if isinstance(t, ir.TupleT):
-            raise self.unsupported("variables of tuple type", tref)
+        if isinstance(t, ir.TupleT) and not all(isinstance(x, (ir.BitT, ir.BoolT)) for x in t.elems):
+            raise self.unsupported("tuple variables with elements other than bit<W>/int<W>/bool",
+                                   tref)
         init = None
         if len(d.children) > 3:
             init = self.coerce(self.expr(d.children[3], scope, t), t, d.children[3])
@@ -520,6 +721,22 @@ class BlockChecker(TableChecker):
             return ir.Break(self.pos(s)) if kind == "break_stmt" else ir.Continue(self.pos(s))
         if kind == "call_stmt":
             callee = s.children[1]
+            direct = self._direct_apply(callee, "control")
+            if direct is not None:
+                # ``Ctl.apply(args)``: p4c instantiates the control there (InstantiateDirectCalls:
+                # an instance @name("Ctl")) and applies it
+                if self.cur_control is None or self.cur_action or self.cur_function:
+                    raise self.err("a control can only be applied from a control's apply block",
+                                   callee)
+                tname, arg_nodes = direct
+                inst = SubControl(tname, tname, self.control_trees[tname],
+                                  self.params(self.child(self.control_trees[tname], "params")),
+                                  self.qualify(tname, {}) + ".", self.cur_control,
+                                  self.key_prefix + self._fresh_name(tname + "_inst") + ".",
+                                  self.pos(s))
+                if self.ctor_params(inst.tree):
+                    raise self.err(f"'{tname}' has constructor parameters: instantiate it", callee)
+                return self.apply_subcontrol(inst, arg_nodes, scope, callee)
             head = self.value_view(callee.children[0], scope) if callee.data == "call" else None
             if head is not None and head.data == "member":
                 base_n, mname_n = head.children
@@ -578,6 +795,10 @@ class BlockChecker(TableChecker):
         lhs = self.expr(lhs_t, scope, None)
         self.check_lvalue(lhs, lhs_t)
         toks = [t for t in op_t.children]
+        if any(a.end_pos != b.start_pos for a, b in zip(toks, toks[1:])):
+            raise self.err("syntax error: a compound assignment operator has no spaces inside",
+                           op_t)
+        toks = toks[:-1]  # without the '='
         if len(toks) == 2:  # SHR_FIRST '>'
             tree = Tree("shift", [lhs_t, toks[0], toks[1], rhs_t], s.meta)
         else:
@@ -610,17 +831,9 @@ class BlockChecker(TableChecker):
             raise self.err("a for loop's update part cannot declare variables", update_t)
         return ir.For(self.pos(s), init, cond, update, self._loop_body(body_t, inner))
 
-    def for_in_stmt(self, s: Tree, scope: Scope) -> ir.ForRange:
-        _a, annots, tref, name_node, lo_t, hi_t, body_t = s.children
-        t = self.resolve_type(tref)
-        if not isinstance(t, ir.BitT):
-            raise self.err("a for-in loop over a range needs a bit<W>/int<W> variable", tref)
-        lo = self.coerce(self.expr(lo_t, scope, t), t, lo_t)
-        hi = self.coerce(self.expr(hi_t, scope, t), t, hi_t)
-        inner = Scope(scope)
-        v = ir.Var(self.ident(name_node), t, "local", None, self.pos(s), self.annotations(annots))
-        self.declare(inner, v.name, v, name_node)
-        return ir.ForRange(self.pos(s), v, lo, hi, self._loop_body(body_t, inner))
+    def for_in_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
+        # p4c-bm2-ss refuses them (backends/bmv2/common/check_unsupported.h)
+        raise self.err("BMv2 does not support for-in loops (p4c-bm2-ss refuses them)", s)
 
     def _sub_stmt(self, s: Tree, scope: Scope) -> ir.Stmt:
         st = self.stmt(s, Scope(scope))
@@ -673,6 +886,26 @@ class BlockChecker(TableChecker):
             if "default" in case.labels and i != len(cases) - 1:
                 raise self.err("'default' must be the last switch label", s)
         return ir.SwitchStmt(self.pos(s), subj, cases)
+
+
+def _fresh(t: ir.Type, pos: Any) -> ir.Expr:
+    """An uninitialised value of type ``t`` (headers invalid, fields zero) for a copy-in."""
+    if isinstance(t, ir.BoolT):
+        return ir.Literal(t, pos, False)
+    if isinstance(t, (ir.BitT, ir.EnumT, ir.ErrorT)):
+        return ir.Literal(t, pos, 0)
+    return ir.DontCare(t, pos)  # the code generator makes a fresh object
+
+
+@dataclass(eq=False)
+class SubParser:
+    """A parser instantiated inside a parser; inlined at each ``apply`` (see inline_subparser)."""
+
+    name: str
+    tree: Tree
+    params: list
+    consts: dict
+    pos: Any
 
 
 def _always_returns(st: ir.Stmt) -> bool:

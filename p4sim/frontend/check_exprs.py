@@ -458,6 +458,11 @@ class ExprChecker(CheckerBase):
 
     def x_index(self, n: Tree, scope, expected) -> ir.Expr:
         base = self.expr(n.children[0], scope, None)
+        if isinstance(base.type, ir.TupleT):
+            i = self.const_int(n.children[1], scope)
+            if not 0 <= i < len(base.type.elems):
+                raise self.err(f"index {i} out of bounds for {type_name(base.type)}", n.children[1])
+            return ir.TupleIndex(base.type.elems[i], self.pos(n), base, i)
         if not isinstance(base.type, ir.StackT):
             raise self.err(f"cannot index a value of type {type_name(base.type)}", n)
         idx = self.expr(n.children[1], scope, None)
@@ -583,6 +588,9 @@ class ExprChecker(CheckerBase):
                                        "(extract(hdr, bits)), any other header without", n)
                 if mname == "lookahead" and isinstance(ret, ir.HeaderT) and ret.varbit is not None:
                     raise self.err("lookahead of a header with a varbit field", n)
+                if mname == "lookahead" and isinstance(ret, ir.StructT) and all(
+                        isinstance(f.type, (ir.BitT, ir.BoolT)) for f in ret.fields):
+                    return ir.PacketCall(ret, pos, args_e, dirs, base, mname)
                 if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,
@@ -602,13 +610,13 @@ class ExprChecker(CheckerBase):
                     raise self.err("actions cannot be called from a parser", n)
                 if targs:
                     raise self.err("actions take no type arguments", n)
-                params = [Param(v.name, v.direction, v.type) for v in sym.params]
+                params = [Param(v.name, v.direction, v.type, self.param_default(v)) for v in sym.params]
                 sig = Sig(name, [], params, ir.VoidT())
                 args_e, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, name)
                 return ir.ActionCall(ir.VoidT(), pos, args_e, [v.direction for v in sym.params],
                                      sym)
             if isinstance(sym, ir.FunctionDecl):
-                params = [Param(v.name, v.direction, v.type) for v in sym.params]
+                params = [Param(v.name, v.direction, v.type, self.param_default(v)) for v in sym.params]
                 sig = Sig(name, [], params, sym.return_type)
                 args_e, dirs, _ = self.bind_args([sig], arg_nodes, [], {}, scope, n, name)
                 return ir.FunctionCall(sym.return_type, pos, args_e, dirs, sym)
@@ -686,9 +694,12 @@ class ExprChecker(CheckerBase):
             if a is None:
                 checked.append(None)
                 continue
-            if isinstance(a, Tree) and a.data == "dontcare_arg":
-                raise self.unsupported("'_' (don't-care) arguments", a)
             pt = self.subst(p.type, bind)
+            if isinstance(a, Tree) and a.data == "dontcare_arg":
+                if p.direction != "out":
+                    raise self.err("'_' can only be passed for an out parameter", a)
+                checked.append(ir.DontCare(pt, self.pos(a)))
+                continue
             checked.append(self.expr(a, scope, None if isinstance(pt, TypeVar) else pt))
         # infer type variables from typed arguments
         for (p, a), e in zip(pairs, checked):
@@ -706,6 +717,13 @@ class ExprChecker(CheckerBase):
                     raise self.err(f"missing argument '{p.name}' of {what}", n)
                 e = self.expr(p.default, self.global_scope, pt)
                 a = n
+            if isinstance(e, ir.DontCare):
+                if isinstance(pt, TypeVar):
+                    raise self.err(f"cannot infer the type of '_' for '{p.name}' (give {what} "
+                                   "its type argument)", a)
+                out_args.append(ir.DontCare(pt, e.pos))
+                dirs.append(p.direction)
+                continue
             if isinstance(pt, TypeVar):
                 if isinstance(e.type, ir.TupleT) and any(isinstance(x, ir.IntT)
                                                          for x in e.type.elems):

@@ -147,6 +147,13 @@ class TableChecker(ExprChecker):
             raise self.err(f"action '{sym.name}' is not in the actions of table "
                            f"'{listed.name}'", pn)
         data = [v for v in sym.params if v.direction is None]
+        missing = sym.params[len(args_nodes):]
+        if missing and all(self.param_default(v) is not None for v in missing):
+            # trailing parameters left out: their declared default values (P4_16 1.2)
+            args_nodes = args_nodes + [self.param_default(v) for v in missing]
+        elif len(args_nodes) < len(data) and all(self.param_default(v) is not None
+                                                 for v in data[len(args_nodes):]):
+            args_nodes = args_nodes + [self.param_default(v) for v in data[len(args_nodes):]]
         if len(args_nodes) == len(data) and directional:
             # only the action data given: directional arguments are the listed ones
             it = iter(args_nodes)
@@ -256,13 +263,10 @@ class TableChecker(ExprChecker):
 
     def const_entry(self, e: Tree, t: ir.TableDecl, scope: Scope) -> tuple[ir.ConstEntry, Optional[int], Optional[int]]:
         """The entry, its ``priority = N:`` value and its ``@priority(N)`` value (or None)."""
-        a = self.annotations(e.children[0])
-        trailing = e.children[-1]  # annotations may also follow the action: ``k : a() @priority(1);``
-        if isinstance(trailing, Tree) and trailing.data == "annots" and trailing is not e.children[0]:
-            a = {**a, **self.annotations(trailing)}
+        a = self.annotations(e.children[-1])  # ``keys : action(...) @priority(1);``
         prio_node = self.child(e, "entry_priority")
-        rest = [c for c in e.children[1:] if not (isinstance(c, Tree) and c.data in
-                                                   ("const_kw", "entry_priority", "annots"))]
+        rest = [c for c in e.children if not (isinstance(c, Tree) and c.data in
+                                              ("const_kw", "entry_priority", "annots"))]
         ks, aref = rest[0], rest[1]
         for k in t.keys:
             if isinstance(k.expr.type, ir.ErrorT):  # p4c-bm2-ss: "invalid exact key expression"

@@ -225,6 +225,11 @@ class VarRef(Expr):
 
 
 @dataclass(eq=False)
+class DontCare(Expr):
+    """``_`` passed for an ``out`` parameter: the callee's value is thrown away."""
+
+
+@dataclass(eq=False)
 class Member(Expr):
     """Field of a header or struct value."""
 
@@ -238,6 +243,14 @@ class StackIndex(Expr):
 
     base: Expr
     index: Expr
+
+
+@dataclass(eq=False)
+class TupleIndex(Expr):
+    """``t[i]`` of a tuple value with a constant ``i`` (read only)."""
+
+    base: Expr
+    index: int
 
 
 @dataclass(eq=False)
@@ -443,16 +456,6 @@ class For(Stmt):
     init: list[Stmt]
     cond: Optional[Expr]
     update: list[Stmt]
-    body: Stmt
-
-
-@dataclass(eq=False)
-class ForRange(Stmt):
-    """``for (T v in lo .. hi) body``: v takes lo, lo + 1, ... hi (both evaluated once, first)."""
-
-    var: Var
-    lo: Expr
-    hi: Expr
     body: Stmt
 
 

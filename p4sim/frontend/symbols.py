@@ -87,6 +87,7 @@ class SubControl:
     body: Optional[ir.Block] = None
     param_vars: list = field(default_factory=list)
     alias: bool = False
+    consts: dict = field(default_factory=dict)  # constructor parameter name -> ir.Literal
 
 
 class Scope:

@@ -195,6 +195,13 @@ class ProgramCompiler:
     def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
         return e.code
 
+    def ex_TupleIndex(self, e: ir.TupleIndex, sc: Scope, pre: list[str]) -> str:
+        return f"{self.ex(e.base, sc, pre)}[{e.index}]"
+
+    def ex_DontCare(self, e: ir.DontCare, sc: Scope, pre: list[str]) -> str:
+        """``_`` for an out parameter: a fresh throw-away value (a scratch header for extract)."""
+        return f"{self.classes.name(e.type)}()" if is_composite(e.type) else default_scalar(e.type)
+
     def sequence(self, items: list[tuple[str, list[str], bool]], sc: Scope, pre: list[str]) -> list[str]:
         """Operands evaluated left to right (P4_16 §8): ``items`` are (code, statements it needs,
         is a composite object reference).  Each operand's statements go to ``pre`` in order; an
@@ -558,6 +565,16 @@ class ProgramCompiler:
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
         if e.method == "lookahead":
             t = e.type
+            if isinstance(t, ir.StructT):  # a struct of bit/bool fields, first field first
+                lay = header_layout(ir.HeaderT(t.name, t.fields))
+                total = sum(fw for _, fw, _, _ in lay)
+                tmp, x = sc.new_tmp(), sc.new_tmp()
+                pre.append(f"{x} = _look(data, pos, nbits, {total})")
+                pre.append(f"{tmp} = {self.classes.name(t)}()")
+                for a, fw, s, b in lay:
+                    v = f"({x} >> {s}) & {_mask(fw)}"
+                    pre.append(f"{tmp}.{a} = {'bool(' + v + ')' if b else v}")
+                return tmp
             w = t.width if isinstance(t, ir.HeaderT) else scalar_width(t)
             val = f"_look(data, pos, nbits, {w})"
             if isinstance(t, ir.HeaderT):
@@ -580,6 +597,8 @@ class ProgramCompiler:
     # ------------------------------------------------------------------ lvalues
     def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
         """Append statements writing python expression ``value`` into P4 lvalue ``lhs``."""
+        if isinstance(lhs, ir.DontCare):
+            return  # '_': the value is not kept
         if is_composite(lhs.type):
             obj = self.ex(lhs, sc, out)
             out.append(f"{obj}._set({value})")
@@ -843,18 +862,6 @@ class ProgramCompiler:
             for x in s.update:
                 self.stmt(x, sc, w)
             w.dedent()
-        elif isinstance(s, ir.ForRange):
-            lo, hi = self.ex_all([s.lo, s.hi], sc, pre)
-            self.flush(pre, w)
-            name = sc.vars.get(id(s.var))
-            if name is None:
-                name = sc.vars[id(s.var)] = f"v{next(self.ids)}_{pyattr(s.var.name)}"
-            w(f"for {name} in range({lo}, {hi} + 1):")
-            w.indent()
-            sc.loops.append([])
-            self.stmts([s.body], sc, w)
-            sc.loops.pop()
-            w.dedent()
         elif isinstance(s, ir.Break):
             w("break")
         elif isinstance(s, ir.Continue):
@@ -883,6 +890,8 @@ class ProgramCompiler:
                 v = self.ex(s.init, sc, pre)
                 self.flush(pre, w)
                 w(f"{name}._set({v})")
+        elif isinstance(t, ir.TupleT) and s.init is None:  # a tuple of scalars: its zero value
+            w(f"{name} = ({''.join(default_scalar(x) + ', ' for x in t.elems)})")
         else:
             v = self.ex(s.init, sc, pre) if s.init is not None else default_scalar(t, self.err.get("NoError", 0))
             self.flush(pre, w)
@@ -1014,7 +1023,11 @@ class ProgramCompiler:
                 w(f"if {obj}._v:")
                 w(f"    _acc = (_acc << {t.width}) | {self.packed_fields(obj, t)}")
                 w(f"    _nb += {t.width}")
-        elif c.method in ("lookahead", "length"):
+        elif c.method == "lookahead":  # its value is unused, but too few bits is PacketTooShort
+            code = self.ex_PacketCall(c, sc, pre)
+            self.flush(pre, w)
+            w(code)
+        elif c.method == "length":
             pass
         else:
             raise Unsupported(f"packet method {c.method}", c.pos)
@@ -1364,7 +1377,7 @@ class ProgramCompiler:
             return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
         if isinstance(s, ir.SwitchStmt):
             return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
-        if isinstance(s, (ir.For, ir.ForRange)):
+        if isinstance(s, ir.For):
             return self._stmt_may_exit(s.body)
         if isinstance(s, ir.CallStmt):
             return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)

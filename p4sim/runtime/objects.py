@@ -29,6 +29,8 @@ def scalar_width(t: ir.Type) -> int:
         return 1
     if isinstance(t, ir.EnumT) and t.underlying is not None:
         return t.underlying.width
+    if isinstance(t, ir.EnumT):  # p4c's BMv2 mid end turns user enums into bit<32> (EnumOn32Bits)
+        return 32
     if isinstance(t, ir.ErrorT):
         return 32  # BMv2 carries an error as a 32-bit integer (p4c's errorWidth)
     raise TypeError(f"type {t} has no bit width")

@@ -26,8 +26,8 @@ table t {
     const entries = {
         (1, 0x0A000000 &&& 0xFF000000, 0x00FF &&& 0x00FF) : set_x(7);
         (2, 0x0B000000, _) : fwd(3);
-        @priority(5) (3, 0x0C000000 &&& 0xFFFF0000, default) : set_x(1);
-        @priority(2) (4, _, 16w5) : set_x(2);
+        (3, 0x0C000000 &&& 0xFFFF0000, default) : set_x(1) @priority(5);
+        (4, _, 16w5) : set_x(2) @priority(2);
     }
 }
 """

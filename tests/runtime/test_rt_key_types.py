@@ -61,3 +61,29 @@ def test_const_entries_on_an_error_key_are_refused_as_p4c_does(tmp_path):
     with pytest.raises(CompileError) as ei:
         switch(tmp_path, src)
     assert ei.value.pos is not None and ei.value.pos.line > 0
+
+
+ENUM_HASH = PROGRAM.replace("struct m_t { bit<8> unused; }", "enum Kind { A, B, C }\nstruct m_t { bit<8> unused; }").replace(
+    "        by_error.apply();",
+    "        bit<32> h1; bit<32> h2; bit<32> h3;\n"
+    "        Kind e = Kind.C;\n"
+    "        hash(h1, HashAlgorithm.crc32, 32w0, { e }, 32w0xFFFFFFFF);\n"
+    "        hash(h2, HashAlgorithm.crc32, 32w0, { 32w2 }, 32w0xFFFFFFFF);\n"
+    "        hash(h3, HashAlgorithm.crc32, 32w0, { 8w2 }, 32w0xFFFFFFFF);\n"
+    "        hdr.h.a = (h1 == h2 ? 8w1 : 8w0) | (h1 == h3 ? 8w2 : 8w0);")
+
+
+def test_plain_enum_in_hash_data_is_32_bits_as_bmv2(tmp_path):
+    # p4c's BMv2 mid end turns user enums into bit<32> holding the member's index
+    sw = switch(tmp_path, ENUM_HASH)
+    sw.send(0, bytes([0x01]))
+    assert sw.take_output() == [(1, bytes([1]))]  # same as 32w2, not as 8w2
+
+
+def test_register_of_a_struct_is_refused_as_p4c_bm2_ss(tmp_path):
+    src = PROGRAM.replace("struct m_t { bit<8> unused; }",
+                          "struct m_t { bit<8> unused; }\nstruct S { bit<32> f; }")
+    src = src.replace("    action mark(bit<8> v)", "    register<S>(4) r;\n    action mark(bit<8> v)")
+    with pytest.raises(CompileError) as ei:
+        switch(tmp_path, src)
+    assert "registers with bit or int types" in ei.value.message and ei.value.pos.line == 15

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 import p4sim
+from p4sim.errors import CompileError
 
 NEWER = Path(__file__).parent / "p4" / "newer.p4"
 
@@ -40,9 +41,14 @@ def test_for_loop_break_and_continue(sw):
     assert run(sw, 4, a=7)[:2] == (3, 7)
 
 
-def test_for_in_range_includes_both_ends(sw):
-    assert run(sw, 5, a=3, b=5)[0] == 12
-    assert run(sw, 5, a=5, b=3)[0] == 0  # empty range
+def test_for_in_loops_are_refused_as_p4c_bm2_ss_does(tmp_path):
+    src = NEWER.read_text().replace("count_odd(hdr.c.a);",
+                                    "for (bit<8> k in 1 .. 3) { hdr.c.r3 = k; }")
+    p = tmp_path / "forin.p4"
+    p.write_text(src)
+    with pytest.raises(CompileError) as ei:
+        p4sim.compile(str(p))
+    assert "for-in" in ei.value.message and ei.value.pos is not None
 
 
 def test_header_union_set_valid_invalidates_the_other_members(sw):
@@ -95,3 +101,52 @@ def test_signed_stack_index_negative_is_out_of_bounds(sw):
 
 def test_table_with_an_empty_action_list_misses(sw):
     assert run(sw, 12)[0] == 2
+
+
+def test_default_parameter_values_fill_left_out_arguments(sw):
+    assert run(sw, 13)[:3] == (6, 7, 101)
+
+
+def test_dont_care_argument_discards_an_out_value(sw):
+    assert run(sw, 14)[:2] == (3, 2)
+
+
+def test_lookahead_of_a_struct_and_unused_lookahead_still_checks_length(sw):
+    out = send(sw, bytes([15, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD, 0x01, 0x02]))
+    assert out[3:6] == bytes([0xA, 0xCD, 0])
+    out = send(sw, bytes([15, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD, 0x01]))  # 24 bits left < 32
+    assert out[3:6] == bytes([0xA, 0xCD, 1])
+
+
+def test_tuple_locals_and_constant_indexing(sw):
+    assert run(sw, 16, a=4)[:3] == (5, 1, 0)
+    assert run(sw, 16, a=7)[:3] == (8, 0, 0)
+
+
+def test_control_constructor_arguments_are_per_instance_constants(sw):
+    assert run(sw, 17, a=5)[:2] == (15, 20)
+
+
+def test_top_level_block_with_constructor_arguments(tmp_path):
+    src = NEWER.read_text()
+    src = src.replace(
+        "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }",
+        "control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm)(bit<8> mark) {\n"
+        "    apply { hdr.c.r4 = mark; }\n}")
+    src = src.replace("V1Switch(P(), V(), I(), E(), C(), D()) main;", "V1Switch(P(), V(), I(), E(8w9), C(), D()) main;")
+    p = tmp_path / "ctor.p4"
+    p.write_text(src)
+    sw2 = p4sim.Switch(p4sim.compile(str(p)))
+    assert run(sw2, 3, a=2) == (3, 0, 0, 9)
+
+
+def test_sub_parser_apply_is_inlined_with_copy_in_copy_out(sw):
+    out = send(sw, bytes([18, 0, 0, 0, 0, 0, 0, 0x11, 0x22, 0x33]))
+    assert out[3:7] == bytes([4, 7, 0x11, 0x22])  # count 1 -> 4 -> 7
+    assert out[7:] == bytes([0x11, 0x22, 0x33])  # both headers re-emitted, then the payload
+
+
+def test_direct_application_of_control_and_parser_types(sw):
+    assert run(sw, 19, a=3)[:2] == (12, 0)
+    out = send(sw, bytes([20, 1, 0, 0, 0, 0, 0, 0x5A]))
+    assert out[3:5] == bytes([4, 0x5A])

@@ -32,8 +32,14 @@ header vl_t {
     bit<4>     y;
 }
 
-struct headers { ctl_t c; vw_t u; vl_t vl; }
-struct metadata { bit<8> unused; }
+struct headers { ctl_t c; vw_t u; vl_t vl; v_t sp1; v_t sp2; }
+struct metadata { bit<8> la_hi; bit<8> la_next; }
+
+struct pair8_t {
+    bit<4> hi;
+    bit<4> lo;
+    bit<8> next;
+}
 
 bit<8> postincr(inout bit<8> x) {
     bit<8> rv = x;
@@ -41,13 +47,44 @@ bit<8> postincr(inout bit<8> x) {
     return rv;
 }
 
+bit<8> plus(in bit<8> x, in bit<8> y = 100) {
+    return x + y;
+}
+
+bit<8> two_outs(out bit<8> p, out bit<8> q) {
+    p = 1;
+    q = 2;
+    return 3;
+}
+
+/* A sub-parser with a constructor parameter: extracts one byte, adds `step` to a counter. */
+parser Opt(packet_in pk, out v_t o, inout bit<8> count)(bit<8> step) {
+    state start {
+        pk.extract(o);
+        count = count + step;
+        transition accept;
+    }
+}
+
+parser One(packet_in pk, out v_t o) {
+    state start {
+        pk.extract(o);
+        transition accept;
+    }
+}
+
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    Opt(8w3) opt;
+
     state start {
         packet.extract(hdr.c);
         transition select(hdr.c.op) {
             7: parse_u;
             8: parse_vl_bytes;
             10: parse_vl_bytes;
+            15: parse_look;
+            18: parse_sub;
+            20: parse_direct;
             9: parse_vl_bits;
             default: accept;
         }
@@ -60,6 +97,24 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
         packet.extract(hdr.vl, (bit<32>) hdr.c.a);
         transition accept;
     }
+    state parse_look {
+        pair8_t p = packet.lookahead<pair8_t>();  /* lookahead of a struct */
+        meta.la_hi = (bit<8>) p.hi;
+        meta.la_next = p.next;
+        packet.lookahead<bit<32>>();  /* value unused: still PacketTooShort if too short */
+        transition accept;
+    }
+    state parse_sub {
+        meta.la_hi = 1;
+        opt.apply(packet, hdr.sp1, meta.la_hi);   /* applied twice: each apply is inlined */
+        meta.la_next = meta.la_hi;
+        opt.apply(packet, hdr.sp2, meta.la_hi);
+        transition accept;
+    }
+    state parse_direct {
+        One.apply(packet, hdr.sp2);   /* direct application of a parser type */
+        transition accept;
+    }
     state parse_u {
         packet.extract(hdr.u.a);
         transition accept;
@@ -68,7 +123,24 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
 
 control V(inout headers hdr, inout metadata meta) { apply { } }
 
+control Double(inout bit<8> v) {
+    apply { v = v + v; }
+}
+
+/* Constructor parameters: each instance gets its own compile-time values. */
+control Scale(inout bit<8> v)(bit<8> factor, bool twice) {
+    apply {
+        v = v * factor;
+        if (twice) {
+            v = v * factor;
+        }
+    }
+}
+
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    Scale(3, false) by3;
+    Scale(2, true) by4;
+
     action sum_to(bit<8> n) {
         hdr.c.r1 = 0;
         for (bit<8> i = 1; i <= n; i = i + 1) {
@@ -76,9 +148,37 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         }
     }
 
+    action addv(bit<8> va, bit<8> vb = 5) {
+        hdr.c.r1 = va + vb;
+    }
+
+    table with_default_arg {      /* const default_action leaves vb to its default */
+        key = { }
+        actions = { addv; }
+        const default_action = addv(1);
+    }
+
     table no_actions {           /* an empty action list (p4c accepts it) */
         key = { }
         actions = { }
+    }
+
+    /* BMv2 runs loops in action bodies (p4c's forloop-bmv2 test) */
+    action count_odd(bit<8> stop) {
+        bit<8> odd = 0;
+        bit<8> seen = 0;
+        for (bit<8> i = 0; i < 100; i = i + 1) {
+            if (i == stop) {
+                break;
+            }
+            seen = seen + 1;
+            if ((i & 1) == 0) {
+                continue;
+            }
+            odd = odd + 1;
+        }
+        hdr.c.r1 = odd;
+        hdr.c.r2 = seen;
     }
 
     apply {
@@ -108,20 +208,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         } else if (hdr.c.op == 3) {     /* for loop in an action */
             sum_to(hdr.c.a);
         } else if (hdr.c.op == 4) {     /* break and continue (continue still runs the update) */
-            bit<8> odd = 0;
-            bit<8> seen = 0;
-            for (bit<8> i = 0; i < 100; i = i + 1) {
-                if (i == hdr.c.a) {
-                    break;
-                }
-                seen = seen + 1;
-                if ((i & 1) == 0) {
-                    continue;
-                }
-                odd = odd + 1;
-            }
-            hdr.c.r1 = odd;
-            hdr.c.r2 = seen;
+            count_odd(hdr.c.a);
         } else if (hdr.c.op == 6) {     /* header union: at most one member valid */
             vw_t u;
             u.a.setValid();
@@ -166,12 +253,42 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r3 = st[k].isValid() ? 8w1 : 8w0;
         } else if (hdr.c.op == 12) {
             hdr.c.r1 = no_actions.apply().hit ? 8w1 : 8w2;
-        } else if (hdr.c.op == 5) {     /* for-in over a range, both ends included */
-            bit<8> total = 0;
-            for (bit<8> k in hdr.c.a .. hdr.c.b) {
-                total = total + k;
-            }
-            hdr.c.r1 = total;
+        } else if (hdr.c.op == 13) {    /* default parameter values */
+            with_default_arg.apply();
+            addv(2);
+            hdr.c.r2 = hdr.c.r1;
+            with_default_arg.apply();
+            hdr.c.r3 = plus(1);
+        } else if (hdr.c.op == 14) {    /* '_' for an out argument */
+            hdr.c.r1 = two_outs(_, hdr.c.r2);
+        } else if (hdr.c.op == 15) {
+            hdr.c.r1 = meta.la_hi;
+            hdr.c.r2 = meta.la_next;
+            hdr.c.r3 = (sm.parser_error == error.PacketTooShort) ? 8w1 : 8w0;
+        } else if (hdr.c.op == 16) {    /* a tuple-typed local */
+            tuple<bit<8>, bool> t = { hdr.c.a + 1, hdr.c.a == 4 };
+            hdr.c.r1 = t[0];
+            hdr.c.r2 = t[1] ? 8w1 : 8w0;
+            tuple<bit<8>, bit<8>> z;
+            hdr.c.r3 = z[1];
+        } else if (hdr.c.op == 17) {    /* control constructor arguments */
+            bit<8> x = hdr.c.a;
+            by3.apply(x);
+            hdr.c.r1 = x;
+            x = hdr.c.a;
+            by4.apply(x);
+            hdr.c.r2 = x;
+        } else if (hdr.c.op == 18) {    /* sub-parser instantiation and apply */
+            hdr.c.r1 = meta.la_next;
+            hdr.c.r2 = meta.la_hi;
+            hdr.c.r3 = hdr.sp1.v;
+            hdr.c.r4 = hdr.sp2.v;
+        } else if (hdr.c.op == 19 || hdr.c.op == 20) {  /* direct application of a control type */
+            bit<8> y = hdr.c.a;
+            Double.apply(y);
+            Double.apply(y);
+            hdr.c.r1 = y;
+            hdr.c.r2 = hdr.sp2.isValid() ? hdr.sp2.v : 8w0;
         }
     }
 }
@@ -183,6 +300,8 @@ control D(packet_out packet, in headers hdr) {
         packet.emit(hdr.c);
         packet.emit(hdr.u);
         packet.emit(hdr.vl);
+        packet.emit(hdr.sp1);
+        packet.emit(hdr.sp2);
     }
 }
 

@@ -32,9 +32,9 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         key = { hdr.c.a : ternary; }
         actions = { set; }
         const entries = {
-            @priority(3) _ : set(1);
-            @priority(1) 0x05 &&& 0xFF : set(2);
-            0x06 &&& 0xFF : set(11) @priority(2);  /* the annotation may follow the action */
+            _ : set(1) @priority(3);
+            0x05 &&& 0xFF : set(2) @priority(1);
+            0x06 &&& 0xFF : set(11) @priority(2);
         }
     }
 
