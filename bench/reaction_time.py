@@ -109,7 +109,7 @@ def serve(fabric_path: str, part: int = 0, parts: int = 1) -> None:
     for line in sys.stdin:
         if line.strip() == "stats":
             with stats_lock:
-                print(json.dumps(stats), flush=True)
+                print(json.dumps(dict(stats, cpu_s=time.process_time())), flush=True)
                 stats.update(writes=0, updates=0, write_s=0.0, write_max_s=0.0, apply_s=0.0)
     for server in servers:
         server.stop(0)
@@ -137,6 +137,9 @@ class Servers:
         for proc in self.procs:
             for k, v in json.loads(proc.stdout.readline()).items():  # type: ignore[union-attr]
                 total[k] = max(total.get(k, 0), v) if k.endswith("max_s") else total.get(k, 0) + v
+        if hasattr(self, "_cpu"):
+            total["cpu_delta_s"] = total["cpu_s"] - self._cpu
+        self._cpu = total["cpu_s"]
         return total
 
     def stop(self) -> None:
@@ -177,13 +180,15 @@ def bench_fabric(name: str, program: Any, runs: int, server_procs: int = 1) -> d
                                      name=n).connect() for n, addr in servers.addresses.items()}
         links = list(fabric.links)
         step = max(1, len(links) // runs)
-        reports, server_stats = [], []
+        reports, server_stats, client_cpu = [], [], []
         for i in range(runs):
             link = links[(i * step) % len(links)]
             controller = Controller(fabric, sessions, rendered.plans, rendered.documents)
             servers.stats()  # reset
+            cpu = time.process_time()
             report = controller.handle_link_failure(link.leaf, link.spine,
                                                     [(link.leaf, link.leaf_port), (link.spine, link.spine_port)])
+            client_cpu.append((time.process_time() - cpu) * 1e3)
             server_stats.append(servers.stats())
             reports.append(report)
             touched = [n for n in fabric.switches]
@@ -191,6 +196,11 @@ def bench_fabric(name: str, program: Any, runs: int, server_procs: int = 1) -> d
                                switches=touched, progress=None)
             if not back.ok:
                 raise RuntimeError("could not restore the rendered state")
+        # a reconcile of the fabric in sync: every entry read back and decoded, nothing written
+        t = time.perf_counter()
+        again = push_fabric(fabric, rendered.documents, None, servers.addresses, sessions=sessions, progress=None)
+        reconcile_s = time.perf_counter() - t
+        assert again.in_sync
         # encoding cost of one run's delta, measured alone
         link = links[0]
         controller = Controller(fabric, sessions, rendered.plans, rendered.documents)
@@ -212,7 +222,7 @@ def bench_fabric(name: str, program: Any, runs: int, server_procs: int = 1) -> d
         written = sum(f.result() for f in futures)
         modify_s = time.perf_counter() - t
         assert written == total
-        return {"reports": reports, "server": server_stats, "push_s": push_s, "push_written": pushed.written,
+        return {"reports": reports, "server": server_stats, "client_cpu": client_cpu, "reconcile_s": reconcile_s, "push_s": push_s, "push_written": pushed.written,
                 "encode_ms": encode_ms, "modify_entries": total, "modify_s": modify_s, "switches": len(fabric.switches)}
     finally:
         for s in sessions.values():
@@ -265,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(srv_max):.2f} ms  (of which applying updates {statistics.median(apply):.2f} ms)")
         rest = statistics.median(last) - statistics.median(compute) - statistics.median(srv_sum)
         print(f"    gRPC, scheduling and acks (the rest)       {rest:7.2f} ms")
+        srv_cpu = [s.get("cpu_delta_s", 0.0) * 1e3 for s in r["server"]]
+        print(f"  CPU spent on it: controller process {statistics.median([x.cpu_ms for x in reps]):.2f} ms "
+              f"to the last ack ({statistics.median(r['client_cpu']):.2f} ms with the model update after it), "
+              f"switch server process(es) {statistics.median(srv_cpu):.2f} ms (incl. the stats query)")
+        print(f"  reconcile of the fabric in sync (read back {r['push_written']} entries, diff, no write): "
+              f"{r['reconcile_s']:.2f} s")
         print(f"  write throughput: push {r['push_written']} entries (reads, diff, pipeline, inserts) in "
               f"{r['push_s']:.2f} s = {r['push_written'] / r['push_s']:,.0f} entries/s")
         print(f"                    MODIFY {r['modify_entries']} entries on {r['switches']} switches at once in "

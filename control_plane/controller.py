@@ -92,6 +92,7 @@ class FailoverReport:
     first_ack_ms: Optional[float] = None  # event -> first write acknowledged: the first data-plane effect
     compute_ms: float = 0.0  # event -> every delta computed, before the first write is sent
     switches_written: int = 0
+    cpu_ms: float = 0.0  # controller process CPU (every thread) from the event to the last ack
 
 
 @dataclass
@@ -129,13 +130,13 @@ class Controller:
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
         """For every leaf path set: per slot, the spine port the traffic takes after the uplink."""
         out: dict[str, dict[int, list[LevelMember]]] = {}
-        leaves = {s.name: s for s in self.fabric.leaves}
+        by_subnet = {s.subnet: s for s in self.fabric.leaves}
         for name, plan in self.plans.items():
             if plan.switch.role != "leaf":
                 continue
             per_set: dict[int, list[LevelMember]] = {}
             for route in plan.routes:
-                dest = next((l for l in leaves.values() if l.subnet == route.prefix), None)
+                dest = by_subnet.get(route.prefix)
                 if dest is None or dest.name == name:
                     continue
                 ps = plan.path_set(route.path_set)
@@ -222,7 +223,7 @@ class Controller:
         controller's own model (fabric, plans, remote hops) is brought up to date after the last
         acknowledgement, off the reaction path.
         """
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         link = self._link(a, b)
         delta = failover_delta(self.fabric, self.plans, link)
         writes: list[tuple[str, str, list]] = []
@@ -254,7 +255,7 @@ class Controller:
         for item in pending:
             if isinstance(item, Future):
                 item.result()
-        finished = time.perf_counter()
+        finished, cpu = time.perf_counter(), time.process_time() - cpu
         # the model, after the data plane has converged
         self.fabric = self.fabric.without_links([(a, b)])
         self.plans = apply_delta(self.plans, delta, self.fabric)
@@ -262,7 +263,7 @@ class Controller:
         self.writes += changed_entries
         return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
-                              len({name for name, _, _ in writes}))
+                              len({name for name, _, _ in writes}), cpu * 1e3)
 
     def _link(self, a: str, b: str) -> Link:
         link = self.fabric.link(a, b) or self.fabric.link(b, a)
