@@ -20,7 +20,6 @@ one implementation over P4Runtime (what a deployment uses) and one in-process (u
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
@@ -251,10 +250,7 @@ class Controller:
                 changed_entries += len(changed)
         computed = time.perf_counter()
         acks: list[float] = []
-        pending = [self._start_write(name, kind, items, acks.append) for name, kind, items in writes]
-        for item in pending:
-            if isinstance(item, Future):
-                item.result()
+        self._write_all(writes, acks.append)
         finished, cpu = time.perf_counter(), time.process_time() - cpu
         # the model, after the data plane has converged
         self.fabric = self.fabric.without_links([(a, b)])
@@ -271,18 +267,23 @@ class Controller:
             raise ValueError(f"no link between {a} and {b} in fabric {self.fabric.name}")
         return link
 
-    def _start_write(self, switch: str, kind: str, items: list,
-                     on_ack: Callable[[float], None]) -> "Future[int] | int":
-        """Start one switch's writes: a future where the ops can write without waiting
-        (P4Runtime sessions), else written at once (in-process ops)."""
-        ops = self.ops[switch]
-        submit = getattr(ops, "submit", None)
-        if submit is not None:
-            changes = ops.register_changes(items) if kind == "registers" else ops.entry_changes(items)
-            return submit(changes, on_ack)
-        written = ops.write_registers(items) if kind == "registers" else ops.modify_entries(items)
-        on_ack(time.perf_counter())
-        return written
+    def _write_all(self, writes: list[tuple[str, str, list]], on_ack: Callable[[float], None]) -> None:
+        """Every switch's writes at once where the ops can (P4Runtime sessions: ``submit_many``,
+        one hand-over for all switches), else one after the other (in-process ops)."""
+        if writes and all(hasattr(self.ops[name], "submit_many") for name, _, _ in writes):
+            jobs = []
+            for name, kind, items in writes:
+                ops = self.ops[name]
+                jobs.append((ops, ops.register_changes(items) if kind == "registers" else ops.entry_changes(items)))
+            outcome = type(jobs[0][0]).submit_many(jobs, on_ack).result()
+            failed = [r for r in outcome if isinstance(r, BaseException)]
+            if failed:
+                raise failed[0]
+            return
+        for name, kind, items in writes:
+            ops = self.ops[name]
+            ops.write_registers(items) if kind == "registers" else ops.modify_entries(items)
+            on_ack(time.perf_counter())
 
 
 def _leaf_set_ids(fabric: Fabric) -> dict[str, int]:
