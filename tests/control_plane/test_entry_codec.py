@@ -6,15 +6,109 @@ it must give the same protos and the same documents as finsy on every entry Stel
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 import finsy as fy
 import pytest
 
+
+
+from finsy.p4schema import P4MatchType
+from p4.v1 import p4runtime_pb2
+
+from control_plane import contract
 from control_plane.model import load_fabric
-from control_plane.p4rt import EntryCodec, ProgramFiles, decode_entry_finsy, finsy_entry
+from control_plane.p4rt import EntryCodec, ProgramFiles
 from control_plane.render import render_fabric
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- the reference: document entries through finsy's own entities -----------------------------
+def _int(value: Any) -> int:
+    """A decoded value as an int (finsy may hand back an address object for formatted fields)."""
+    return value if isinstance(value, int) else int(value)
+
+
+def _match_value(kind: P4MatchType, value: Any) -> Any:
+    """A document match value in the form finsy encodes: int, (value, plen), (value, mask), (lo, hi)."""
+    if kind == P4MatchType.LPM:
+        return contract.value_to_int(value["value"]), int(value["prefix_len"])
+    if kind == P4MatchType.TERNARY:
+        return contract.value_to_int(value["value"]), contract.value_to_int(value["mask"])
+    if kind == P4MatchType.RANGE:
+        return contract.value_to_int(value["low"]), contract.value_to_int(value["high"])
+    return contract.value_to_int(value)
+
+
+def _document_match(kind: P4MatchType, value: Any) -> Any:
+    if kind == P4MatchType.LPM:
+        return {"value": _int(value[0]), "prefix_len": int(value[1])}
+    if kind == P4MatchType.TERNARY:
+        return {"value": _int(value[0]), "mask": _int(value[1])}
+    if kind == P4MatchType.RANGE:
+        return {"low": _int(value[0]), "high": _int(value[1])}
+    return _int(value)
+
+
+def finsy_entry(schema: fy.P4Schema, entry: Mapping[str, Any], with_action: bool = True) -> fy.P4TableEntry:
+    """A document entry (or default action) as a finsy P4TableEntry.
+
+    Names are checked here (KeyError: the entry is refused locally, never sent); values are
+    checked against the P4Info widths by finsy's encoder (ValueError = OUT_OF_RANGE).
+    """
+    table = schema.tables.get(entry["table"])
+    if table is None:
+        raise KeyError(f"no table named {entry['table']!r} in the switch's P4Info")
+    match = None
+    if not entry.get("default_action"):
+        match = fy.P4TableMatch()
+        for fname, value in (entry.get("match") or {}).items():
+            f = table.match_fields.get(fname)
+            if f is None:
+                raise KeyError(f"table {table.name} has no match field {fname!r}")
+            match[fname] = _match_value(f.match_type, value)
+    action = None
+    if with_action and entry.get("action"):
+        act = schema.actions.get(entry["action"])
+        if act is None:
+            raise KeyError(f"no action named {entry['action']!r} in the switch's P4Info")
+        args = {}
+        for pname, value in (entry.get("params") or {}).items():
+            if act.params.get(pname) is None:
+                raise KeyError(f"action {act.name} has no param {pname!r}")
+            args[pname] = contract.value_to_int(value)
+        action = fy.P4TableAction(act.name, **args)
+    return fy.P4TableEntry(table.name, match=match, action=action,
+                           is_default_action=bool(entry.get("default_action")),
+                           priority=0 if entry.get("default_action") else int(entry.get("priority") or 0))
+
+
+
+
+def decode_entry_finsy(schema: fy.P4Schema, te: p4runtime_pb2.TableEntry) -> dict[str, Any]:
+    """The reference decoding (finsy's entities) of a TableEntry, in document form."""
+    table = schema.tables.get(te.table_id)
+    if table is None:
+        raise AssertionError(f"switch returned an entry of unknown table id {te.table_id}")
+    got = fy.P4TableEntry.decode_entry(te, schema)
+    out: dict[str, Any] = {"table": table.name}
+    if got.is_default_action:
+        out["default_action"] = True
+    else:
+        out["match"] = {table.match_fields[alias].name: _document_match(table.match_fields[alias].match_type, value)
+                        for alias, value in (got.match or {}).items()}
+    if isinstance(got.action, fy.P4TableAction):
+        out["action"] = schema.actions[got.action.name].name
+        out["params"] = {k: _int(v) for k, v in got.action.args.items()}
+    else:
+        out["action"] = None
+        out["params"] = {}
+    if got.priority:
+        out["priority"] = got.priority
+    return out
+
+
 
 
 @pytest.fixture(scope="module")
