@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  before (event -> last ack)                   {PREVIOUS[name]}")
         print("  where the time goes (medians):")
         print(f"    delta computed (incremental)               {statistics.median(compute):7.2f} ms")
-        print(f"    encoding the delta (EntryCodec, alone)       {r['encode_ms']:7.2f} ms")
+        print(f"    encoding the delta (EntryCodec, alone)     {r['encode_ms']:7.2f} ms")
         print(f"    server Write handlers, summed / longest    {statistics.median(srv_sum):7.2f} / "
               f"{statistics.median(srv_max):.2f} ms  (of which applying updates {statistics.median(apply):.2f} ms)")
         rest = statistics.median(last) - statistics.median(compute) - statistics.median(srv_sum)

@@ -273,10 +273,12 @@ class Controller:
         """Every switch's writes at once where the ops can (P4Runtime sessions: ``submit_many``,
         one hand-over for all switches), else one after the other (in-process ops)."""
         if writes and all(hasattr(self.ops[name], "submit_many") for name, _, _ in writes):
-            jobs = []
+            per_switch: dict[str, list] = {}  # one Write per switch: port marks and entries together
             for name, kind, items in writes:
                 ops = self.ops[name]
-                jobs.append((ops, ops.register_changes(items) if kind == "registers" else ops.entry_changes(items)))
+                per_switch.setdefault(name, []).extend(
+                    ops.register_changes(items) if kind == "registers" else ops.entry_changes(items))
+            jobs = [(self.ops[name], changes) for name, changes in per_switch.items()]
             outcome = type(jobs[0][0]).submit_many(jobs, on_ack).result()
             failed = [r for r in outcome if isinstance(r, BaseException)]
             if failed:
@@ -308,23 +310,21 @@ def failover_delta(fabric: Fabric, plans: dict[str, SwitchPlan], link: Link) -> 
     failed_leaf, failed_spine = link.leaf, link.spine
     spines = sorted({spine for _, spine in alive})
     delta: dict[str, dict[int, Optional[PathSet]]] = {}
-    for src in sorted(ids):
-        for dst in sorted(ids):
-            if src == dst or failed_leaf not in (src, dst):
+    others = [leaf for leaf in sorted(ids) if leaf != failed_leaf]
+    for src, dst in [(failed_leaf, o) for o in others] + [(o, failed_leaf) for o in others]:
+        plan = plans.get(src)
+        old = next((p for p in plan.path_sets if p.id == ids[dst]), None) if plan else None
+        if old is None or all(m.via != failed_spine for m in old.slots):
+            continue  # no set, or the failed spine was not a member: unchanged
+        ports = fabric.switches[src].ports
+        members = []
+        for spine in spines:
+            up, down = alive.get((src, spine)), alive.get((dst, spine))
+            if up is None or down is None:
                 continue
-            plan = plans.get(src)
-            old = next((p for p in plan.path_sets if p.id == ids[dst]), None) if plan else None
-            if old is None or all(m.via != failed_spine for m in old.slots):
-                continue  # no set, or the failed spine was not a member: unchanged
-            ports = fabric.switches[src].ports
-            members = []
-            for spine in spines:
-                up, down = alive.get((src, spine)), alive.get((dst, spine))
-                if up is None or down is None:
-                    continue
-                members.append((Member(up.leaf_port, spine), min(ports[up.leaf_port].capacity_gbps, down.capacity_gbps)))
-            slots = weighted_slots(members)
-            delta.setdefault(src, {})[old.id] = replace(old, slots=slots) if slots else None
+            members.append((Member(up.leaf_port, spine), min(ports[up.leaf_port].capacity_gbps, down.capacity_gbps)))
+        slots = weighted_slots(members)
+        delta.setdefault(src, {})[old.id] = replace(old, slots=slots) if slots else None
     spine_plan = plans.get(failed_spine)
     if spine_plan is not None and any(p.id == ids[failed_leaf] for p in spine_plan.path_sets):
         delta.setdefault(failed_spine, {})[ids[failed_leaf]] = None
