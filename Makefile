@@ -9,7 +9,7 @@ BUILD   ?= build
 PROG    ?= p4src/v1model/stellar.p4
 NAME    := $(basename $(notdir $(PROG)))
 
-.PHONY: setup test test-fast ptf demo compile bench clean
+.PHONY: setup shell-venv shell test test-fast ptf demo compile bench clean
 
 # Create the virtualenv and install the pinned requirements (idempotent: re-runs only when
 # requirements.txt changes).
@@ -20,6 +20,27 @@ $(VENV)/.stamp: requirements.txt pyproject.toml
 	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-deps -e .
 	touch $@
+
+# p4runtime-shell in its own venv: it pins p4runtime 1.4.1 / protobuf < 3.21, which cannot share
+# the project venv (protobuf 6, upb, finsy).
+SHELL_VENV ?= .venv-shell
+GRPC_ADDR  ?= 127.0.0.1:9559
+DEVICE_ID  ?= 0
+ELECTION_ID ?= 0,1
+shell-venv: $(SHELL_VENV)/.stamp
+$(SHELL_VENV)/.stamp: requirements-shell.txt
+	$(PY) -m venv $(SHELL_VENV)
+	$(SHELL_VENV)/bin/python -m pip install -q -r requirements-shell.txt
+	touch $@
+
+# Open p4runtime-shell on a running target, e.g. `p4sim run build/stellar.json` in another
+# terminal, then `make shell` (GRPC_ADDR, DEVICE_ID and ELECTION_ID as the target was started:
+# p4sim run and simple_switch_grpc default to device 0).  CONFIG=p4info.txtpb,device.json pushes
+# a pipeline first; SHELL_ARGS passes anything else (--role-name, --ssl --cacert ...).
+# -P: the repo's own `p4` package must not shadow the shell venv's p4runtime modules.
+shell: shell-venv
+	$(SHELL_VENV)/bin/python -P -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) \
+		--election-id $(ELECTION_ID) $(if $(CONFIG),--config $(CONFIG)) $(SHELL_ARGS)
 
 # The README's test command: the PTF suites on the target, then the pytest suite (unit and
 # in-process integration tests), whose summary line closes the output.

@@ -9,8 +9,10 @@ entries the level of the remote hop behind each member (``levelN`` of
 by at least a quantum, so a quiet fabric costs no writes.
 
 Link failures: the switches' own port-status handling marks the port dead in ``port_down`` at once
-(the data plane does not wait for us); the controller then re-plans path sets without the link and
-pushes only the entries that differ, timing event -> last write acknowledged.
+(the data plane does not wait for us); the controller then recomputes only the path sets the link
+was in (``failover_delta``: the failed leaf's sets towards every other leaf and every other
+leaf's set towards it, with the weights ``plan_fabric`` would give them) and pushes those entries,
+every switch's Write in flight at once, timing event -> first and last write acknowledged.
 
 The controller talks to switches through ``SwitchOps`` (register read/write, entry modify), with
 one implementation over P4Runtime (what a deployment uses) and one in-process (unit tests).
@@ -18,11 +20,11 @@ one implementation over P4Runtime (what a deployment uses) and one in-process (u
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional, Protocol
 
-from control_plane.model import Fabric, Port, Switch
-from control_plane.plan import SwitchPlan
+from control_plane.model import Fabric, Link, Port, Switch
+from control_plane.plan import Member, PathSet, SwitchPlan, weighted_slots
 
 PATH_SET_TABLE = "StellarIngress.routing.path_set"
 PATH_SET_ACTION = "StellarIngress.routing.set_members"
@@ -86,6 +88,10 @@ class FailoverReport:
     ports_marked_down: list[tuple[str, int]]
     entries_written: int
     wall_ms: float  # from the event to the last write acknowledged
+    first_ack_ms: Optional[float] = None  # event -> first write acknowledged: the first data-plane effect
+    compute_ms: float = 0.0  # event -> every delta computed, before the first write is sent
+    switches_written: int = 0
+    cpu_ms: float = 0.0  # controller process CPU (every thread) from the event to the last ack
 
 
 @dataclass
@@ -123,22 +129,24 @@ class Controller:
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
         """For every leaf path set: per slot, the spine port the traffic takes after the uplink."""
         out: dict[str, dict[int, list[LevelMember]]] = {}
-        leaves = {s.name: s for s in self.fabric.leaves}
+        by_subnet = {s.subnet: s for s in self.fabric.leaves}
+        # spine -> {leaf: the spine's port down to it}, built once (not per member: 512 GPUs have ~8k)
+        down_port = {s.name: {p.peer_switch: p.number for p in reversed(s.uplinks)} for s in self.fabric.spines}
+        plan_sets = {}
         for name, plan in self.plans.items():
             if plan.switch.role != "leaf":
                 continue
             per_set: dict[int, list[LevelMember]] = {}
             for route in plan.routes:
-                dest = next((l for l in leaves.values() if l.subnet == route.prefix), None)
+                dest = by_subnet.get(route.prefix)
                 if dest is None or dest.name == name:
                     continue
-                ps = plan.path_set(route.path_set)
+                if name not in plan_sets:
+                    plan_sets[name] = {p.id: p for p in plan.path_sets}
+                ps = plan_sets[name][route.path_set]
                 members = []
                 for slot, m in enumerate(ps.slots):
-                    spine = self.fabric.switches.get(m.via)
-                    down = None
-                    if spine is not None and spine.role == "spine":
-                        down = next((p.number for p in spine.uplinks if p.peer_switch == dest.name), None)
+                    down = down_port[m.via].get(dest.name) if m.via in down_port else None
                     members.append(LevelMember(slot, (m.via, down) if down is not None else None))
                 per_set[route.path_set] = members
             out[name] = per_set
@@ -209,42 +217,132 @@ class Controller:
 
     def handle_link_failure(self, a: str, b: str, ports: list[tuple[str, int]],
                             mark_down: bool = True) -> FailoverReport:
-        """Re-plan without the link and push the path-set deltas; time it end to end."""
-        from control_plane.plan import plan_fabric
+        """Push the path-set deltas of a failed link (and mark its ports down); time it.
 
-        started = time.perf_counter()
+        The delta is computed for the affected path sets only (``failover_delta``), every
+        switch's writes are started at once (``submit`` where the ops have it), and the
+        controller's own model (fabric, plans, remote hops) is brought up to date after the last
+        acknowledgement, off the reaction path.
+        """
+        started, cpu = time.perf_counter(), time.process_time()
+        link = self._link(a, b)
+        delta = failover_delta(self.fabric, self.plans, link)
+        writes: list[tuple[str, str, list]] = []
         if mark_down:
-            self.mark_ports_down(ports)
-        self.fabric = self.fabric.without_links([(a, b)])
-        new_plans = plan_fabric(self.fabric, None)
-        written = 0
-        for name, plan in new_plans.items():
-            old = self.plans[name]
+            by_switch: dict[str, list[tuple[str, int, int]]] = {}
+            for switch, port in ports:
+                by_switch.setdefault(switch, []).append(("port_down", port, 1))
+            writes += [(switch, "registers", cells) for switch, cells in by_switch.items()]
+        changed_entries = 0
+        for name, sets in delta.items():
             changed = []
-            for ps in plan.path_sets:
-                try:
-                    before = old.path_set(ps.id)
-                except StopIteration:
-                    before = None
-                if before is not None and before.slots == ps.slots:
-                    continue
-                entry = self._entries.get(name, {}).get(ps.id)
-                if entry is None:
-                    continue
+            for ps_id, ps in sets.items():
+                entry = self._entries.get(name, {}).get(ps_id)
+                if entry is None or ps is None:
+                    continue  # no entry (or no path left): nothing the switch can be told
                 params = dict(entry["params"])
                 ports_ = [m.port for m in ps.slots] + [0] * (8 - len(ps.slots))
-                params.update({"count": len(ps.slots)})
+                params["count"] = len(ps.slots)
                 params.update({f"port{i}": p for i, p in enumerate(ports_)})
                 params.update({f"level{i}": 0 for i in range(8)})
                 entry["params"] = params
                 changed.append(entry)
             if changed:
-                self.ops[name].modify_entries(changed)
-                written += len(changed)
-        self.plans = new_plans
+                writes.append((name, "entries", changed))
+                changed_entries += len(changed)
+        computed = time.perf_counter()
+        acks: list[float] = []
+        self._write_all(writes, acks.append)
+        finished, cpu = time.perf_counter(), time.process_time() - cpu
+        # the model, after the data plane has converged
+        self.fabric = self.fabric.without_links([(a, b)])
+        self.plans = apply_delta(self.plans, delta, self.fabric)
         self._remote = self._remote_hops()
-        self.writes += written
-        return FailoverReport((a, b), list(ports), written, (time.perf_counter() - started) * 1e3)
+        self.writes += changed_entries
+        return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
+                              (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
+                              len({name for name, _, _ in writes}), cpu * 1e3)
+
+    def _link(self, a: str, b: str) -> Link:
+        link = self.fabric.link(a, b) or self.fabric.link(b, a)
+        if link is None:
+            raise ValueError(f"no link between {a} and {b} in fabric {self.fabric.name}")
+        return link
+
+    def _write_all(self, writes: list[tuple[str, str, list]], on_ack: Callable[[float], None]) -> None:
+        """Every switch's writes at once where the ops can (P4Runtime sessions: ``submit_many``,
+        one hand-over for all switches), else one after the other (in-process ops)."""
+        if writes and all(hasattr(self.ops[name], "submit_many") for name, _, _ in writes):
+            per_switch: dict[str, list] = {}  # one Write per switch: port marks and entries together
+            for name, kind, items in writes:
+                ops = self.ops[name]
+                per_switch.setdefault(name, []).extend(
+                    ops.register_changes(items) if kind == "registers" else ops.entry_changes(items))
+            jobs = [(self.ops[name], changes) for name, changes in per_switch.items()]
+            outcome = type(jobs[0][0]).submit_many(jobs, on_ack).result()
+            failed = [r for r in outcome if isinstance(r, BaseException)]
+            if failed:
+                raise failed[0]
+            return
+        for name, kind, items in writes:
+            ops = self.ops[name]
+            ops.write_registers(items) if kind == "registers" else ops.modify_entries(items)
+            on_ack(time.perf_counter())
+
+
+def _leaf_set_ids(fabric: Fabric) -> dict[str, int]:
+    """A leaf's routing path set id on every switch: its 1-based position in name order (plan.py)."""
+    return {leaf.name: i for i, leaf in enumerate(sorted(fabric.leaves, key=lambda s: s.name), start=1)}
+
+
+def failover_delta(fabric: Fabric, plans: dict[str, SwitchPlan], link: Link) -> dict[str, dict[int, Optional[PathSet]]]:
+    """The routing path sets that change when ``link`` fails: ``{switch: {id: new set or None}}``.
+
+    Only the pairs the link carried are recomputed: the failed leaf's sets towards every other
+    leaf, and every other leaf's set towards it (a spine's set towards that leaf just loses its
+    route; ``None`` = no path left).  Members and weights are what ``plan_fabric`` gives on the
+    fabric without the link -- one member per spine both leaves still reach, in spine order,
+    weighted by the bottleneck capacity -- so the result equals a full re-plan's changes
+    (tests/control_plane/test_failover_delta.py checks that on every link of the lab).
+    """
+    alive = {(l.leaf, l.spine): l for l in fabric.links if l != link}
+    ids = _leaf_set_ids(fabric)
+    failed_leaf, failed_spine = link.leaf, link.spine
+    spines = sorted({spine for _, spine in alive})
+    delta: dict[str, dict[int, Optional[PathSet]]] = {}
+    others = [leaf for leaf in sorted(ids) if leaf != failed_leaf]
+    for src, dst in [(failed_leaf, o) for o in others] + [(o, failed_leaf) for o in others]:
+        plan = plans.get(src)
+        old = next((p for p in plan.path_sets if p.id == ids[dst]), None) if plan else None
+        if old is None or all(m.via != failed_spine for m in old.slots):
+            continue  # no set, or the failed spine was not a member: unchanged
+        ports = fabric.switches[src].ports
+        members = []
+        for spine in spines:
+            up, down = alive.get((src, spine)), alive.get((dst, spine))
+            if up is None or down is None:
+                continue
+            members.append((Member(up.leaf_port, spine), min(ports[up.leaf_port].capacity_gbps, down.capacity_gbps)))
+        slots = weighted_slots(members)
+        delta.setdefault(src, {})[old.id] = replace(old, slots=slots) if slots else None
+    spine_plan = plans.get(failed_spine)
+    if spine_plan is not None and any(p.id == ids[failed_leaf] for p in spine_plan.path_sets):
+        delta.setdefault(failed_spine, {})[ids[failed_leaf]] = None
+    return delta
+
+
+def apply_delta(plans: dict[str, SwitchPlan], delta: dict[str, dict[int, Optional[PathSet]]],
+                fabric: Fabric) -> dict[str, SwitchPlan]:
+    """``plans`` with the delta's sets replaced (``None``: the set and its routes removed) and
+    each switch's ``switch`` refreshed from ``fabric`` (its ports after the failure)."""
+    out = dict(plans)
+    for name, sets in delta.items():
+        plan = plans[name]
+        gone = {i for i, ps in sets.items() if ps is None}
+        out[name] = replace(plan, switch=fabric.switches[name],
+                            path_sets=[sets.get(p.id, p) for p in plan.path_sets if p.id not in gone],
+                            routes=[r for r in plan.routes if r.path_set not in gone])
+    return out
 
 
 def format_congestion(fabric: Fabric, cmap: CongestionMap, top: int = 10) -> str:

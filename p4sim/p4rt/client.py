@@ -1,9 +1,10 @@
 """A small P4Runtime client on the generated stubs, for tests, PTF and ``bmv2_env``.
 
-p4runtime-shell is the user-facing client (and has its own interop test); this one exists
-because tests need what the shell hides: several clients with chosen election ids in one
-process, raw requests with deliberately bad bytes, and the per-update error details.  It talks to
-any P4Runtime server (p4sim or simple_switch_grpc).
+The controller talks through finsy (``control_plane.p4rt``) and engineers through p4runtime-shell
+(``make shell``, with its own interop test); this one exists because server tests need what both
+hide: several clients with chosen election ids in one process, raw requests with deliberately
+bad bytes, streams opened without arbitrating, and the per-update error details as sent.  It
+talks to any P4Runtime server (p4sim or simple_switch_grpc).
 """
 from __future__ import annotations
 

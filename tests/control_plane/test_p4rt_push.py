@@ -466,3 +466,43 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
     assert code == 1 and "differs" in out
     code, out, err = run("fail-link", str(path), "leaf1", "leaf2")
     assert code == 1 and "no link between leaf1 and leaf2" in err
+
+
+def test_controller_failover_over_p4runtime_writes_every_switch_and_the_switches_hold_the_replan(
+        fabric, documents, lab, compiled):
+    """The controller's delta over real sessions (submit_many: every switch at once): each switch
+    then holds the path sets of a full re-plan without the link, and the ports are marked down."""
+    from control_plane.controller import Controller
+    from control_plane.plan import plan_fabric
+
+    assert push(fabric, documents, lab, compiled["files"]).ok
+    rendered = render_fabric(fabric)
+    sessions = {n: session_for(lab, fabric, n, election_id=(0, 2)) for n in fabric.switches}
+    try:
+        controller = Controller(fabric, sessions, rendered.plans, rendered.documents)
+        link = fabric.link("leaf1", "spine2")
+        report = controller.handle_link_failure("leaf1", "spine2", [("leaf1", link.leaf_port),
+                                                                    ("spine2", link.spine_port)])
+        assert report.entries_written == 6 and report.switches_written == 5
+        assert 0 < report.first_ack_ms <= report.wall_ms
+        replanned = plan_fabric(fabric.without_links([("leaf1", "spine2")]), None)
+        for name, plan in replanned.items():
+            held = {e["match"]["meta.route.path_set_id"]: e["params"] for e in sessions[name].read_entries(PATH_SET)}
+            for ps in plan.path_sets:
+                params = held[ps.id]
+                assert [params[f"port{i}"] for i in range(params["count"])] == [m.port for m in ps.slots], (name, ps.id)
+        assert sessions["leaf1"].read_registers(["port_down"], [link.leaf_port]) == {"port_down": {link.leaf_port: 1}}
+        assert sessions["spine2"].read_registers(["port_down"], [link.spine_port]) == {"port_down": {link.spine_port: 1}}
+
+        # a refused write in one switch's job is raised, naming that switch; the others went in
+        good = next(e for e in documents["leaf2"]["entries"] if e["table"] == PATH_SET)
+        bad = dict(good, match={"meta.route.path_set_id": 999})
+        outcome = SwitchSession.submit_many([
+            (sessions["leaf2"], SwitchSession.entry_changes([good])),
+            (sessions["leaf3"], SwitchSession.entry_changes([bad]))]).result(timeout=30)
+        assert outcome[0] == 1
+        assert isinstance(outcome[1], P4RuntimePushError) and "leaf3" in str(outcome[1])
+        assert "NOT_FOUND" in str(outcome[1])
+    finally:
+        for s in sessions.values():
+            s.close()

@@ -1,0 +1,6 @@
+"""`p4.config.v1.p4types_pb2` = finsy's generated module (see p4/__init__.py for why)."""
+import sys
+
+from finsy.proto.p4.config.v1 import p4types_pb2 as _module
+
+sys.modules[__name__] = _module
