@@ -254,6 +254,12 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
             mf.id = i
             mf.name = k.name
             # p4c treats an error-typed match field as a string: bitwidth 0
+            if isinstance(k.expr.type, ir.EnumT) and k.expr.type.underlying is None:
+                # p4c's serializer (getTypeWidth): an error, so no P4Info, as with p4c-bm2-ss
+                # --p4runtime-files; the program itself runs (const entries, the Python API)
+                raise CompileError(f"{k.name}: width not well-defined for values of type "
+                                   f"{k.expr.type.name} (a table key of a plain enum has no "
+                                   "P4Runtime encoding)", k.pos)
             mf.bitwidth = 0 if isinstance(k.expr.type, ir.ErrorT) else _bitwidth(k.expr.type)
             mf.match_type = _MATCH_TYPES[k.match_kind]
             mf.annotations.extend(_annotation_strings(k.annotations))
