@@ -296,7 +296,8 @@ class ExprChecker(CheckerBase):
         if isinstance(t, ir.IntT) and op in ("|+|", "|-|"):
             raise self.err(f"operator {op} needs operands with a width", n)
         if op in ("/", "%") and isinstance(t, ir.BitT) and t.signed:
-            raise self.unsupported(f"operator {op} on signed values", n)
+            raise self.err(f"{op}: cannot operate on signed values (as p4c: '/' and '%' "
+                           "are defined on bit<W> only)", n)
         return self._fold(ir.Binary(t, self.pos(n), op, left, right), t)
 
     def _concat(self, n: Tree, scope) -> ir.Expr:

@@ -170,3 +170,11 @@ def test_entry_annotations_go_after_the_action_as_in_p4c(compile_src):
              "  const entries = { %s } }")
     compile_src(make_program(ingress_locals=table % "1 : a() @priority(1);"))
     _err(compile_src, make_program(ingress_locals=table % "@priority(1) 1 : a();"))
+
+
+@pytest.mark.parametrize("op", ["/", "%"])
+def test_division_on_signed_values_is_an_error_as_in_p4c(compile_src, op):
+    # p4c's unsBinaryArith: "Cannot operate on signed values" -- a P4 error, not a p4sim limit
+    e = _err(compile_src, make_program(ingress_apply=f"meta.s = meta.s {op} 8s3;"))
+    assert not isinstance(e, Unsupported) and "cannot operate on signed values" in e.message
+    compile_src(make_program(ingress_apply=f"meta.x = meta.x {op} 3;"))  # bit<W>: fine
