@@ -39,6 +39,7 @@ def test_error_in_included_file_points_into_that_file(compile_src, tmp_path):
     ("struct G<T> { T f; }\n", "generic struct declarations", 9),
     ('@p4runtime_translation("p4.org/port", 32) type bit<9> pid_t;\n',
      "@p4runtime_translation", 1),
+    ("struct A { bit<8>[4] a; }\n", "arrays of bit<8>", 12),
 ])
 def test_unsupported_declarations(compile_src, decls, what, col):
     e = _err(compile_src, make_program(decls=decls), Unsupported)
