@@ -744,14 +744,15 @@ class ExprChecker(CheckerBase):
     x_bor = x_bxor = x_band = x_add = x_mul = _arith
 
 
-def _lookahead_type(t: ir.Type) -> bool:
-    """Types ``lookahead<T>`` reads: bit/int, bool, headers, and structs and header fields
-    that are structs of those, nested (p4c's ExpandLookahead reads each leaf as a slice of one
-    ``lookahead<bit<W>>``; a serializable enum leaf inside a struct is an error there)."""
-    if isinstance(t, (ir.BitT, ir.BoolT)):
+def _lookahead_type(t: ir.Type, top: bool = True) -> bool:
+    """Types ``lookahead<T>`` reads: bit/int, bool, serializable enums, a header, and structs
+    (also as header fields) of those scalars, nested (p4c-bm2-ss's mid end turns serializable
+    enums into their bit type, then ExpandLookahead reads each leaf as a slice of one
+    ``lookahead<bit<W>>``).  A header inside a struct is not read by p4sim's lookahead."""
+    if isinstance(t, (ir.BitT, ir.BoolT)) or isinstance(t, ir.EnumT) and t.underlying is not None:
         return True
-    if isinstance(t, ir.HeaderT):
-        return all(_lookahead_type(f.type) for f in t.fields if isinstance(f.type, ir.StructT))
+    if isinstance(t, ir.HeaderT) and top:
+        return all(_lookahead_type(f.type, False) for f in t.fields if isinstance(f.type, ir.StructT))
     if isinstance(t, ir.StructT):
-        return all(_lookahead_type(f.type) for f in t.fields)
+        return all(_lookahead_type(f.type, False) for f in t.fields)
     return False

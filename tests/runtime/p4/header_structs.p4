@@ -48,7 +48,7 @@ header sh_t {
 }
 
 /* For lookahead: typedefs of a bit type, of a header, of a struct, and of a header with a
- * struct field (lookahead reads bit/bool leaves; p4c's ExpandLookahead). */
+ * struct field (p4c's ExpandLookahead reads the leaves as slices of one bit<W>). */
 header w_t { word_t w; }
 header ph_t {
     bit<8> x;
@@ -83,6 +83,7 @@ struct metadata {
     bit<16> hw;
     bit<8> p_mid_r;
     bit<8> ph_lo;
+    bit<8> t_k;
 }
 
 parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
@@ -98,10 +99,12 @@ parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_
         w_alias_t h = packet.lookahead<w_alias_t>();
         pair_alias_t p = packet.lookahead<pair_alias_t>();
         ph_alias_t ph = packet.lookahead<ph_alias_t>();
+        sh_t sh = packet.lookahead<sh_t>();     /* a serializable enum leaf too */
         meta.w = w;
         meta.hw = h.w;
         meta.p_mid_r = (bit<8>) p.mid.r;
         meta.ph_lo = (bit<8>) ph.s.lo;
+        meta.t_k = (bit<8>) (bit<4>) sh.t.k;
         transition parse_sh;
     }
     state parse_sh {
@@ -159,7 +162,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r1 = meta.w[15:8] ^ meta.hw[7:0];
             hdr.c.r2 = meta.p_mid_r;
             hdr.c.r3 = meta.ph_lo;
-            hdr.c.r4 = (meta.w == meta.hw) ? 8w1 : 8w0;
+            hdr.c.r4 = (meta.w == meta.hw) ? meta.t_k : 8w0xFF;
         } else if (hdr.c.op == 8) {     /* setInvalid keeps the struct usable */
             hdr.sh.setInvalid();
             hdr.sh.setValid();
