@@ -87,17 +87,18 @@ def test_struct_field_equality_compares_every_leaf(sw):
 
 def test_struct_fields_in_hash_data_are_packed_msb_first(sw):
     r = results(send(sw, 6))
-    assert (r[0] << 8 | r[1]) == crc16_arc(SH[1:3])   # { hdr.sh.s }: its 16 wire bits
-    assert (r[2] << 8 | r[3]) == crc16_arc(SH)         # { hdr.sh }: the whole header
+    # { hdr.sh.x, hdr.sh.s.mid.r }: 8 + 4 bits back to back, zero padded to 16
+    assert (r[0] << 8 | r[1]) == crc16_arc(bytes([SH[0], (SH[2] >> 4) << 4]))
+    assert (r[2] << 8 | r[3]) == crc16_arc(SH)  # { hdr.sh }: the header's 32 wire bits
     # negative control: one byte per leaf (no bit packing) would hash differently
-    assert (r[0] << 8 | r[1]) != crc16_arc(bytes([0xA, 3, 0, 6, 7]))
+    assert (r[2] << 8 | r[3]) != crc16_arc(bytes([0x11, 0xA, 3, 0, 6, 7, 1, 5]))
 
 
 def test_struct_fields_in_checksum_data(sw):
     out = send(sw, 10)
     assert out[6:10] == SH
-    # csum16 over {s, t} = 24 bits, zero padded to 32: words 0xA667, 0x1500
-    s = 0xA667 + 0x1500
+    # csum16 over { hdr.sh } = its 32 wire bits: words 0x11A6, 0x6715
+    s = 0x11A6 + 0x6715
     s = (s & 0xFFFF) + (s >> 16)
     assert out[10:12] == ((~s) & 0xFFFF).to_bytes(2, "big")
 

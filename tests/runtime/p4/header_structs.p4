@@ -149,10 +149,10 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.c.r3 = (c == hdr.sh) ? 8w1 : 8w0;
             c.s.mid.q = !c.s.mid.q;
             hdr.c.r4 = (c == hdr.sh) ? 8w1 : 8w0;
-        } else if (hdr.c.op == 6) {     /* hash data: the struct's leaves packed MSB first */
+        } else if (hdr.c.op == 6) {     /* hash data: a leaf of a struct; the whole header */
             bit<16> h1;
             bit<16> h2;
-            hash(h1, HashAlgorithm.crc16, 16w0, { hdr.sh.s }, 32w65536);
+            hash(h1, HashAlgorithm.crc16, 16w0, { hdr.sh.x, hdr.sh.s.mid.r }, 32w65536);
             hash(h2, HashAlgorithm.crc16, 16w0, { hdr.sh }, 32w65536);
             hdr.c.r1 = h1[15:8];
             hdr.c.r2 = h1[7:0];
@@ -186,8 +186,9 @@ control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
 
 control C(inout headers hdr, inout metadata meta) {
     apply {
-        /* a checksum over a header with struct fields: the same leaves as on the wire */
-        update_checksum(hdr.ck.isValid(), { hdr.sh.s, hdr.sh.t }, hdr.ck.sum, HashAlgorithm.csum16);
+        /* a checksum over a header with struct fields: the same leaves as on the wire (a whole
+         * header in the list; BMv2 takes a header's fields, p4c's FlattenHeaders flattened) */
+        update_checksum(hdr.ck.isValid(), { hdr.sh }, hdr.ck.sum, HashAlgorithm.csum16);
     }
 }
 
