@@ -136,15 +136,17 @@ def test_literal_width_inference_truncates_with_a_warning_as_p4c():
     assert results(send(sw, 9, a=0x37)) == (0, (0x37 + 44) & 0xFF, 9, 0xFF)
 
 
-def test_literals_that_fit_give_no_warning(tmp_path):
+def test_literals_that_fit_and_explicit_casts_give_no_warning(tmp_path):
+    # p4c folds an explicit cast without the warning (noWarning = !implicit): (bit<8>) 300 is 44
     src = PROG.read_text().replace("bit<1> one = 4;", "bit<1> one = 1;").replace(
         "int<4> s = 9;", "int<4> s = -7;").replace("bit<8> m = -1;", "bit<8> m = 255;").replace(
-        "hdr.c.a + 300", "hdr.c.a + 44")
+        "hdr.c.a + 300", "hdr.c.a + (bit<8>) 300")
     p = tmp_path / "fits.p4"
     p.write_text(src)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
-        p4sim.compile(str(p))
+        sw = p4sim.Switch(p4sim.compile(str(p)))
+    assert results(send(sw, 9, a=0x37)) == (1, (0x37 + 44) & 0xFF, 9, 0xFF)
 
 
 def test_controller_header_with_a_struct_field_lists_its_leaves_in_p4info(prog):
