@@ -254,6 +254,12 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
             mf.id = i
             mf.name = k.name
             # p4c treats an error-typed match field as a string: bitwidth 0
+            if isinstance(k.expr.type, ir.EnumT) and k.expr.type.underlying is None:
+                # p4c's serializer (getTypeWidth): an error, so no P4Info, as with p4c-bm2-ss
+                # --p4runtime-files; the program itself runs (const entries, the Python API)
+                raise CompileError(f"{k.name}: width not well-defined for values of type "
+                                   f"{k.expr.type.name} (a table key of a plain enum has no "
+                                   "P4Runtime encoding)", k.pos)
             mf.bitwidth = 0 if isinstance(k.expr.type, ir.ErrorT) else _bitwidth(k.expr.type)
             mf.match_type = _MATCH_TYPES[k.match_kind]
             mf.annotations.extend(_annotation_strings(k.annotations))
@@ -334,11 +340,11 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         cm.preamble.name = cname
         cm.preamble.alias = cname
         cm.preamble.annotations.append(f'@controller_header("{cname}")')
-        for i, f in enumerate(h.fields, 1):
-            md = cm.metadata.add()
+        for i, (path, ft) in enumerate(ir.leaf_fields(h), 1):
+            md = cm.metadata.add()  # struct fields flattened, named "s.a" (p4c's FlattenHeader)
             md.id = i
-            md.name = f.name
-            md.bitwidth = _bitwidth(f.type)
+            md.name = ".".join(path)
+            md.bitwidth = _bitwidth(ft)
 
     for d in sorted(prog.digests, key=lambda d: d.name):
         pd = info.digests.add()
@@ -381,15 +387,15 @@ def _set_type_spec(spec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
         spec.header.name = t.name
         if t.name not in info.type_info.headers:
             ht = info.type_info.headers[t.name]
-            for f in t.fields:
+            for path, ft in ir.leaf_fields(t):  # struct fields flattened as p4c does
                 m = ht.members.add()
-                m.name = f.name
-                if isinstance(f.type, ir.VarbitT):
-                    m.type_spec.varbit.max_bitwidth = f.type.max_width
-                elif isinstance(f.type, ir.BitT) and f.type.signed:
-                    m.type_spec.int.bitwidth = f.type.width
+                m.name = ".".join(path)
+                if isinstance(ft, ir.VarbitT):
+                    m.type_spec.varbit.max_bitwidth = ft.max_width
+                elif isinstance(ft, ir.BitT) and ft.signed:
+                    m.type_spec.int.bitwidth = ft.width
                 else:
-                    m.type_spec.bit.bitwidth = _bitwidth(f.type)
+                    m.type_spec.bit.bitwidth = _bitwidth(ft)
     elif isinstance(t, ir.EnumT) and t.underlying is not None:
         spec.serializable_enum.name = t.name
         if t.name not in info.type_info.serializable_enums:

@@ -84,9 +84,12 @@ class Checker(BlockChecker):
             elif is_header and not isinstance(t, (ir.BitT, ir.BoolT)):
                 if isinstance(t, ir.EnumT) and t.underlying is not None:
                     t = t.underlying
-                else:
-                    raise self.err(f"header field '{n}' must be bit<W>, int<W> or bool, "
-                                   f"not {type_name(t)}", tref)
+                elif not (isinstance(t, ir.StructT) and ir.only_bits(t)):
+                    # p4c's TypeInference for Type_Header: bit/int/varbit, bool, serializable
+                    # enums, and structs whose fields are those (nested), nothing else
+                    raise self.err(f"header field '{n}' must be bit<W>, int<W>, bool, a "
+                                   f"serializable enum or a struct of those, not {type_name(t)}",
+                                   tref)
             if isinstance(t, (ir.TupleT, ir.IntT, ir.StringT, ir.MatchKindT, ir.ExternT)):
                 raise self.unsupported(f"fields of type {type_name(t)}", tref)
             fields.append(ir.Field(n, t, self.annotations(fannots)))

@@ -49,11 +49,8 @@ class ExprChecker(CheckerBase):
         if isinstance(t, TypeVar):
             return e
         if isinstance(e.type, ir.IntT) and isinstance(t, ir.BitT) and isinstance(e, ir.Literal):
-            v = int(e.value)
-            lo = -(1 << (t.width - 1)) if t.signed else -(1 << t.width)
-            if v >= (1 << t.width) or v < lo:
-                self.overflow_warning(v, t, node)
-            return ir.Literal(t, e.pos, v & mask(t.width))
+            # p4c: an implicit cast of the literal, folded with a warning if it does not fit
+            return ir.Literal(t, e.pos, self.fit_literal(int(e.value), t, node))
         if isinstance(e, ir.ListExpr) and isinstance(t, (ir.StructT, ir.HeaderT)):
             if len(e.items) != len(t.fields):
                 raise self.err(f"{type_name(t)} has {len(t.fields)} fields, the list has "
@@ -119,16 +116,25 @@ class ExprChecker(CheckerBase):
         value, t = parse_int_literal(str(n.children[0]))
         if t is None:
             return ir.Literal(ir.IntT(), self.pos(n), value)
-        if value >= (1 << t.width):
-            self.overflow_warning(value, t, n)
-            value &= mask(t.width)
-        return ir.Literal(t, self.pos(n), value)
+        return ir.Literal(t, self.pos(n), self.fit_literal(value, t, n))
 
-    def overflow_warning(self, value: int, t: ir.Type, node: Any) -> None:
-        """A literal too wide for its type: p4c warns ("value does not fit in W bits") and keeps
-        the low W bits (IR::Constant::handleOverflow), so p4sim does the same."""
-        warnings.warn(f"{self.pos(node)}: warning: value {value} does not fit in {type_name(t)}; "
-                      "truncated (as p4c does)", CompileWarning, stacklevel=2)
+    def fit_literal(self, value: int, t: ir.BitT, node: Any) -> int:
+        """An integer given the type ``t`` without an explicit cast (``8w300``, ``bit<1> b = 4``,
+        ``x + 300``): as p4c's IR::Constant::handleOverflow, a value outside the type's range is
+        a warning -- "signed value does not fit", "negative value with unsigned type" or "value
+        does not fit" -- and keeps its low W bits (two's complement).  Not an error in p4c."""
+        w = t.width
+        if t.signed:
+            bad = not -(1 << (w - 1)) <= value < (1 << (w - 1))
+            what = f"signed value {value} does not fit in {type_name(t)}"
+        elif value < 0:
+            bad, what = True, f"negative value {value} with unsigned type {type_name(t)}"
+        else:
+            bad, what = value >= (1 << w), f"value {value} does not fit in {type_name(t)}"
+        if bad:
+            warnings.warn(f"{self.pos(node)}: warning: {what}; truncated (as p4c does)",
+                          CompileWarning, stacklevel=3)
+        return value & mask(w)
 
     def x_true_lit(self, n, scope, expected) -> ir.Expr:
         return ir.Literal(ir.BoolT(), self.pos(n), True)
@@ -290,7 +296,8 @@ class ExprChecker(CheckerBase):
         if isinstance(t, ir.IntT) and op in ("|+|", "|-|"):
             raise self.err(f"operator {op} needs operands with a width", n)
         if op in ("/", "%") and isinstance(t, ir.BitT) and t.signed:
-            raise self.unsupported(f"operator {op} on signed values", n)
+            raise self.err(f"{op}: cannot operate on signed values (as p4c: '/' and '%' "
+                           "are defined on bit<W> only)", n)
         return self._fold(ir.Binary(t, self.pos(n), op, left, right), t)
 
     def _concat(self, n: Tree, scope) -> ir.Expr:
@@ -588,10 +595,7 @@ class ExprChecker(CheckerBase):
                                        "(extract(hdr, bits)), any other header without", n)
                 if mname == "lookahead" and isinstance(ret, ir.HeaderT) and ret.varbit is not None:
                     raise self.err("lookahead of a header with a varbit field", n)
-                if mname == "lookahead" and isinstance(ret, ir.StructT) and all(
-                        isinstance(f.type, (ir.BitT, ir.BoolT)) for f in ret.fields):
-                    return ir.PacketCall(ret, pos, args_e, dirs, base, mname)
-                if mname == "lookahead" and not isinstance(ret, (ir.BitT, ir.HeaderT, ir.BoolT)):
+                if mname == "lookahead" and not _lookahead_type(ret):
                     raise self.unsupported(f"lookahead of {type_name(ret)}", n)
                 if mname == "emit" and not isinstance(args_e[0].type,
                                                       (ir.HeaderT, ir.StackT, ir.StructT,
@@ -738,3 +742,17 @@ class ExprChecker(CheckerBase):
         return out_args, dirs, (bind, sig)
 
     x_bor = x_bxor = x_band = x_add = x_mul = _arith
+
+
+def _lookahead_type(t: ir.Type, top: bool = True) -> bool:
+    """Types ``lookahead<T>`` reads: bit/int, bool, serializable enums, a header, and structs
+    (also as header fields) of those scalars, nested (p4c-bm2-ss's mid end turns serializable
+    enums into their bit type, then ExpandLookahead reads each leaf as a slice of one
+    ``lookahead<bit<W>>``).  A header inside a struct is not read by p4sim's lookahead."""
+    if isinstance(t, (ir.BitT, ir.BoolT)) or isinstance(t, ir.EnumT) and t.underlying is not None:
+        return True
+    if isinstance(t, ir.HeaderT) and top:
+        return all(_lookahead_type(f.type, False) for f in t.fields if isinstance(f.type, ir.StructT))
+    if isinstance(t, ir.StructT):
+        return all(_lookahead_type(f.type, False) for f in t.fields)
+    return False

@@ -102,8 +102,9 @@ class TableChecker(ExprChecker):
     def table_key(self, k: Tree, scope: Scope) -> ir.TableKey:
         expr_tree, mk_node, annots = k.children
         e = self.expr(expr_tree, scope, None)
-        if not isinstance(e.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)) \
-                or isinstance(e.type, ir.EnumT) and e.type.underlying is None:
+        # p4c's key types: bit/int, bool, serializable and plain enums (32-bit values in BMv2,
+        # p4c's EnumOn32Bits), error
+        if not isinstance(e.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)):
             if isinstance(e.type, ir.IntT):
                 raise self.err("table key needs a type with a width", expr_tree)
             raise self.err(f"cannot match on {type_name(e.type)}", expr_tree)

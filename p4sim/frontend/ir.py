@@ -109,9 +109,15 @@ class HeaderT(Type):
 
     @property
     def width(self) -> int:
-        """Width in bits of the fixed-size fields (``BitT``; ``BoolT`` 1 bit; a varbit counts 0)."""
-        return sum(f.type.width if isinstance(f.type, BitT) else 0 if isinstance(f.type, VarbitT)
-                   else 1 for f in self.fields)
+        """Width in bits of the fixed-size fields (``BitT``; ``BoolT`` 1 bit; a serializable enum
+        its underlying width; a struct field the sum of its leaves; a varbit counts 0)."""
+        return sum(0 if isinstance(f.type, VarbitT) else fixed_width(f.type) for f in self.fields)
+
+    @property
+    def has_structs(self) -> bool:
+        """True when a field is a struct (P4_16 allows structs of bit/int/bool/serializable-enum
+        fields, nested, inside headers; on the wire they are their leaves in order)."""
+        return any(isinstance(f.type, StructT) for f in self.fields)
 
     @property
     def varbit(self) -> Optional[Field]:
@@ -124,6 +130,45 @@ class StructT(Type):
     name: str
     fields: list[Field]
     annotations: dict[str, str] = field(default_factory=dict)
+
+
+def fixed_width(t: Type) -> int:
+    """Bits of a fixed-width value as it is laid out in a header: ``bit``/``int`` their width,
+    ``bool`` 1, a serializable enum its underlying width, a struct (or header) its fields'."""
+    if isinstance(t, BitT):
+        return t.width
+    if isinstance(t, BoolT):
+        return 1
+    if isinstance(t, EnumT) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, (StructT, HeaderT)):
+        return sum(fixed_width(f.type) for f in t.fields)
+    raise TypeError(f"type {t} has no fixed width")
+
+
+def only_bits(t: Type) -> bool:
+    """p4c's onlyBitsOrBitStructs: bit<W>/int<W>, bool, serializable enums, and structs of
+    those (nested) -- what a struct must hold to be a header field."""
+    if isinstance(t, (BitT, BoolT)):
+        return True
+    if isinstance(t, EnumT):
+        return t.underlying is not None
+    if isinstance(t, StructT):
+        return all(only_bits(f.type) for f in t.fields)
+    return False
+
+
+def leaf_fields(t: Union["HeaderT", "StructT"], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Type]]:
+    """Every scalar field of ``t`` with its path of field names, struct fields expanded in
+    place, first field first: the wire order of a header with struct fields (p4c's
+    FlattenHeaders lays them out the same way)."""
+    out: list[tuple[tuple[str, ...], Type]] = []
+    for f in t.fields:
+        if isinstance(f.type, StructT):
+            out += leaf_fields(f.type, path + (f.name,))
+        else:
+            out.append((path + (f.name,), f.type))
+    return out
 
 
 @dataclass(eq=False)

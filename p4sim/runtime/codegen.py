@@ -467,7 +467,7 @@ class ProgramCompiler:
             return "None"
         if e.method == "setInvalid":
             # an invalid header reads as zeros (BMv2's zeroed fields), so forget every field
-            pre.append(f"{obj}.__dict__.clear()")
+            pre.append(f"{obj}._inv()" if e.target.type.has_structs else f"{obj}.__dict__.clear()")
             return "None"
         raise Unsupported(f"header method {e.method}", e.pos)
 

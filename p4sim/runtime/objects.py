@@ -45,15 +45,17 @@ def default_scalar(t: ir.Type, error_default: int = 0) -> str:
 
 
 def header_layout(t: ir.HeaderT) -> list[tuple[str, int, int, bool]]:
-    """(python attr, width, shift from the header's LSB, is_bool) per field, first field first
-    (fixed-size headers)."""
-    total = t.width
+    """(python attribute path, width, shift from the header's LSB, is_bool) per scalar field,
+    first field first (fixed-size headers).  A struct field contributes its leaves in order,
+    with a dotted path (``s.a``): the runtime keeps the struct as an object inside the header,
+    the wire sees its fields back to back (as p4c's FlattenHeaders makes them for BMv2)."""
+    leaves = ir.leaf_fields(t)
     out = []
-    off = total
-    for f in t.fields:
-        w = scalar_width(f.type)
+    off = sum(scalar_width(ft) for _, ft in leaves)
+    for path, ft in leaves:
+        w = scalar_width(ft)
         off -= w
-        out.append((pyattr(f.name), w, off, isinstance(f.type, ir.BoolT)))
+        out.append((".".join(pyattr(n) for n in path), w, off, isinstance(ft, ir.BoolT)))
     return out
 
 
@@ -106,6 +108,8 @@ class ClassFactory:
     # so a field the source never wrote reads as the default again.
 
     def _header(self, n: str, t: ir.HeaderT) -> None:
+        if t.has_structs:
+            return self._struct_header(n, t)
         if t.varbit is not None:
             return self._varbit_header(n, t)
         lay = header_layout(t)
@@ -119,14 +123,49 @@ class ClassFactory:
         L += ["    def _inv(self):", "        self.__dict__.clear()  # invalid, fields read as 0"]
         L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
               "        return self._v == o._v" + "".join(f" and self.{a} == o.{a}" for a in attrs)]
+        L += self._pack_unpack(lay)
+        self.src.append("\n".join(L))
+
+    @staticmethod
+    def _pack_unpack(lay: list[tuple[str, int, int, bool]]) -> list[str]:
         # _pack/_unpack: the header as one integer, first field in the most significant bits
         pack = " | ".join((f"(int(self.{a}) << {s})" if b else f"(self.{a} << {s})") if s else
                           (f"int(self.{a})" if b else f"self.{a}") for a, _, s, b in lay) or "0"
-        L += ["    def _pack(self):", f"        return {pack}", "    def _unpack(self, x):"]
+        L = ["    def _pack(self):", f"        return {pack}", "    def _unpack(self, x):"]
         for a, w, s, b in lay:
             v = f"(x >> {s}) & {(1 << w) - 1}" if s else f"x & {(1 << w) - 1}"
             L.append(f"        self.{a} = {'bool(' + v + ')' if b else v}")
         L += ["        self._v = True", "        return self", ""]
+        return L
+
+    def _struct_header(self, n: str, t: ir.HeaderT) -> None:
+        """A header with struct-typed fields: each struct is an object owned by the header for
+        its whole life (member aliases in generated code may hold it), so copying, assignment
+        and invalidation update it in place; its leaves are packed in order on the wire."""
+        top = [(pyattr(f.name), f.type) for f in t.fields]
+        comp = [(a, self.names[id(ft)]) for a, ft in top if isinstance(ft, ir.StructT)]
+        L = [f"class {n}:", f"    _FIELDS = {tuple(a for a, _ in top)!r}", f"    _WIDTH = {t.width}", "    _v = False"]
+        L += [f"    {a} = {'False' if isinstance(ft, ir.BoolT) else '(0, 0)' if isinstance(ft, ir.VarbitT) else '0'}"
+              for a, ft in top if not isinstance(ft, ir.StructT)]
+        L.append("    def __init__(self):")
+        L += [f"        self.{a} = {c}()" for a, c in comp]
+        L += ["    def _copy(self):", f"        n = _new({n})", "        n.__dict__.update(self.__dict__)"]
+        L += [f"        n.{a} = self.{a}._copy()" for a, _ in comp]
+        L += ["        return n", "    def _set(self, o):", "        if o is self: return  # x = x keeps x",
+              "        keep = (" + "".join(f"self.{a}, " for a, _ in comp) + ")",
+              "        d = self.__dict__", "        d.clear()", "        d.update(o.__dict__)"]
+        L += [f"        self.{a} = keep[{i}]" for i, (a, _) in enumerate(comp)]
+        L += [f"        keep[{i}]._set(o.{a})" for i, (a, _) in enumerate(comp)]
+        L += ["    def _inv(self):  # invalid, fields read as 0; the struct objects stay",
+              "        keep = (" + "".join(f"self.{a}, " for a, _ in comp) + ")",
+              "        self.__dict__.clear()"]
+        L += [f"        self.{a} = keep[{i}]" for i, (a, _) in enumerate(comp)]
+        L += [f"        keep[{i}]._set({c}())" for i, (_, c) in enumerate(comp)]
+        L += ["    def _eq(self, o):", "        if not self._v and not o._v: return True",
+              "        return self._v == o._v" + "".join(
+                  f" and self.{a}._eq(o.{a})" if isinstance(ft, ir.StructT) else f" and self.{a} == o.{a}"
+                  for a, ft in top)]
+        L += self._pack_unpack(header_layout(t)) if t.varbit is None else [""]
         self.src.append("\n".join(L))
 
     def _varbit_header(self, n: str, t: ir.HeaderT) -> None:
@@ -180,9 +219,10 @@ class ClassFactory:
         L += ["    def _eq(self, o):", "        return " + (" and ".join(f"self.{a}._eq(o.{a})" for a, _ in ms) or "True")]
         L += ["    def _valid(self):", "        return " + (" or ".join(f"self.{a}._v" for a, _ in ms) or "False")]
         L += ["    def _only(self, keep):"]
-        L += [f"        if self.{a} is not keep: self.{a}.__dict__.clear()" for a, _ in ms] or ["        pass"]
+        inv = {f.name: "._inv()" if f.type.has_structs else ".__dict__.clear()" for f in t.fields}
+        L += [f"        if self.{a} is not keep: self.{a}{inv[f.name]}" for (a, _), f in zip(ms, t.fields)] or ["        pass"]
         L += ["    def _inv(self):"]
-        L += [f"        self.{a}.__dict__.clear()" for a, _ in ms] or ["        pass"]
+        L += [f"        self.{a}{inv[f.name]}" for (a, _), f in zip(ms, t.fields)] or ["        pass"]
         L.append("")
         self.src.append("\n".join(L))
 

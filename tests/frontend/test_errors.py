@@ -39,6 +39,7 @@ def test_error_in_included_file_points_into_that_file(compile_src, tmp_path):
     ("struct G<T> { T f; }\n", "generic struct declarations", 9),
     ('@p4runtime_translation("p4.org/port", 32) type bit<9> pid_t;\n',
      "@p4runtime_translation", 1),
+    ("struct A { bit<8>[4] a; }\n", "arrays of bit<8>", 12),
 ])
 def test_unsupported_declarations(compile_src, decls, what, col):
     e = _err(compile_src, make_program(decls=decls), Unsupported)
@@ -170,3 +171,11 @@ def test_entry_annotations_go_after_the_action_as_in_p4c(compile_src):
              "  const entries = { %s } }")
     compile_src(make_program(ingress_locals=table % "1 : a() @priority(1);"))
     _err(compile_src, make_program(ingress_locals=table % "@priority(1) 1 : a();"))
+
+
+@pytest.mark.parametrize("op", ["/", "%"])
+def test_division_on_signed_values_is_an_error_as_in_p4c(compile_src, op):
+    # p4c's unsBinaryArith: "Cannot operate on signed values" -- a P4 error, not a p4sim limit
+    e = _err(compile_src, make_program(ingress_apply=f"meta.s = meta.s {op} 8s3;"))
+    assert not isinstance(e, Unsupported) and "cannot operate on signed values" in e.message
+    compile_src(make_program(ingress_apply=f"meta.x = meta.x {op} 3;"))  # bit<W>: fine

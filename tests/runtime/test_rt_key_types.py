@@ -87,3 +87,38 @@ def test_register_of_a_struct_is_refused_as_p4c_bm2_ss(tmp_path):
     with pytest.raises(CompileError) as ei:
         switch(tmp_path, src)
     assert "registers with bit or int types" in ei.value.message and ei.value.pos.line == 15
+
+
+ENUM_KEY = PROGRAM.replace(
+    "struct m_t { bit<8> unused; }",
+    "enum Kind { A, B, C }\nenum bit<4> SK { X = 3, Y = 5 }\n"
+    "struct m_t { bit<8> unused; Kind k; SK s; bool b; int<8> i; }").replace(
+    "key = { sm.parser_error : exact; }",
+    "key = { meta.k : exact; meta.s : exact; meta.b : exact; meta.i : ternary; }").replace(
+    "default_action = mark(0x11);",
+    "default_action = mark(0x11);\n        const entries = { (Kind.C, SK.Y, true, -2) : mark(0x33); }").replace(
+    "        by_error.apply();",
+    "        meta.k = (hdr.h.a == 1) ? Kind.B : Kind.C;\n"
+    "        meta.s = SK.Y; meta.b = true; meta.i = -2;\n"
+    "        by_error.apply();")
+
+
+def test_table_key_of_a_plain_enum_matches_the_member_as_bmv2(tmp_path):
+    # p4c accepts plain enum keys (Key ... must be a scalar type: bit, serializable enum, error,
+    # bool, enum); BMv2 holds the enum as bit<32> = the member's index (EnumOn32Bits)
+    sw = switch(tmp_path, ENUM_KEY)
+    sw.send(0, bytes([0x02]))
+    assert sw.take_output() == [(1, bytes([0x33]))]  # Kind.C, SK.Y, true, -2: the const entry
+    sw.send(0, bytes([0x01]))
+    assert sw.take_output() == [(1, bytes([0x11]))]  # Kind.B: no entry, default action
+
+
+def test_p4info_of_a_plain_enum_key_is_refused_as_p4c(tmp_path):
+    # p4c's P4Runtime serializer: "width not well-defined for values of type Kind"
+    p = tmp_path / "enumkey.p4"
+    p.write_text(ENUM_KEY)
+    prog = p4sim.compile(str(p))
+    with pytest.raises(CompileError) as ei:
+        prog.p4info
+    key_line = ENUM_KEY[:ENUM_KEY.index("key = { meta.k")].count("\n") + 1
+    assert "width not well-defined" in ei.value.message and ei.value.pos.line == key_line

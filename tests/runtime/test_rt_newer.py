@@ -150,3 +150,15 @@ def test_direct_application_of_control_and_parser_types(sw):
     assert run(sw, 19, a=3)[:2] == (12, 0)
     out = send(sw, bytes([20, 1, 0, 0, 0, 0, 0, 0x5A]))
     assert out[3:5] == bytes([4, 0x5A])
+
+
+def test_parser_constructor_arguments_are_per_instance_constants(sw, tmp_path):
+    # two instances of the sub-parser Opt with different `step` arguments: each adds its own
+    src = NEWER.read_text().replace("    Opt(8w3) opt;", "    Opt(8w3) opt;\n    Opt(8w40) opt40;")
+    src = src.replace("        opt.apply(packet, hdr.sp2, meta.la_hi);", "        opt40.apply(packet, hdr.sp2, meta.la_hi);")
+    p = tmp_path / "pctor.p4"
+    p.write_text(src)
+    sw2 = p4sim.Switch(p4sim.compile(str(p)))
+    out = send(sw2, bytes([18, 0, 0, 0, 0, 0, 0, 0x11, 0x22, 0x33]))
+    assert out[3:5] == bytes([4, 44])  # count 1 -> +3 (opt) -> 4 -> +40 (opt40) -> 44
+    assert send(sw, bytes([18, 0, 0, 0, 0, 0, 0, 0x11, 0x22, 0x33]))[3:5] == bytes([4, 7])  # one instance twice
