@@ -64,6 +64,9 @@ class TableChecker(ExprChecker):
                 elif pname in ("counters", "meters"):
                     inst = self.expr_symbol(value, scope)
                     want = "direct_counter" if pname == "counters" else "direct_meter"
+                    tna = "DirectCounter" if pname == "counters" else "DirectMeter"
+                    if isinstance(inst, ir.ExternInstance) and inst.extern == tna:
+                        want = tna  # TNA: counted/metered when an action calls count()/execute()
                     if not isinstance(inst, ir.ExternInstance) or inst.extern != want:
                         raise self.err(f"'{pname}' must name a {want} instance", value)
                     if pname == "counters":

@@ -104,6 +104,9 @@ class Table:
         else:
             self.mode = "list"
         self.capacity = d.size
+        # TNA's DirectCounter/DirectMeter act only when the action calls them
+        self.on_call = any(x is not None and x.extern in ("DirectCounter", "DirectMeter")
+                           for x in (d.direct_counter, d.direct_meter))
         self.has_counter = d.direct_counter is not None
         self.has_meter = d.direct_meter is not None
         self.meter_kind = d.direct_meter.ctor_args[0] if self.has_meter and d.direct_meter.ctor_args else "packets"
@@ -178,7 +181,17 @@ class Table:
         else:
             find = find_list
 
-        if not counted and not metered:
+        if self.on_call:
+            # TNA: DirectCounter.count()/DirectMeter.execute() in the action use this entry
+            def apply(F: Any) -> tuple:
+                e = find(F)
+                X.dentry = e
+                try:
+                    e.fn(F, *e.args)
+                finally:
+                    X.dentry = None
+                return e.result
+        elif not counted and not metered:
             def apply(F: Any) -> tuple:
                 e = find(F)
                 e.fn(F, *e.args)
