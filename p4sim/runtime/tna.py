@@ -115,8 +115,10 @@ class TnaHash:
             raise CompileError(f"unsupported by p4sim: hash algorithm {algo}", inst.pos)
         self.crc_width = cw
         if poly:
-            # crcmod takes the polynomial with its top bit and the initial register value
-            self.fn = crcmod.mkCrcFun((1 << cw) | poly, initCrc=init, rev=rev, xorOut=xor)
+            # crcmod takes the polynomial with its top bit, and an initial value that it xors
+            # with xorOut before starting (its catalogue lists CRC-32 with init 0), so the
+            # register's real initial value is passed as init ^ xor
+            self.fn = crcmod.mkCrcFun((1 << cw) | poly, initCrc=init ^ xor, rev=rev, xorOut=xor)
 
     def get(self, value: int, nbits: int) -> int:
         w = self.width
