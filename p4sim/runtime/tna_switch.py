@@ -40,6 +40,8 @@ from p4sim.switch import M9, M16, M19, M32, M48, MAX_REINJECT, Switch
 
 log = logging.getLogger("p4sim.tna")
 
+RECIRC_PORT = 68  # Tofino-1 pipe 0's packet-generator / recirculation port
+
 
 class _TnaInFlight:
     """A packet between the ingress deparser and the output port."""
@@ -62,11 +64,15 @@ class TnaSwitch(Switch):
     the program (``__TARGET_TOFINO__``).  Everything else as :class:`p4sim.Switch`."""
 
     def __init__(self, program: Any, clock: Any = "virtual", queues: int = 1, seed: int = 0,
-                 cpu_port: Optional[int] = None, **kw: Any) -> None:
+                 cpu_port: Optional[int] = None, recirculation_ports: tuple = (RECIRC_PORT,),
+                 **kw: Any) -> None:
         if kw.get("priority_queues") is not None:
             queues = kw.pop("priority_queues")
         kw.pop("drop_port", None)
         self.port_metadata: dict[int, int] = {}
+        # what leaves on these ports re-enters ingress (Tofino-1 pipe 0: port 68)
+        self.recirculation_ports = set(recirculation_ports)
+        self.pktgen_port_down_app: Optional[int] = None
         super().__init__(program, clock=clock, priority_queues=queues, drop_port=511,
                          cpu_port=cpu_port, seed=seed)
 
@@ -256,7 +262,7 @@ class TnaSwitch(Switch):
             self.stats["port_down"] += 1
             return
         if pkt.bypass:
-            self._emit(port, pkt.data)
+            self._send_out(port, pkt.data, t, pkt.passes)
             return
         ns_t, ns_enq = int(round(t * 1000)), int(round(enq_t * 1000))
         eg = p.EG_INTR()
@@ -307,4 +313,35 @@ class TnaSwitch(Switch):
         if dprsr.drop_ctl & 1:
             self.stats["dropped"] += 1
             return
-        self._emit(port, out)
+        self._send_out(port, out, t, pkt.passes)
+
+    def _send_out(self, port: int, data: bytes, t: float, passes: int) -> None:
+        if port in self.recirculation_ports:
+            if passes >= MAX_REINJECT:
+                self.stats["recirculate_limit"] += 1
+                return
+            self.stats["recirculated"] += 1
+            self._tna_ingress(data, port, t, None, passes + 1)
+            return
+        self._emit(port, data)
+
+    # ---------------------------------------------------------------- packet generator
+    def enable_pktgen_port_down(self, app_id: int = 1) -> None:
+        """Tofino's packet-generator port-down application: when a port goes down, a packet
+        with ``pktgen_port_down_header_t`` (pipe 0, ``app_id``, the port) enters ingress on the
+        pktgen port (68), padded to 64 bytes."""
+        if not 0 <= app_id <= 7:
+            raise RuntimeApiError("OUT_OF_RANGE", "pktgen app id is 3 bits")
+        self.pktgen_port_down_app = app_id
+
+    def set_port_up(self, port: int, up: bool) -> None:
+        with self.lock:
+            was_up = port not in self._down
+            super().set_port_up(port, up)
+            if was_up and not up and self.pktgen_port_down_app is not None:
+                # pktgen_port_down_header_t: pad 3, pipe 2, app 3, pad 15, port 9, packet id 16
+                hdr = ((self.pktgen_port_down_app & 7) << 40) | ((port & M9) << 16)
+                self.stats["pktgen_port_down"] += 1
+                self._tna_ingress(hdr.to_bytes(6, "big") + bytes(58), RECIRC_PORT,
+                                  self.clock.now_us, None, 0)
+                self._run_until(self.clock.now_us)

@@ -303,7 +303,7 @@ header pktgen_port_down_header_t {
     @padding bit<3> _pad1;
     bit<2>  pipe_id;
     bit<3>  app_id;
-    @padding bit<7> _pad2;
+    @padding bit<15> _pad2;
     PortId_t port_num;
     bit<16> packet_id;
 }

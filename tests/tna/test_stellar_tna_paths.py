@@ -1,0 +1,102 @@
+"""Stellar on Tofino: adaptive choice by congestion feedback, flowlet ordering, failover.
+
+Feedback delay (where the two architectures differ): on v1model the egress pipeline writes a
+port's queue delay into a register that the very next ingress packet reads.  On Tofino a
+register belongs to one gress, so the delay reaches ingress in a feedback packet (an egress
+mirror copy recirculated through port 68): the rule tested here is that a choice made *after*
+the feedback packet has been through ingress sees the congestion, and one made before it does
+not (test_feedback_arrives_after_the_egress_pass)."""
+from __future__ import annotations
+
+from tna_leaf import (CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf, roce)
+
+DST = "10.0.2.9"
+
+
+def _new_flow_ports(leaf, qps) -> list[int]:
+    return [leaf.flow_port(q) for q in qps]
+
+
+def test_new_flows_avoid_the_congested_uplink():
+    leaf = TnaLeaf()
+    leaf.congest(2, 50)   # port 2 (member 0) shows 50 us of queue
+    leaf.congest(3, 1)    # port 3 reports ~1 us: better by more than the hysteresis
+    assert leaf.best() == 1
+    assert set(_new_flow_ports(leaf, range(100, 116))) == {3}
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_NEW) >= 16
+
+
+def test_negative_control_without_feedback_flows_are_hashed_onto_the_congested_uplink():
+    leaf = TnaLeaf(feedback=False)
+    leaf.congest(2, 50)
+    leaf.congest(3, 1)
+    ports = _new_flow_ports(leaf, range(100, 116))
+    assert 2 in ports and 3 in ports   # ECMP by hash: half onto the congested port
+
+
+def test_feedback_arrives_after_the_egress_pass():
+    leaf = TnaLeaf()
+    sw = leaf.sw
+    before = sw.stats["recirculated"]
+    leaf.send(roce("10.0.1.1", DST, 1, 0))
+    leaf.out()
+    # the data packet's egress pass produced one feedback packet, which went through ingress
+    assert sw.stats["recirculated"] == before + 1
+    assert sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0
+
+
+def test_an_established_flow_keeps_its_path_within_the_flowlet_timeout():
+    leaf = TnaLeaf(flowlet_timeout_ns=200_000)
+    first = leaf.flow_port(7)
+    other = 5 - first                 # the other uplink (2 <-> 3)
+    leaf.congest(first, 50)
+    leaf.congest(other, 1)
+    assert leaf.best() == {2: 0, 3: 1}[other]
+    ports = []
+    for psn in range(1, 6):           # back-to-back: no gap, the flow stays
+        leaf.send(roce("10.0.1.1", DST, 7, psn))
+        ports += [p for p, _ in leaf.out()]
+    assert ports == [first] * 5
+    # after an idle gap longer than the timeout it moves to the better uplink
+    leaf.sw.advance(300)
+    leaf.send(roce("10.0.1.1", DST, 7, 6))
+    assert [p for p, _ in leaf.out()] == [other]
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_GAP) == 1
+
+
+def test_negative_control_a_zero_timeout_moves_the_flow_mid_burst():
+    leaf = TnaLeaf(flowlet_timeout_ns=0)
+    first = leaf.flow_port(7)
+    other = 5 - first
+    leaf.congest(first, 50)
+    leaf.congest(other, 1)
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    assert [p for p, _ in leaf.out()] == [other]   # moved with no gap: could reorder
+
+
+def test_port_down_moves_flows_at_once_without_the_controller():
+    leaf = TnaLeaf()
+    flows = {q: leaf.flow_port(q) for q in range(16)}
+    dead = flows[0]
+    other = 5 - dead
+    on_dead = [q for q, p in flows.items() if p == dead]
+    leaf.sw.set_port_up(dead, False)  # pktgen's port-down packet reaches ingress
+    assert leaf.sw.stats["pktgen_port_down"] == 1
+    member = {2: 0, 3: 1}[dead]
+    assert leaf.sw.register_read(f"{ING}.failover.alive", GROUP) == 0xFF ^ (1 << member)
+    for q in on_dead:
+        leaf.send(roce("10.0.1.1", DST, q, 1))
+        assert [p for p, _ in leaf.out()] == [other]
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_FAILOVER) == len(on_dead)
+
+
+def test_negative_control_without_the_port_down_packet_flows_black_hole():
+    leaf = TnaLeaf()
+    leaf.sw.pktgen_port_down_app = None   # packet generator not configured
+    flows = {q: leaf.flow_port(q) for q in range(16)}
+    dead = flows[0]
+    on_dead = [q for q, p in flows.items() if p == dead]
+    leaf.sw.set_port_up(dead, False)
+    for q in on_dead:
+        leaf.send(roce("10.0.1.1", DST, q, 1))
+    assert leaf.out() == [] and leaf.sw.stats["port_down"] >= len(on_dead)
