@@ -175,7 +175,7 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
         if m == "get":
             return f"X.cksum({E}).get()"
         if m == "update":
-            if role not in ("ingress_deparser", "egress_deparser"):
+            if role is not None and role not in ("ingress_deparser", "egress_deparser"):
                 raise CompileError("Checksum.update can only be used in a deparser", e.pos)
             if len(a) > 1:
                 raise Unsupported("Checksum.update with zeros_as_ones", e.pos)
@@ -184,7 +184,7 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
         raise Unsupported(f"Checksum.{m}", e.pos)
     if k in ("Mirror", "Resubmit", "Digest"):
         want = ("ingress_deparser", "egress_deparser") if k == "Mirror" else ("ingress_deparser",)
-        if role not in want:
+        if role is not None and role not in want:
             raise CompileError(f"{k}.{m} can only be used in the "
                                f"{' or '.join(w.replace('_', ' ') for w in want)}", e.pos)
         if k == "Digest" and m == "pack":

@@ -380,3 +380,10 @@ def test_v1model_program_still_gets_the_v1model_switch():
     prog = p4sim.compile("p4src/examples/l3.p4")
     sw = p4sim.Switch(prog)
     assert type(sw) is Switch and prog.ir.arch == "v1model"
+
+
+def test_deparser_externs_are_refused_outside_their_deparser(tmp_path):
+    with pytest.raises(CompileError) as ei:
+        build(tmp_path, ig_locals="Digest<digest_t>(1) d;",
+              ig_apply="ig_tm_md.ucast_egress_port = 2; d.pack({hdr.eth.src, hdr.eth.etype});")
+    assert "ingress deparser" in ei.value.message and ei.value.pos.line > 0
