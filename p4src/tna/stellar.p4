@@ -71,53 +71,60 @@ control StellarIngress(inout tna_headers_t hdr,
     apply {
         meta.now = ig_prsr_md.global_tstamp[31:0];
         meta.change_reason = 0xFF;
+        /* Three kinds of packet reach ingress: a port-down packet from the
+         * packet generator, a feedback packet recirculated from egress (both
+         * on port 68, consumed here) and data.  Each block is applied once
+         * and looks at the kind itself. */
         if (hdr.port_down.isValid()) {
-            failover.apply(hdr, meta);       /* pktgen: a port went down */
-            ig_dprsr_md.drop_ctl = 1;
-            exit;
-        }
-        if (hdr.feedback.isValid()) {
-            if (ig_intr_md.ingress_port == PKTGEN_PORT) {
-                path_choice.apply(hdr, meta);  /* congestion feedback from egress */
+            meta.kind = KIND_PORT_DOWN;
+        } else if (hdr.feedback.isValid() && ig_intr_md.ingress_port == PKTGEN_PORT) {
+            meta.kind = KIND_FEEDBACK;
+        } else {
+            meta.kind = KIND_DATA;
+            params.apply();
+            /* sanity: truncated or non-IPv4 input is counted and dropped */
+            if (ig_prsr_md.parser_err != 0) {
+                meta.malformed = MALFORMED_OTHER;
+                meta.drop = 1;
+                meta.drop_reason = DROP_MALFORMED;
+            } else if (!hdr.ipv4.isValid()) {
+                meta.drop = 1;
+                meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
             }
-            ig_dprsr_md.drop_ctl = 1;
-            exit;
-        }
-        params.apply();
-        /* sanity: truncated or non-IPv4 input is counted and dropped */
-        if (ig_prsr_md.parser_err != 0) {
-            meta.malformed = MALFORMED_OTHER;
-            meta.drop = 1;
-            meta.drop_reason = DROP_MALFORMED;
-        } else if (!hdr.ipv4.isValid()) {
-            meta.drop = 1;
-            meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
-        }
-        if (meta.drop == 0) {
-            routing.apply(hdr, meta);
-        }
-        if (meta.drop == 0) {
-            qos.apply(hdr, meta);
-        }
-        if (meta.drop == 0) {
-            /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
-            bit<32> l4 = 0;
-            if (hdr.bth.isValid()) {
-                meta.is_roce = 1;
-                l4 = (bit<32>) hdr.bth.dest_qp;
-            } else if (hdr.udp.isValid()) {
-                l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
-            } else if (hdr.tcp.isValid()) {
-                l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+            if (meta.drop == 0) {
+                routing.apply(hdr, meta);
             }
-            meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                           hdr.ipv4.protocol, l4});
-            path_choice.apply(hdr, meta);
-            flowlet.apply(hdr, meta, flowlet_timeout_ns);
-            failover.apply(hdr, meta);
-            member_port.apply(meta, ig_tm_md);
+            if (meta.drop == 0) {
+                qos.apply(hdr, meta);
+            }
+            if (meta.drop == 0) {
+                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
+                bit<32> l4 = 0;
+                if (hdr.bth.isValid()) {
+                    meta.is_roce = 1;
+                    l4 = (bit<32>) hdr.bth.dest_qp;
+                } else if (hdr.udp.isValid()) {
+                    l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
+                } else if (hdr.tcp.isValid()) {
+                    l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+                }
+                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, l4});
+            }
         }
         if (meta.drop == 0) {
+            path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+            if (meta.kind == KIND_DATA) {
+                flowlet.apply(hdr, meta, flowlet_timeout_ns);
+            }
+            failover.apply(hdr, meta);         /* port down: mark; data: check */
+            if (meta.kind == KIND_DATA && meta.drop == 0) {
+                member_port.apply(meta, ig_tm_md);
+            }
+        }
+        if (meta.kind != KIND_DATA) {
+            ig_dprsr_md.drop_ctl = 1;          /* consumed */
+        } else if (meta.drop == 0) {
             elephant.apply(hdr, meta, elephant_bytes);
             queueing.apply(meta, ig_tm_md);
             hdr.bridged.setValid();
@@ -130,7 +137,9 @@ control StellarIngress(inout tna_headers_t hdr,
         } else {
             ig_dprsr_md.drop_ctl = 1;
         }
-        telemetry.apply(meta);
+        if (meta.kind == KIND_DATA) {
+            telemetry.apply(meta);
+        }
     }
 }
 

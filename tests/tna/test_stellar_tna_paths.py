@@ -100,3 +100,19 @@ def test_negative_control_without_the_port_down_packet_flows_black_hole():
     for q in on_dead:
         leaf.send(roce("10.0.1.1", DST, q, 1))
     assert leaf.out() == [] and leaf.sw.stats["port_down"] >= len(on_dead)
+
+
+def _feedback(port: int, qdelay_ns: int) -> bytes:
+    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay
+    body = ((port & 0x1FF) << 32 | qdelay_ns).to_bytes(6, "big")
+    return bytes(12) + b"\x88\xb6" + body + bytes(40)
+
+
+def test_feedback_is_accepted_only_from_the_recirculation_port():
+    leaf = TnaLeaf()
+    leaf.send(_feedback(3, 1000), port=68)      # from egress, via port 68: counts
+    assert leaf.best() == 1
+    spoof = TnaLeaf()
+    spoof.send(_feedback(3, 1000), port=1)      # negative control: a host cannot steer paths
+    assert spoof.sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0xFFFFFFFF
+    assert spoof.out() == []

@@ -18,6 +18,11 @@ typedef bit<3>  member_t;        /* index of a member in its group */
 const bit<8> PKT_BRIDGED  = 1;
 const bit<8> PKT_FEEDBACK = 2;
 
+/* What an ingress packet is (stellar.p4). */
+const bit<2> KIND_DATA      = 0;
+const bit<2> KIND_FEEDBACK  = 1;
+const bit<2> KIND_PORT_DOWN = 2;
+
 /* Congestion feedback packets (egress -> ingress) use this EtherType. */
 const bit<16> ETHERTYPE_STELLAR_FEEDBACK = 0x88B6;
 

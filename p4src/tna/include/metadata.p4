@@ -7,6 +7,7 @@
 #define _STELLAR_TNA_METADATA_P4_
 
 struct tna_ingress_metadata_t {
+    bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
     bit<8>   drop_reason;
     bit<8>   malformed;      /* MALFORMED_* */

@@ -105,11 +105,11 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     }
 
     apply {
-        if (hdr.port_down.isValid()) {
+        if (meta.kind == KIND_PORT_DOWN) {
             if (port_member.apply().hit) {
                 mark_down.execute(meta.group);
             }
-        } else {
+        } else if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);
             member_up.apply();
             if (meta.chosen_alive == 0) {

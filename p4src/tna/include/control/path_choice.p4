@@ -78,13 +78,13 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     }
 
     apply {
-        if (hdr.feedback.isValid()) {
+        if (meta.kind == KIND_FEEDBACK) {
             if (port_member.apply().hit) {
                 fb_member = (bit<32>) meta.chosen;
                 fb_delay = hdr.feedback.qdelay_ns;
                 update_best.execute(meta.group);
             }
-        } else {
+        } else if (meta.kind == KIND_DATA) {
             hash_member.apply();
             bit<32> b = read_best.execute(meta.group);
             if (b[8:8] == 1) {
