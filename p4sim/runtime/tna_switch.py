@@ -130,6 +130,9 @@ class TnaSwitch(Switch):
         mdb = self.port_md_bits
         if resubmit is not None:
             val, nb = resubmit
+            if nb > mdb:
+                raise TnaRuleError(f"a resubmit header of {nb} bits does not fit the "
+                                   f"{mdb} bits of port metadata it replaces")
             md = (val << (mdb - nb)) if nb else 0
         else:
             md = self.port_metadata.get(port, 0)

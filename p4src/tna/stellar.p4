@@ -56,15 +56,17 @@ control StellarIngress(inout tna_headers_t hdr,
 
     bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
     bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
+    bit<1>  drain_moves = 1;
 
-    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold) {
+    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
+        drain_moves = drain;
     }
     /* The controller's tunables (one row; the default is define.p4's). */
     table params {
         actions = { set_params; }
-        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES);
+        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1);
         size = 1;
     }
 
@@ -98,6 +100,9 @@ control StellarIngress(inout tna_headers_t hdr,
                 qos.apply(hdr, meta);
             }
             if (meta.drop == 0) {
+                elephant.apply(hdr, meta, elephant_bytes);
+            }
+            if (meta.drop == 0) {
                 /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
                 bit<32> l4 = 0;
                 if (hdr.bth.isValid()) {
@@ -114,9 +119,8 @@ control StellarIngress(inout tna_headers_t hdr,
         }
         if (meta.drop == 0) {
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
-            if (meta.kind == KIND_DATA) {
-                flowlet.apply(hdr, meta, flowlet_timeout_ns);
-            }
+            /* data: flow state (and the drain test); feedback: departures */
+            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, ig_dprsr_md);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);
@@ -125,7 +129,6 @@ control StellarIngress(inout tna_headers_t hdr,
         if (meta.kind != KIND_DATA) {
             ig_dprsr_md.drop_ctl = 1;          /* consumed */
         } else if (meta.drop == 0) {
-            elephant.apply(hdr, meta, elephant_bytes);
             queueing.apply(meta, ig_tm_md);
             hdr.bridged.setValid();
             hdr.bridged.pkt_type = PKT_BRIDGED;
@@ -134,11 +137,12 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged.is_roce = meta.is_roce;
             hdr.bridged.group = meta.group;
             hdr.bridged.member = meta.chosen;
+            hdr.bridged.ingress_ts = meta.now[21:6];
         } else {
             ig_dprsr_md.drop_ctl = 1;
         }
-        if (meta.kind == KIND_DATA) {
-            telemetry.apply(meta);
+        if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
+            telemetry.apply(meta);             /* once per packet, not per pass */
         }
     }
 }
@@ -166,10 +170,12 @@ control StellarEgress(inout tna_egress_headers_t hdr,
             hdr.feedback._pad0 = 0;
             hdr.feedback.port = hdr.fb_mirror.port;
             hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;
+            hdr.feedback.departed_ts = hdr.fb_mirror.departed_ts;
             hdr.fb_mirror.setInvalid();
             exit;
         }
         meta.qdelay_ns = (bit<32>) eg_intr_md.deq_timedelta;
+        meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);

@@ -8,7 +8,8 @@ the feedback packet has been through ingress sees the congestion, and one made b
 not (test_feedback_arrives_after_the_egress_pass)."""
 from __future__ import annotations
 
-from tna_leaf import (CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf, roce)
+from tna_leaf import (CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf,
+                      roce)
 
 DST = "10.0.2.9"
 
@@ -102,9 +103,9 @@ def test_negative_control_without_the_port_down_packet_flows_black_hole():
     assert leaf.out() == [] and leaf.sw.stats["port_down"] >= len(on_dead)
 
 
-def _feedback(port: int, qdelay_ns: int) -> bytes:
-    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay
-    body = ((port & 0x1FF) << 32 | qdelay_ns).to_bytes(6, "big")
+def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0) -> bytes:
+    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp
+    body = ((port & 0x1FF) << 48 | qdelay_ns << 16 | departed_ts).to_bytes(8, "big")
     return bytes(12) + b"\x88\xb6" + body + bytes(40)
 
 
@@ -116,3 +117,66 @@ def test_feedback_is_accepted_only_from_the_recirculation_port():
     spoof.send(_feedback(3, 1000), port=1)      # negative control: a host cannot steer paths
     assert spoof.sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0xFFFFFFFF
     assert spoof.out() == []
+
+
+def _stamp(t_us: float) -> int:
+    """The 16-bit arrival stamp the program bridges (ns >> 6)."""
+    return (int(t_us * 1000) >> 6) & 0xFFFF
+
+
+def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
+    """Flow qp 7 on uplink P; P slowed to 100 us per packet; psn 1 leaves at once (t=5 us),
+    psn 2 waits behind it until t=105 us; then Q becomes the best member (feedback: P at
+    50 us with psn 1 as its last departure, Q idle)."""
+    sw = leaf.sw
+    P = leaf.flow_port(7)                       # psn 0, t=0, new (its output is taken)
+    Q = 5 - P
+    sw.set_queue_rate(10_000, port=P)
+    sw.advance(5)
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    sw.advance(1)
+    leaf.send(roce("10.0.1.1", DST, 7, 2))
+    leaf.send(_feedback(P, 50_000, _stamp(5)), port=68)
+    leaf.send(_feedback(Q, 0, 0), port=68)
+    assert leaf.best() == {2: 0, 3: 1}[Q]
+    return P, Q
+
+
+def _drain_run(drain: bool) -> tuple[list[tuple[int, int]], int, int, int]:
+    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left,
+    well within the 1 ms flowlet timeout.  Returns (port, psn) in departure order."""
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)                               # t=10 us
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # psn 2 still queued: must stay on P
+    sw.advance(250)                             # psn 2 leaves at 105 us, psn 3 at 205 us
+    leaf.send(roce("10.0.1.1", DST, 7, 4))      # t=260 us: everything of the flow has left
+    sw.advance(500)
+    order = [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    assert sw.now_us < 1000                     # all within one flowlet timeout
+    return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_DRAIN)
+
+
+def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port():
+    order, P, Q, drain_moves = _drain_run(drain=True)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)]   # moved, and in order
+    assert drain_moves == 1                             # counted as a drain move
+
+
+def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
+    order, P, Q, drain_moves = _drain_run(drain=False)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+
+
+def test_a_flow_moved_while_packets_are_queued_is_reordered():
+    # the bad thing drain detection prevents: a zero flowlet timeout moves psn 3 past psn 2
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    sw.advance(500)
+    assert [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()] == [(P, 1), (Q, 3), (P, 2)]

@@ -30,6 +30,9 @@ const bit<16> ETHERTYPE_STELLAR_FEEDBACK = 0x88B6;
 const MirrorType_t MIRROR_TYPE_FEEDBACK = 1;
 const MirrorId_t   MIRROR_SESSION_FEEDBACK = 1;
 
+/* Resubmit type of the drain-test pass (flowlet.p4). */
+const ResubmitType_t RESUBMIT_TYPE_DRAIN = 1;
+
 /* Tofino-1 pipe 0: port 68 is the packet generator and recirculation port. */
 const PortId_t PKTGEN_PORT = 68;
 const bit<3>   PKTGEN_APP_PORT_DOWN = 1;

@@ -18,6 +18,7 @@ header bridged_h {
     group_t  group;
     bit<5>   _pad1;
     member_t member;
+    bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
 }
 
 /* Egress mirror header of the feedback copy: which port, how much delay. */
@@ -26,6 +27,7 @@ header feedback_mirror_h {
     bit<7>   _pad0;
     PortId_t port;
     bit<32>  qdelay_ns;
+    bit<16>  departed_ts;    /* the departing packet's ingress_ts */
 }
 
 /* The feedback packet as it re-enters ingress on the recirculation port:
@@ -34,6 +36,16 @@ header feedback_h {
     bit<7>   _pad0;
     PortId_t port;
     bit<32>  qdelay_ns;
+    bit<16>  departed_ts;
+}
+
+/* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata):
+ * the flow's member and its previous packet's arrival, for the drain test. */
+header resubmit_h {
+    bit<16>  prev_ts;
+    bit<5>   _pad0;
+    member_t cur;
+    bit<40>  _pad1;
 }
 
 struct tna_headers_t {

@@ -7,6 +7,7 @@
 #define _STELLAR_TNA_METADATA_P4_
 
 struct tna_ingress_metadata_t {
+    resubmit_h resub;        /* valid on a resubmitted (drain-test) pass */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
     bit<8>   drop_reason;
@@ -38,6 +39,7 @@ struct tna_ingress_metadata_t {
 struct tna_egress_metadata_t {
     bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
     bit<32>  qdelay_ns;
+    bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
     bit<16>  rand;
     bit<1>   regressed;

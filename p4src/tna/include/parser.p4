@@ -21,6 +21,19 @@ parser StellarIngressParser(packet_in pkt,
                             out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
         pkt.extract(ig_intr_md);
+        transition select(ig_intr_md.resubmit_flag) {
+            1: parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+    state parse_resubmit {
+        pkt.extract(meta.resub);
+#if __TARGET_TOFINO__ == 2
+        pkt.advance(PORT_METADATA_SIZE - 64);
+#endif
+        transition parse_ethernet;
+    }
+    state parse_port_metadata {
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port) {
             PKTGEN_PORT: parse_pktgen;
@@ -90,7 +103,11 @@ control StellarIngressDeparser(packet_out pkt,
                                in tna_ingress_metadata_t meta,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
+    Resubmit() drain_test;
     apply {
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_DRAIN) {
+            drain_test.emit<resubmit_h>(meta.resub);
+        }
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
@@ -158,7 +175,7 @@ control StellarEgressDeparser(packet_out pkt,
         /* the copy for ingress: the port and its queue delay */
         if (eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK) {
             feedback.emit<feedback_mirror_h>(MIRROR_SESSION_FEEDBACK,
-                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns});
+                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts});
         }
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({

@@ -39,6 +39,10 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     };
 
     apply {
+        if (meta.resub.isValid()) {
+            meta.elephant = 1;  /* only elephants take the drain-test pass; counted once */
+            return;
+        }
         epoch = (bit<32>) meta.now[31:20];
         len = (bit<32>) hdr.ipv4.total_len;
         meta.row0 = add0.execute(meta.flow_hash[10:0]);

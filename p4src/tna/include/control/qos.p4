@@ -28,7 +28,7 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     apply {
         dscp_class.apply();
         tenant.apply();
-        if (meta.tenant != TENANT_NONE) {
+        if (meta.tenant != TENANT_NONE && !meta.resub.isValid()) {  /* meter each packet once */
             meta.colour = tenant_meter.execute(meta.tenant);
             if (meta.colour == (bit<8>) MeterColor_t.RED) {
                 meta.drop = 1;
