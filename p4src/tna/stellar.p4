@@ -101,6 +101,7 @@ control StellarIngress(inout tna_headers_t hdr,
             }
             if (meta.drop == 0) {
                 elephant.apply(hdr, meta, elephant_bytes);
+                queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
             }
             if (meta.drop == 0) {
                 /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
@@ -129,7 +130,6 @@ control StellarIngress(inout tna_headers_t hdr,
         if (meta.kind != KIND_DATA) {
             ig_dprsr_md.drop_ctl = 1;          /* consumed */
         } else if (meta.drop == 0) {
-            queueing.apply(meta, ig_tm_md);
             hdr.bridged.setValid();
             hdr.bridged.pkt_type = PKT_BRIDGED;
             hdr.bridged.traffic_class = meta.traffic_class;
@@ -171,6 +171,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
             hdr.feedback.port = hdr.fb_mirror.port;
             hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;
             hdr.feedback.departed_ts = hdr.fb_mirror.departed_ts;
+            hdr.feedback.qid = hdr.fb_mirror.qid;
             hdr.fb_mirror.setInvalid();
             exit;
         }

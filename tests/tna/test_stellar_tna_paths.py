@@ -103,9 +103,10 @@ def test_negative_control_without_the_port_down_packet_flows_black_hole():
     assert leaf.out() == [] and leaf.sw.stats["port_down"] >= len(on_dead)
 
 
-def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0) -> bytes:
-    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp
-    body = ((port & 0x1FF) << 48 | qdelay_ns << 16 | departed_ts).to_bytes(8, "big")
+def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0, qid: int = 4) -> bytes:
+    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp,
+    # 8-bit queue (4: the test leaf's elastic-class queue)
+    body = ((port & 0x1FF) << 56 | qdelay_ns << 24 | departed_ts << 8 | qid).to_bytes(9, "big")
     return bytes(12) + b"\x88\xb6" + body + bytes(40)
 
 
@@ -180,3 +181,35 @@ def test_a_flow_moved_while_packets_are_queued_is_reordered():
     leaf.send(roce("10.0.1.1", DST, 7, 3))
     sw.advance(500)
     assert [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()] == [(P, 1), (Q, 3), (P, 2)]
+
+
+def test_a_later_departure_from_another_queue_of_the_port_is_not_a_drain():
+    # psn 2 of the elephant waits in its queue (3) on P; a critical packet (queue 5, strict
+    # priority above it) that arrives later leaves P first: only queue 3's departures may say
+    # the elephant drained
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    # a route whose only member is P
+    sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000300, 24)},
+                    f"{ING}.routing.set_group", {"group": 50, "count": 1})
+    sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 50, "meta.chosen": 0},
+                    f"{ING}.member_port.set_port", {"port": P})
+    for i in range(8):
+        sw.insert_entry(f"{ING}.path_choice.hash_member",
+                        {"meta.group": 50, "meta.flow_hash[2:0]": i},
+                        f"{ING}.path_choice.set_hashed", {"member": 0})
+    sw.insert_entry(f"{ING}.queueing.queue_map", {"meta.traffic_class": 2, "meta.elephant": 1},
+                    f"{ING}.queueing.set_queue", {"qid": 5})  # critical elephants: queue 5
+    sw.advance(1)
+    leaf.send(roce("10.0.1.2", "10.0.3.3", 200, 0, dscp=46))   # t=7 us, queue 5 on P
+    sw.advance(99)                              # t=106 us: psn 1's slot ends, the critical
+    # packet (higher priority) leaves before psn 2; psn 2 leaves next, at ~206 us
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # psn 2 still queued on P
+    sw.advance(500)
+    out = [(p, Ether(f)["BTH"].dqpn, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    assert (P, 200, 0) in out
+    crit = out.index((P, 200, 0))
+    assert out.index((P, 7, 2)) > crit          # the critical packet left first
+    assert (P, 7, 3) in out                     # psn 3 was not moved past psn 2

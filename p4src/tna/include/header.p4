@@ -28,6 +28,7 @@ header feedback_mirror_h {
     PortId_t port;
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;    /* the departing packet's ingress_ts */
+    bit<8>   qid;            /* ... and its queue */
 }
 
 /* The feedback packet as it re-enters ingress on the recirculation port:
@@ -37,6 +38,7 @@ header feedback_h {
     PortId_t port;
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;
+    bit<8>   qid;
 }
 
 /* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata):

@@ -31,6 +31,7 @@ struct tna_ingress_metadata_t {
     tenant_id_t tenant;
     bit<8>   colour;
     bit<1>   elephant;
+    bit<5>   qid;            /* low 5 bits of the queue (queueing) */
     bit<32>  row0;
     bit<32>  row1;
     tstamp32_t now;

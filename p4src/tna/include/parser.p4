@@ -175,7 +175,8 @@ control StellarEgressDeparser(packet_out pkt,
         /* the copy for ingress: the port and its queue delay */
         if (eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK) {
             feedback.emit<feedback_mirror_h>(MIRROR_SESSION_FEEDBACK,
-                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts});
+                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
+                 (bit<8>) eg_intr_md.egress_qid});
         }
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({

@@ -31,10 +31,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
     Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
-    /* Per (group, member): the arrival stamp (ns >> 6, 16 bits) of the last
-     * packet that left that member's port, from the feedback packets.
-     * Size: 256 groups x 8 members. */
-    Register<bit<16>, bit<11>>(2048, 0) departed;
+    /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
+     * the last packet that left that queue of the member's port, from the
+     * feedback packets (per queue: only one queue is FIFO).
+     * Size: 256 groups x 8 members x 32 queues. */
+    Register<bit<16>, bit<16>>(65536, 0) departed;
 
     bit<16> sig;
     bit<32> offer;    /* what a new or moved flow takes: sig | best member */
@@ -78,13 +79,13 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         }
     };
-    RegisterAction<bit<16>, bit<11>, bit<16>>(departed) record_departure = {
+    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) record_departure = {
         void apply(inout bit<16> v, out bit<16> rv) {
             v = fb_departed;
             rv = v;
         }
     };
-    RegisterAction<bit<16>, bit<11>, bit<16>>(departed) read_departure = {
+    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) read_departure = {
         void apply(inout bit<16> v, out bit<16> rv) {
             rv = v;
         }
@@ -94,7 +95,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
             fb_departed = hdr.feedback.departed_ts;
-            record_departure.execute(meta.group ++ meta.chosen);
+            record_departure.execute(meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0]);
             return;
         }
         if (meta.kind != KIND_DATA) {
@@ -109,7 +110,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * the flow's packets have left).  Stamps are 64 ns units, so a
              * packet that arrived up to 64 ns before the flow's previous one
              * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
-            bit<16> d = read_departure.execute(meta.group ++ meta.resub.cur);
+            bit<16> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
             bit<16> since = d - meta.resub.prev_ts;
             drained = 0;
             if (since < 16w0x8000) {

@@ -41,7 +41,10 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 /* (class, elephant) -> queue: mice ahead of elephants of their class. */
 control Queueing(inout tna_ingress_metadata_t meta,
                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    action set_queue(QueueId_t qid) { ig_tm_md.qid = qid; }
+    action set_queue(QueueId_t qid) {
+        ig_tm_md.qid = qid;
+        meta.qid = (bit<5>) qid;
+    }
     /* Size: QUEUE_MAP_SIZE. */
     table queue_map {
         key = { meta.traffic_class: exact; meta.elephant: exact; }
