@@ -107,6 +107,9 @@ class Switch:
         with self.lock:
             if not isinstance(program, Program):
                 program = Program(program)
+            if program.ir.arch != "v1model":
+                raise RuntimeApiError("INVALID_ARGUMENT", f"a {program.ir.arch} program runs on a "
+                                      "TnaSwitch (p4sim.Switch(program) makes one), not on this v1model switch")
             ctx = PacketContext(self.drop_port, self.seed)
             pipeline = Pipeline(program.code(), ctx)
             if self.pipeline is not None:  # queued packets belong to the old program
