@@ -18,7 +18,6 @@ TNA_UNMODELLED = {
     "Lpf": "low-pass filters", "DirectLpf": "low-pass filters", "Wred": "WRED",
     "DirectWred": "WRED", "RegisterParam": "register parameters",
     "ActionProfile": "action profiles", "ActionSelector": "action selectors",
-    "DirectRegister": "direct registers", "DirectRegisterAction": "direct registers",
 }
 
 
@@ -78,7 +77,7 @@ class BlockChecker(TableChecker):
             raise self.err("only registers with bit or int types are supported by BMv2", tref)
         if t.name in TNA_UNMODELLED and self.arch_is_tna():
             raise self.unsupported(f"the TNA extern {t.name} ({TNA_UNMODELLED[t.name]})", d)
-        if t.name == "Register" and self.arch_is_tna():
+        if t.name in ("Register", "DirectRegister") and self.arch_is_tna():
             tna_check_register_type(self, t.type_args[0] if t.type_args else None, tref)
         et = self.extern_types[t.name]
         name = self.ident(name_node)
@@ -208,7 +207,7 @@ class BlockChecker(TableChecker):
         et = self.extern_types[t.name]
         if not et.abstracts:
             raise self.err(f"{t.name} has no abstract methods to implement", c)
-        if t.name != "RegisterAction":
+        if t.name not in ("RegisterAction", "DirectRegisterAction"):
             raise self.unsupported(f"{t.name} instances", c)
         self.decl_instantiation(inst_tree, scope, target.locals)
         inst = target.locals[-1]

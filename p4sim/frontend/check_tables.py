@@ -73,6 +73,11 @@ class TableChecker(ExprChecker):
                         t.direct_counter = inst
                     else:
                         t.direct_meter = inst
+                elif pname == "registers":
+                    inst = self.expr_symbol(value, scope)
+                    if not isinstance(inst, ir.ExternInstance) or inst.extern != "DirectRegister":
+                        raise self.err("'registers' must name a DirectRegister instance", value)
+                    t.direct_register = inst
                 elif pname == "largest_priority_wins":
                     e = self.expr(value, scope, ir.BoolT())
                     if not isinstance(e, ir.Literal) or not isinstance(e.value, bool):

@@ -598,6 +598,7 @@ class TableDecl:
     direct_meter: Optional[ExternInstance] = None
     annotations: dict[str, str] = field(default_factory=dict)
     pos: Optional[Pos] = None
+    direct_register: Optional[ExternInstance] = None  # TNA ``registers = DirectRegister``
 
 
 @dataclass(eq=False)

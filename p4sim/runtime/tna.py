@@ -180,6 +180,10 @@ class TnaContext(PacketContext):
                            f"pass (at {getattr(reg, 'last_site', '?')}); Tofino allows one "
                            "access per register per packet")
 
+    def no_direct_entry(self, reg: str, where: str) -> None:
+        raise TnaRuleError(f"{where}: the direct register {reg} is used outside an action of "
+                           "the table whose `registers` it is")
+
     def request_mirror(self, session: int, data: int, nbits: int) -> None:
         self.mirror = (session, data, nbits)
 
@@ -267,6 +271,11 @@ class TnaPipeline(Pipeline):
             return obj
         if k == "Hash":
             return TnaHash(inst, self.ctx.rng)
+        if k == "DirectRegister":
+            obj = Register(name, 0, value_width(inst.type_args[0]))  # cells live on the entries
+            obj.last = -1
+            obj.last_site = ""
+            return obj
         if k == "Checksum":
             c = TnaChecksum()
             self.checksums.append(c)

@@ -22,10 +22,10 @@ from p4sim.runtime.objects import header_layout, is_composite, scalar_width
 if TYPE_CHECKING:  # pragma: no cover
     from p4sim.runtime.codegen import ProgramCompiler, Scope
 
-TNA_EXTERNS = {"Register", "RegisterAction", "Hash", "Random", "Counter", "DirectCounter",
+TNA_EXTERNS = {"Register", "RegisterAction", "DirectRegister", "DirectRegisterAction", "Hash", "Random", "Counter", "DirectCounter",
                "Meter", "DirectMeter", "Checksum", "Mirror", "Resubmit", "Digest", "CRCPolynomial"}
 TNA_FUNCS = {"min", "max", "sizeInBits", "sizeInBytes", "port_metadata_unpack"}
-CONTROL_ONLY = {"Register", "RegisterAction", "Counter", "DirectCounter", "Meter", "DirectMeter",
+CONTROL_ONLY = {"Register", "RegisterAction", "DirectRegister", "DirectRegisterAction", "Counter", "DirectCounter", "Meter", "DirectMeter",
                 "Random"}
 
 
@@ -115,6 +115,24 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
         return f"{res}[1]" if has_rv else "0"
     if k == "RegisterAction":
         raise Unsupported(f"RegisterAction.{m} (p4sim runs execute(index))", e.pos)
+    if k == "DirectRegisterAction" and m == "execute":
+        return _direct_execute(comp, e, sc, pre)
+    if k == "DirectRegisterAction":
+        raise Unsupported(f"DirectRegisterAction.{m} (p4sim runs execute())", e.pos)
+    if k == "DirectRegister" and m in ("read", "write"):
+        _own(comp, inst, e.pos)
+        if isinstance(inst.type_args[0], ir.StructT):
+            raise Unsupported("DirectRegister.read/write of a struct-valued register (use a "
+                              "DirectRegisterAction)", e.pos)
+        _touch(comp, inst, f"{inst.qualified_name}.{m}", e.pos, pre)
+        pre.append("if X.dentry is None or X.dentry.dreg is None: "
+                   f"X.no_direct_entry({inst.qualified_name!r}, {str(e.pos)!r})")
+        if m == "read":
+            return "X.dentry.dreg"
+        val = sc.new_tmp()
+        pre.append(f"{val} = {comp.ex(a[0], sc, pre)}")
+        pre.append(f"X.dentry.dreg = {val}")
+        return val
     if k == "Register" and m in ("read", "write"):
         _own(comp, inst, e.pos)
         if isinstance(inst.type_args[0], ir.StructT):
@@ -211,6 +229,38 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
             pre.append(f"X.request_mirror({session}, {data}, {width})")
             return "None"
     raise Unsupported(f"extern method {k}.{m}", e.pos)
+
+
+def _direct_execute(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: list[str]) -> str:
+    """DirectRegisterAction.execute(): the read-modify-write of the cell of the table entry
+    whose action is running (the action of a table whose ``registers`` is the register)."""
+    inst = e.instance
+    reg = inst.ctor_args[0]
+    assert isinstance(reg, ir.ExternInstance)
+    _own(comp, reg, e.pos)
+    _touch(comp, reg, f"{inst.qualified_name}.execute", e.pos, pre)
+    pre.append("if X.dentry is None or X.dentry.dreg is None: "
+               f"X.no_direct_entry({reg.qualified_name!r}, {str(e.pos)!r})")
+    act = inst.methods["apply"]
+    fn = comp.action_name(act, comp.cur_control)
+    T = reg.type_args[0]
+    cur, res = sc.new_tmp(), sc.new_tmp()
+    pre.append(f"{cur} = X.dentry.dreg")
+    has_rv = len(act.params) > 1
+    if isinstance(T, ir.StructT):
+        obj = sc.new_tmp()
+        pre.append(f"{obj} = {comp.classes.name(T)}()")
+        for attr, w, s, b in struct_layout(T):
+            v = f"({cur} >> {s}) & {_mask(w)}" if s else f"{cur} & {_mask(w)}"
+            pre.append(f"{obj}.{attr} = {'bool(' + v + ')' if b else v}")
+        pre.append(f"{res} = {fn}({sc.frame or 'None'}, {obj}{', 0' if has_rv else ''})")
+        pack = " | ".join((f"(int({obj}.{attr}) << {s})" if s else f"int({obj}.{attr})")
+                          for attr, _, s, _ in struct_layout(T))
+        pre.append(f"X.dentry.dreg = {pack}")
+        return f"{res}[0]" if has_rv else "0"
+    pre.append(f"{res} = {fn}({sc.frame or 'None'}, {cur}{', 0' if has_rv else ''})")
+    pre.append(f"X.dentry.dreg = {res}[0]")
+    return f"{res}[1]" if has_rv else "0"
 
 
 def builtin_call(comp: "ProgramCompiler", e: ir.BuiltinCall, sc: "Scope", pre: list[str]) -> Optional[str]:

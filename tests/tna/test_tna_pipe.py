@@ -387,3 +387,37 @@ def test_deparser_externs_are_refused_outside_their_deparser(tmp_path):
         build(tmp_path, ig_locals="Digest<digest_t>(1) d;",
               ig_apply="ig_tm_md.ucast_egress_port = 2; d.pack({hdr.eth.src, hdr.eth.etype});")
     assert "ingress deparser" in ei.value.message and ei.value.pos.line > 0
+
+
+def test_direct_register_action_updates_the_hit_entrys_cell(tmp_path):
+    prog, _ = build(tmp_path, ig_locals="""
+        DirectRegister<bit<32>>(100) seen;
+        DirectRegisterAction<bit<32>, bit<32>>(seen) bump = {
+            void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+        };
+        action hit() { md.x = bump.execute(); ig_tm_md.ucast_egress_port = 2; }
+        action miss() { md.x = 0; ig_tm_md.ucast_egress_port = 2; }
+        table t { key = { hdr.eth.src: exact; } actions = { hit; miss; }
+                  default_action = miss; registers = seen; }
+    """, ig_apply="t.apply(); hdr.eth.dst = (bit<48>) md.x;")
+    sw = p4sim.Switch(prog)
+    sw.insert_entry("Ig.t", {"hdr.eth.src": 1}, "Ig.hit")
+    sw.insert_entry("Ig.t", {"hdr.eth.src": 2}, "Ig.hit")
+    for s in (1, 1, 2, 1, 3):
+        sw.send(1, eth(src=s))
+    # each entry has its own cell, starting at the initial value 100; a miss touches none
+    assert [int.from_bytes(d[0:6], "big") for _, d in sw.take_output()] == [101, 102, 101, 103, 0]
+
+
+def test_direct_register_outside_its_tables_action_is_an_error(tmp_path):
+    prog, _ = build(tmp_path, ig_locals="""
+        DirectRegister<bit<32>>() seen;
+        DirectRegisterAction<bit<32>, bit<32>>(seen) bump = {
+            void apply(inout bit<32> v, out bit<32> rv) { v = v + 1; rv = v; }
+        };
+        action hit() { ig_tm_md.ucast_egress_port = 2; }
+        table t { key = { hdr.eth.src: exact; } actions = { hit; } registers = seen; }
+    """, ig_apply="t.apply(); md.x = bump.execute();")
+    with pytest.raises(TnaRuleError) as ei:
+        p4sim.Switch(prog).send(1, eth())
+    assert "outside an action" in str(ei.value)
