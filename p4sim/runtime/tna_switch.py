@@ -333,8 +333,9 @@ class TnaSwitch(Switch):
         """Tofino's packet-generator port-down application: when a port goes down, a packet
         with ``pktgen_port_down_header_t`` (pipe 0, ``app_id``, the port) enters ingress on the
         pktgen port (68), padded to 64 bytes."""
-        if not 0 <= app_id <= 7:
-            raise RuntimeApiError("OUT_OF_RANGE", "pktgen app id is 3 bits")
+        top = 15 if self.pipeline.arch == "t2na" else 7
+        if not 0 <= app_id <= top:
+            raise RuntimeApiError("OUT_OF_RANGE", f"pktgen app ids are 0..{top} here")
         self.pktgen_port_down_app = app_id
 
     def set_port_up(self, port: int, up: bool) -> None:
@@ -343,7 +344,7 @@ class TnaSwitch(Switch):
             super().set_port_up(port, up)
             if was_up and not up and self.pktgen_port_down_app is not None:
                 # pktgen_port_down_header_t: pad 3, pipe 2, app 3, pad 15, port 9, packet id 16
-                hdr = ((self.pktgen_port_down_app & 7) << 40) | ((port & M9) << 16)
+                hdr = (self.pktgen_port_down_app << 40) | ((port & M9) << 16)  # app: low bits of byte 0
                 self.stats["pktgen_port_down"] += 1
                 self._tna_ingress(hdr.to_bytes(6, "big") + bytes(58), RECIRC_PORT,
                                   self.clock.now_us, None, 0)

@@ -291,18 +291,30 @@ struct egress_intrinsic_metadata_for_output_port_t {
 
 /* Packet-generator headers (declared for programs that parse them). */
 header pktgen_timer_header_t {
+#ifdef _P4SIM_T2NA_
+    @padding bit<2> _pad1;
+    bit<2>  pipe_id;
+    bit<4>  app_id;
+#else
     @padding bit<3> _pad1;
     bit<2>  pipe_id;
     bit<3>  app_id;
+#endif
     @padding bit<8> _pad2;
     bit<16> batch_id;
     bit<16> packet_id;
 }
 
 header pktgen_port_down_header_t {
+#ifdef _P4SIM_T2NA_
+    @padding bit<2> _pad1;
+    bit<2>  pipe_id;
+    bit<4>  app_id;          /* Tofino2: 4-bit application ids */
+#else
     @padding bit<3> _pad1;
     bit<2>  pipe_id;
     bit<3>  app_id;
+#endif
     @padding bit<15> _pad2;
     PortId_t port_num;
     bit<16> packet_id;
