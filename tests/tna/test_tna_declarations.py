@@ -106,3 +106,34 @@ def test_t2na_p4_intrinsic_metadata_matches_the_real_t2na_p4(name):
     real = _fields((REAL / "tofino2_base.p4").read_text(), name, env)
     mine = _fields(_select((OURS / "tna.p4").read_text(), 2, t2na=True), name, env)
     _compare(real, mine)
+
+
+def _enums(text: str) -> dict[str, str]:
+    return {m.group(2): re.sub(r"\s+|/\*.*?\*/|//[^\n]*", "", m.group(3))
+            for m in re.finditer(r"enum\s+(bit<\d+>\s+)?(\w+)\s*\{(.*?)\}", text, re.S)}
+
+
+def _consts(text: str) -> dict[str, str]:
+    return {m.group(2): m.group(3).strip()
+            for m in re.finditer(r"const\s+(bit<\d+>)\s+(\w+)\s*=\s*([^;]+);", text)}
+
+
+def _externs(text: str) -> set[str]:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return set(re.findall(r"^extern\s+(\w+)\s*(?:<[^>]*>)?\s*\{", text, re.M))
+
+
+@pytest.mark.parametrize("target", [1, 2])
+def test_enums_constants_and_extern_names_match_the_real_tna_p4(target):
+    real_text = (REAL / "tofino1_base.p4").read_text() + (REAL / f"tofino{target}_specs.p4").read_text()
+    mine_text = _select((OURS / "tna.p4").read_text(), target, t2na=False)
+    real_enums, mine_enums = _enums(real_text), _enums(mine_text)
+    for name in ("MeterType_t", "MeterColor_t", "CounterType_t", "SelectorMode_t", "HashAlgorithm_t"):
+        assert mine_enums[name] == real_enums[name], name
+    real_c, mine_c = _consts(real_text), _consts(mine_text)
+    for name, value in real_c.items():
+        assert mine_c.get(name) == value, name
+    # every extern object p4sim declares is one of the real file's (same name), and the real
+    # file's we leave out are listed here on purpose
+    left_out = {"SelectorAction", "MathUnit", "Atcam", "Alpm"}
+    assert _externs(mine_text) == _externs(real_text) - left_out
