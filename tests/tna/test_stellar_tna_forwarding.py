@@ -63,3 +63,21 @@ def test_malformed_input_is_dropped_and_counted_nothing_crashes():
     assert leaf.out() == [] and leaf.counter(f"{ING}.telemetry.drops", DROP_NOT_IPV4) == 1
     leaf.send(good)  # negative control: the whole packet is forwarded
     assert len(leaf.out()) == 1
+
+
+def test_random_garbage_never_breaks_the_pipe():
+    import random
+    rng = random.Random(7)
+    leaf = TnaLeaf()
+    for i in range(300):
+        n = rng.randrange(0, 120)
+        data = bytearray(rng.getrandbits(8) for _ in range(n))
+        if n > 14 and i % 2:
+            data[12:14] = b"\x08\x00"            # half of them claim to be IPv4
+        leaf.send(bytes(data), port=rng.choice([1, 2, 3, 68]))
+    leaf.sw.advance(1000)
+    leaf.out()
+    st = leaf.sw.stats
+    assert st["runtime_error"] == 0 and st["received"] >= 300
+    leaf.send(roce("10.0.1.1", "10.0.2.9", 5, 0))  # and it still forwards
+    assert len(leaf.out()) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import crcmod.predefined
 import pytest
 import zlib
+from pathlib import Path
 
 import p4sim
 from p4sim.errors import CompileError, Unsupported
@@ -377,7 +378,7 @@ def test_p4info_of_a_tna_program(tmp_path):
 
 def test_v1model_program_still_gets_the_v1model_switch():
     from p4sim.switch import Switch
-    prog = p4sim.compile("p4src/examples/l3.p4")
+    prog = p4sim.compile(str(Path(__file__).resolve().parents[2] / "p4src/examples/l3.p4"))
     sw = p4sim.Switch(prog)
     assert type(sw) is Switch and prog.ir.arch == "v1model"
 

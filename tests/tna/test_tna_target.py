@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_device_config_keeps_the_architecture(tmp_path):
 
 
 def test_a_v1model_switch_refuses_a_tna_program():
-    sw = Switch(p4sim.compile("p4src/examples/l3.p4"))
+    sw = Switch(p4sim.compile(str(Path(__file__).resolve().parents[2] / "p4src/examples/l3.p4")))
     with pytest.raises(RuntimeApiError) as ei:
         sw.load(p4sim.compile(str(STELLAR_TNA)))
     assert ei.value.code == "INVALID_ARGUMENT" and "TnaSwitch" in ei.value.message
