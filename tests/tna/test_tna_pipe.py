@@ -422,3 +422,28 @@ def test_direct_register_outside_its_tables_action_is_an_error(tmp_path):
     with pytest.raises(TnaRuleError) as ei:
         p4sim.Switch(prog).send(1, eth())
     assert "outside an action" in str(ei.value)
+
+
+def test_ingress_mirror_sends_the_mirror_header_then_the_packet_to_the_session(tmp_path):
+    prog, _ = build(tmp_path, decls="header mir_h { bit<8> tag; }",
+                    id_locals="Mirror() m;", id_apply="""
+        if (ig_dprsr_md.mirror_type == 1) { m.emit<mir_h>(10w5, {8w0x77}); }
+    """, ig_apply="ig_tm_md.ucast_egress_port = 2; if (hdr.eth.src == 9) { ig_dprsr_md.mirror_type = 1; }",
+                    ep_body="")
+    sw = p4sim.Switch(prog)
+    sw.set_clone_session(5, [4], truncate_bytes=20)
+    sw.send(1, eth(src=9))
+    sw.send(1, eth(src=1))                      # not mirrored
+    out = sw.take_output()
+    assert sorted(p for p, _ in out) == [2, 2, 4]
+    (_, copy), = [(p, d) for p, d in out if p == 4]
+    assert copy[0] == 0x77 and copy[1:] == eth(src=9)[:19]   # truncated to 20 bytes
+
+
+def test_multicast_group_replicates_with_egress_rid(tmp_path):
+    prog, _ = build(tmp_path, ig_apply="ig_tm_md.mcast_grp_a = 7;",
+                    eg_apply="hdr.eth.etype = eg_intr_md.egress_rid;")
+    sw = p4sim.Switch(prog)
+    sw.set_mcast_group(7, [(2, 11), (3, 12)])
+    sw.send(1, eth())
+    assert sorted((p, d[12:14]) for p, d in sw.take_output()) == [(2, b"\x00\x0b"), (3, b"\x00\x0c")]
