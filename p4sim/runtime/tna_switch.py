@@ -26,7 +26,10 @@ Rules modelled from the TNA documentation; p4sim's own choices are marked:
   Tofino's queue scheduling is configured by the control plane); a qid at or above ``queues`` is
   dropped (counted ``qid_invalid``);
 * mirror sessions are the clone sessions of the base switch (session id -> ports); a mirrored
-  copy is the mirror header followed by the bytes the deparser produced (p4sim's choice).
+  copy is the mirror header followed by the bytes the deparser produced (p4sim's choice);
+* ``copy_to_cpu`` sends a copy to ``cpu_port``; ``mcast_grp_a`` and ``mcast_grp_b`` each
+  replicate through their multicast group.  Fields for cut-through, deflection, PFC/iCoS, the
+  multicast exclusion ids/hashes, ``rid`` pruning, PTP and mirror coalescing have no effect.
 """
 from __future__ import annotations
 
@@ -193,14 +196,23 @@ class TnaSwitch(Switch):
             self._tna_ingress(data, port, now, resub, passes + 1)
             return
         bypass = bool(tm.bypass_egress)
-        grp = tm.mcast_grp_a
-        if grp:
-            replicas = self._mcast.get(grp)
-            if replicas is None:
-                self.stats["unknown_mcast_group"] += 1
-                return
-            for eport, rid in replicas:
-                self._tna_enqueue(_TnaInFlight(out, len(data), rid, tm.qid, bypass, passes), eport, now)
+        if tm.copy_to_cpu:
+            if self.cpu_port is None:
+                self.stats["copy_to_cpu_no_cpu_port"] += 1
+            else:
+                self.stats["copied_to_cpu"] += 1
+                self._tna_enqueue(_TnaInFlight(out, len(data), 0, 0, bypass, passes), self.cpu_port, now)
+        groups = [g for g in (tm.mcast_grp_a, tm.mcast_grp_b) if g]
+        if groups:
+            # each group's replicas (a port in both gets two copies, as two trees would)
+            for grp in groups:
+                replicas = self._mcast.get(grp)
+                if replicas is None:
+                    self.stats["unknown_mcast_group"] += 1
+                    continue
+                for eport, rid in replicas:
+                    self._tna_enqueue(_TnaInFlight(out, len(data), rid, tm.qid, bypass, passes),
+                                      eport, now)
             return
         if "ucast_egress_port" not in tm.__dict__:
             self.stats["no_destination"] += 1

@@ -447,3 +447,18 @@ def test_multicast_group_replicates_with_egress_rid(tmp_path):
     sw.set_mcast_group(7, [(2, 11), (3, 12)])
     sw.send(1, eth())
     assert sorted((p, d[12:14]) for p, d in sw.take_output()) == [(2, b"\x00\x0b"), (3, b"\x00\x0c")]
+
+
+def test_copy_to_cpu_and_the_second_multicast_group(tmp_path):
+    prog, _ = build(tmp_path, ig_apply="""
+        ig_tm_md.ucast_egress_port = 2;
+        ig_tm_md.copy_to_cpu = 1;
+    """)
+    sw = p4sim.Switch(prog, cpu_port=64)
+    sw.send(1, eth())
+    assert sorted(p for p, _ in sw.take_output()) == [2, 64]
+    b, _ = build(tmp_path, "b.p4", ig_apply="ig_tm_md.mcast_grp_b = 3;")
+    sw2 = p4sim.Switch(b)
+    sw2.set_mcast_group(3, [5, 6])
+    sw2.send(1, eth())
+    assert sorted(p for p, _ in sw2.take_output()) == [5, 6]
