@@ -254,13 +254,18 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         alloc.add(PREFIX_CONTROLLER_HEADER, h.name, {}, h)
     for d in prog.digests:
         alloc.add(PREFIX_DIGEST, d.name, {}, d)
+    # TNA: a digest is a Digest<T> instance, named like it (bf-p4c's arch handler)
+    tna_digests = [x for x in externs if x.extern == "Digest"]
+    for x in tna_digests:
+        alloc.add(PREFIX_DIGEST, x.qualified_name, x.annotations, x)
     alloc.assign()
 
     # p4c computes aliases over every symbol it knows, controller header and digest type names
     # included
     all_names = [t.qualified_name for t in tables] + [a.qualified_name for a in actions] + \
         [x.qualified_name for x in externs if x.extern in ext_prefix] + \
-        [h.name for h in prog.controller_headers] + [d.name for d in prog.digests]
+        [h.name for h in prog.controller_headers] + [d.name for d in prog.digests] + \
+        [x.qualified_name for x in tna_digests]
     alias = _aliases(sorted(set(all_names)))
 
     info = p4info_pb2.P4Info()
@@ -376,6 +381,10 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         pd.preamble.name = d.name
         pd.preamble.alias = d.name
         _set_type_spec(pd.type_spec, d, info)
+    for x in sorted(tna_digests, key=lambda x: x.qualified_name):
+        pd = info.digests.add()
+        preamble(pd.preamble, alloc.get(PREFIX_DIGEST, x), x.qualified_name, x.annotations)
+        _set_type_spec(pd.type_spec, x.type_args[0], info)
     return info
 
 

@@ -296,10 +296,32 @@ class BlockChecker(TableChecker):
             raise self.err("Switch takes a Pipeline instance", at)
         self.blocks.update(blocks)
         self.package = pkg
+        self._prefix_pipe_names(sym[1], blocks)
         t2 = self.global_scope.lookup("__p4sim_t2na")
         tgt = self.global_scope.lookup("__p4sim_tofino_target")
         self.arch = "t2na" if isinstance(t2, ConstSym) and t2.lit.value else "tna"
         self.tofino_target = int(tgt.lit.value) if isinstance(tgt, ConstSym) else 1
+
+    def _prefix_pipe_names(self, pipe: str, blocks: dict) -> None:
+        """bf-p4c names a TNA program's tables and extern instances after the Pipeline instance
+        they belong to (its P4Runtime arch handler prefixes them: ``pipe.Ingress.t``), while
+        actions keep their control-qualified names; p4sim's names follow, so P4Info names and
+        ids are the ones bf-p4c writes."""
+        seen: set[int] = set()
+
+        def rename(obj: Any) -> None:
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                obj.qualified_name = f"{pipe}.{obj.qualified_name}"
+
+        for block in blocks.values():
+            for t in getattr(block, "tables", {}).values():
+                rename(t)
+            for loc in block.locals:
+                if isinstance(loc, ir.ExternInstance):
+                    rename(loc)
+        for x in self.externs:
+            rename(x)
 
     def _package_block(self, at: Tree, role: str, kind: str, prm: Any, pkg: str,
                        optional: bool) -> Any:

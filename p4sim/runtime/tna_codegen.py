@@ -211,7 +211,8 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
             names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and \
                 len(t.fields) == len(items) else [x[2] for x in items]
             tup = "(" + "".join(f"({nm!r}, {w}, {c}), " for (c, w, _), nm in zip(items, names)) + ")"
-            pre.append(f"X.digest({getattr(t, 'name', 'digest')!r}, {tup})")
+            # named like the instance, as its P4Info digest (bf-p4c's TNA convention)
+            pre.append(f"X.digest({inst.qualified_name!r}, {tup})")
             return "None"
         if k == "Resubmit" and m == "emit":
             if a:

@@ -272,7 +272,7 @@ def test_digest_pack_in_the_ingress_deparser(tmp_path):
     """, ig_apply="ig_tm_md.ucast_egress_port = 2; if (hdr.eth.src == 5) { ig_dprsr_md.digest_type = 1; }")
     sw, _ = run(prog, [eth(src=5), eth(src=6)])
     d = sw.digests()
-    assert len(d) == 1 and d[0].name == "digest_t" and d[0].fields[0] == ("src", 48, 5)
+    assert len(d) == 1 and d[0].name == "pipe.ID.learn" and d[0].fields[0] == ("src", 48, 5)
 
 
 def test_checksum_update_in_the_deparser_is_the_ipv4_checksum(tmp_path):
@@ -370,10 +370,21 @@ def test_p4info_of_a_tna_program(tmp_path):
                     ig_apply="ig_tm_md.ucast_egress_port = 2; c.count(0); md.x = bump.execute(0);")
     info = prog.p4info
     assert info.pkg_info.arch == "tna"
-    assert [r.preamble.name for r in info.registers] == ["Ig.flows"]
+    # bf-p4c prefixes tables and externs with the Pipeline instance's name, not actions
+    assert [r.preamble.name for r in info.registers] == ["pipe.Ig.flows"]
     assert info.registers[0].preamble.id >> 24 == 0x16 and info.registers[0].size == 16
-    assert [c.preamble.name for c in info.counters] == ["Ig.c"]
+    assert [c.preamble.name for c in info.counters] == ["pipe.Ig.c"]
     assert all("apply" not in a.preamble.name for a in info.actions)  # RegisterAction bodies
+    prog2, _ = build(tmp_path, "t.p4", ig_locals="""
+        action fwd(PortId_t p) { ig_tm_md.ucast_egress_port = p; }
+        table t { key = { hdr.eth.dst: exact; } actions = { fwd; } }
+    """, ig_apply="t.apply();", id_locals="Digest<digest_t>(1) learn;",
+        id_apply="if (ig_dprsr_md.digest_type == 1) { learn.pack({hdr.eth.src, hdr.eth.etype}); }")
+    i2 = prog2.p4info
+    assert [t.preamble.name for t in i2.tables] == ["pipe.Ig.t"]
+    assert "Ig.fwd" in [a.preamble.name for a in i2.actions]
+    assert [d.preamble.name for d in i2.digests] == ["pipe.ID.learn"]
+    assert i2.digests[0].preamble.id >> 24 == 0x17
 
 
 def test_v1model_program_still_gets_the_v1model_switch():

@@ -41,10 +41,10 @@ def test_tna_program_programmed_over_p4runtime_forwards(tmp_path):
             c.connect()
             c.get_p4info()
             c.write(update("INSERT", table_entry=c.table_entry(
-                "StellarIngress.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
+                "pipe.StellarIngress.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                 "StellarIngress.routing.set_group", {"group": 1, "count": 1})))
             c.write(update("INSERT", table_entry=c.table_entry(
-                "StellarIngress.member_port.members", {"meta.group": 1, "meta.chosen": 0},
+                "pipe.StellarIngress.member_port.members", {"meta.group": 1, "meta.chosen": 0},
                 "StellarIngress.member_port.set_port", {"port": 4})))
         finally:
             c.close()
