@@ -41,7 +41,7 @@ def compile_files(path: str | os.PathLike, include_dirs: Iterable[str] = (),
             "format": DEVICE_CONFIG_FORMAT,
             "source": os.path.basename(str(path)),
             "program": text,
-            "arch": "v1model",
+            "arch": program.arch,
             "generator": "p4sim compile",
         }
         _write_atomic(out_json, json.dumps(doc, indent=1).encode())

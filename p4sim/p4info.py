@@ -200,16 +200,44 @@ def _referenced_actions(controls: list[ir.ControlDecl]) -> list[ir.ActionDecl]:
     return found
 
 
+# TNA extern -> the v1model-style name the P4Info code below handles
+_TNA_STD = {"Counter": "counter", "DirectCounter": "direct_counter", "Meter": "meter",
+            "DirectMeter": "direct_meter", "Register": "register"}
+_TNA_UNITS = {"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes"}
+
+
+def _std_view(x: ir.ExternInstance) -> ir.ExternInstance:
+    """A TNA extern instance seen as its standard P4Runtime counterpart (same name and id
+    inputs; TNA's Counter<W, I>/Register<T, I> type arguments reduced to what P4Info shows)."""
+    kind = _TNA_STD[x.extern]
+    args = [(_TNA_UNITS.get(str(a), a)) for a in x.ctor_args]
+    targs = list(x.type_args)
+    if kind == "register":
+        targs = targs[:1]
+    view = ir.ExternInstance(x.name, x.qualified_name, kind, targs, args, x.annotations, x.pos)
+    view.__dict__["origin"] = x
+    return view
+
+
 def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info p4c would write for ``prog`` (v1model)."""
     controls = [c for c in _all_controls(prog) if c in prog.blocks.values()]
     tables = [t for c in controls for t in c.tables.values() if "hidden" not in t.annotations]
     # p4c keeps every action a control uses (in a table or called directly) and drops unused
     # ones before generating P4Info; @hidden ones are left out.
-    actions = [a for a in _referenced_actions(controls) if "hidden" not in a.annotations]
     externs = list(prog.externs)
     for blk in list(controls) + [p for p in _all_parsers(prog) if p in prog.blocks.values()]:
         externs += [x for x in blk.locals if isinstance(x, ir.ExternInstance)]
+    # a TNA RegisterAction's apply is part of the register, not a control-plane action
+    ra_bodies = {id(a) for x in externs for a in x.methods.values()}
+    actions = [a for a in _referenced_actions(controls)
+               if "hidden" not in a.annotations and id(a) not in ra_bodies]
+    if prog.arch != "v1model":
+        # TNA externs in P4Runtime's standard messages: what bf-p4c writes with
+        # --p4runtime-force-std-externs (see p4src/tna/README.md; its default instead puts them
+        # in `externs` with Tofino extern type ids, which p4sim does not emit)
+        externs = [_std_view(x) if x.extern in _TNA_STD else x for x in externs]
+    view_of = {id(x.__dict__.get("origin", x)): x for x in externs}
 
     alloc = IdAllocator()
     for t in tables:
@@ -226,17 +254,22 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         alloc.add(PREFIX_CONTROLLER_HEADER, h.name, {}, h)
     for d in prog.digests:
         alloc.add(PREFIX_DIGEST, d.name, {}, d)
+    # TNA: a digest is a Digest<T> instance, named like it (bf-p4c's arch handler)
+    tna_digests = [x for x in externs if x.extern == "Digest"]
+    for x in tna_digests:
+        alloc.add(PREFIX_DIGEST, x.qualified_name, x.annotations, x)
     alloc.assign()
 
     # p4c computes aliases over every symbol it knows, controller header and digest type names
     # included
     all_names = [t.qualified_name for t in tables] + [a.qualified_name for a in actions] + \
         [x.qualified_name for x in externs if x.extern in ext_prefix] + \
-        [h.name for h in prog.controller_headers] + [d.name for d in prog.digests]
+        [h.name for h in prog.controller_headers] + [d.name for d in prog.digests] + \
+        [x.qualified_name for x in tna_digests]
     alias = _aliases(sorted(set(all_names)))
 
     info = p4info_pb2.P4Info()
-    info.pkg_info.arch = "v1model"
+    info.pkg_info.arch = prog.arch
 
     def preamble(pre, pid: int, name: str, annotations: dict[str, str],
                  alias_name: Optional[str] = None) -> None:
@@ -277,11 +310,13 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         if t.default_action is not None and t.default_is_const:
             pt.const_default_action_id = alloc.get(PREFIX_ACTION, t.default_action.action)
         if t.direct_counter is not None:
-            pt.direct_resource_ids.append(alloc.get(PREFIX_DIRECT_COUNTER, t.direct_counter))
-            direct_owner[id(t.direct_counter)] = t
+            dc = view_of.get(id(t.direct_counter), t.direct_counter)
+            pt.direct_resource_ids.append(alloc.get(PREFIX_DIRECT_COUNTER, dc))
+            direct_owner[id(dc)] = t
         if t.direct_meter is not None:
-            pt.direct_resource_ids.append(alloc.get(PREFIX_DIRECT_METER, t.direct_meter))
-            direct_owner[id(t.direct_meter)] = t
+            dm = view_of.get(id(t.direct_meter), t.direct_meter)
+            pt.direct_resource_ids.append(alloc.get(PREFIX_DIRECT_METER, dm))
+            direct_owner[id(dm)] = t
         pt.size = t.size if t.size is not None else DEFAULT_TABLE_SIZE
         if t.entries_are_const:
             pt.is_const_table = True
@@ -352,6 +387,10 @@ def build_p4info(prog: ir.Program) -> p4info_pb2.P4Info:
         pd.preamble.name = d.name
         pd.preamble.alias = d.name
         _set_type_spec(pd.type_spec, d, info)
+    for x in sorted(tna_digests, key=lambda x: x.qualified_name):
+        pd = info.digests.add()
+        preamble(pd.preamble, alloc.get(PREFIX_DIGEST, x), x.qualified_name, x.annotations)
+        _set_type_spec(pd.type_spec, x.type_args[0], info)
     return info
 
 

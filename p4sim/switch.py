@@ -68,6 +68,14 @@ class Switch:
     google.rpc code name.
     """
 
+    def __new__(cls, program: Any = None, *args: Any, **kw: Any) -> "Switch":
+        # A TNA/T2NA program runs on the Tofino pipe model (p4sim.runtime.tna_switch).
+        if cls is Switch and getattr(getattr(program, "ir", program), "arch", "v1model") != "v1model":
+            from p4sim.runtime.tna_switch import TnaSwitch
+
+            return super().__new__(TnaSwitch)
+        return super().__new__(cls)
+
     def __init__(self, program: Any, clock: "str | Clock" = "virtual", priority_queues: int = 1,
                  drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0) -> None:
         if not 1 <= priority_queues <= 8:
@@ -99,6 +107,9 @@ class Switch:
         with self.lock:
             if not isinstance(program, Program):
                 program = Program(program)
+            if program.ir.arch != "v1model":
+                raise RuntimeApiError("INVALID_ARGUMENT", f"a {program.ir.arch} program runs on a "
+                                      "TnaSwitch (p4sim.Switch(program) makes one), not on this v1model switch")
             ctx = PacketContext(self.drop_port, self.seed)
             pipeline = Pipeline(program.code(), ctx)
             if self.pipeline is not None:  # queued packets belong to the old program

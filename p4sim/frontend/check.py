@@ -39,7 +39,8 @@ class Checker(BlockChecker):
         return ir.Program(source=self.source, errors=list(self.errors), types=dict(self.types),
                           externs=self.externs, actions=self.actions, functions=self.functions,
                           parsers=self.parsers, controls=self.controls, package=self.package,
-                          blocks=self.blocks, digests=self.digests, controller_headers=uniq_ch)
+                          blocks=self.blocks, digests=self.digests, controller_headers=uniq_ch,
+                          arch=self.arch, tofino_target=self.tofino_target)
 
     def declaration(self, d: Tree) -> None:
         kind = d.data
@@ -197,7 +198,11 @@ class Checker(BlockChecker):
                         et.methods.setdefault(mname, []).append(
                             self._sig(mname, mt, self.child(m, "params"), ret))
                 elif m.data == "abstract_proto":
-                    raise self.unsupported("abstract methods", m)
+                    mt = self.child(m, "type_params")
+                    with self._with_type_vars(self._tparam_names(mt)):
+                        ret = self.resolve_type(m.children[1], allow_void=True)
+                        mname = self.ident(m.children[2])
+                        et.abstracts[mname] = self._sig(mname, mt, self.child(m, "params"), ret)
 
     def decl_extern_func_decl(self, d: Tree) -> None:
         if not self.is_builtin(d):
@@ -217,9 +222,12 @@ class Checker(BlockChecker):
         tps = self._tparam_names(tp)
         with self._with_type_vars(tps):
             params = []
+            annots = []
             for p in self.children(self.child(d, "params"), "param"):
                 params.append(self._block_param(p))
+                annots.append(self.annotations(self.child(p, "annots")))
             self.block_types[name] = BlockType(kind, Sig(name, tps, params, ir.VoidT()))
+            self.__dict__.setdefault("block_param_annots", {})[name] = annots
 
     def _block_param(self, p: Tree) -> Param:
         """Package parameters have block types (``Parser<H, M> p``); others resolve normally."""
@@ -240,7 +248,8 @@ class Checker(BlockChecker):
         self._decl_block_type(d, "package")
 
     def decl_abstract_instantiation(self, d: Tree) -> None:
-        raise self.unsupported("instantiations with abstract method implementations", d)
+        raise self.unsupported("instantiations with abstract method implementations outside a "
+                               "control (declare a TNA RegisterAction inside its control)", d)
 
 
 def check(parsed: ParsedText, source: str) -> ir.Program:

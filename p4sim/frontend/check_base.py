@@ -95,6 +95,9 @@ class CheckerBase:
         self.controls: dict[str, ir.ControlDecl] = {}
         self.digests: list[ir.StructT] = []
         self.package: Optional[str] = None
+        self.arch = "v1model"
+        self.tofino_target = 0
+        self.pipelines: dict[str, dict] = {}  # TNA: Pipeline instances by name -> blocks by role
         self.blocks: dict[str, Union[ir.ParserDecl, ir.ControlDecl]] = {}
         # context while checking bodies
         self.type_vars: dict[str, TypeVar] = {}
@@ -289,6 +292,8 @@ class CheckerBase:
                 raise self.err("header stack size must be positive", t.children[1])
             return ir.StackT(elem, size)
         if kind == "dontcare_type":
+            if self.is_builtin(t):  # TNA's ``Register<_, _> reg``: any type arguments
+                return TypeVar("_")
             raise self.unsupported("'_' as a type argument", t)
         raise self.err(f"unexpected type syntax {kind}", t)
 

@@ -10,7 +10,30 @@ from p4sim.errors import Unsupported
 from p4sim.frontend import ir
 from p4sim.frontend.check_tables import TableChecker
 from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, ConstSym, Node, Scope, Sig, SubControl,
-                                    same_type, type_name)
+                                    TypeVar, same_type, type_name)
+
+# TNA externs declared by p4sim's tna.p4 that p4sim does not run: refused where instantiated.
+TNA_UNMODELLED = {
+    "ParserCounter": "parser counters", "ParserPriority": "parser priorities",
+    "Lpf": "low-pass filters", "DirectLpf": "low-pass filters", "Wred": "WRED",
+    "DirectWred": "WRED", "RegisterParam": "register parameters",
+    "ActionProfile": "action profiles", "ActionSelector": "action selectors",
+}
+
+
+def tna_check_register_type(chk: Any, t: Any, node: Any) -> None:
+    """A Tofino stateful ALU works on bit<1>, 8/16/32-bit cells or a pair of equal 8/16/32-bit
+    halves (the "paired" register), nothing wider."""
+    if isinstance(t, TypeVar) or t is None:
+        return
+    if isinstance(t, ir.BitT) and t.width in (1, 8, 16, 32):
+        return
+    if isinstance(t, ir.StructT) and len(t.fields) == 2 and all(
+            isinstance(f.type, ir.BitT) and f.type.width in (8, 16, 32) for f in t.fields) \
+            and t.fields[0].type == t.fields[1].type:
+        return
+    raise chk.err(f"a Tofino Register holds bit<1>, bit<8>, bit<16>, bit<32> or a struct of "
+                  f"two equal 8/16/32-bit fields, not {type_name(t)}", node)
 
 
 class BlockChecker(TableChecker):
@@ -26,6 +49,9 @@ class BlockChecker(TableChecker):
                 and self.block_types[tname].kind == "package":
             if scope is not self.global_scope:
                 raise self.err("a package can only be instantiated at the top level", d)
+            if tname in ("Pipeline", "Switch") and self.arch_is_tna():
+                self.tna_package_instance(tname, args, name_node, d)
+                return
             self.package_instance(tname, args, name_node, d)
             return
         if tname is not None and tname in self.controls and locals_out is not None \
@@ -49,6 +75,10 @@ class BlockChecker(TableChecker):
         if t.name == "register" and t.type_args and not isinstance(t.type_args[0], ir.BitT):
             # p4c-bm2-ss (simpleSwitch.cpp) refuses these too
             raise self.err("only registers with bit or int types are supported by BMv2", tref)
+        if t.name in TNA_UNMODELLED and self.arch_is_tna():
+            raise self.unsupported(f"the TNA extern {t.name} ({TNA_UNMODELLED[t.name]})", d)
+        if t.name in ("Register", "DirectRegister") and self.arch_is_tna():
+            tna_check_register_type(self, t.type_args[0] if t.type_args else None, tref)
         et = self.extern_types[t.name]
         name = self.ident(name_node)
         arg_trees = [c for c in args.children]
@@ -61,6 +91,12 @@ class BlockChecker(TableChecker):
             if isinstance(at, Tree) and at.data == "named_arg":
                 raise self.unsupported("named constructor arguments", at)
             pt = self.subst(prm.type, bindings)
+            if isinstance(pt, ir.ExternT):  # TNA: an extern instance (RegisterAction(reg))
+                ctor_args.append(self.extern_ctor_arg(at, scope, pt))
+                continue
+            if isinstance(pt, ir.StructT):  # TNA: a paired register's initial value
+                ctor_args.append(self.struct_ctor_arg(at, scope, pt))
+                continue
             e = self.coerce(self.expr(at, scope, pt), pt, at)
             if not isinstance(e, ir.Literal):
                 raise self.err("constructor arguments must be compile-time constants", at)
@@ -125,6 +161,218 @@ class BlockChecker(TableChecker):
                                        f"{role} block", at)
             self.blocks[role] = block
         self.package = pkg
+
+    # ------------------------------------------------------------------ TNA
+    def arch_is_tna(self) -> bool:
+        """True once <tna.p4>/<t2na.p4> has been included (its Pipeline package is declared)."""
+        bt = self.block_types.get("Pipeline")
+        return bt is not None and "TnaIH" in bt.sig.type_params
+
+    def extern_ctor_arg(self, at: Tree, scope: Scope, pt: ir.ExternT) -> ir.ExternInstance:
+        node = self.value_view(at, scope) if isinstance(at, Tree) else at
+        sym = self.expr_symbol(node, scope) if isinstance(node, Tree) and \
+            node.data in ("name_ref", "top_name_ref") else None
+        if not isinstance(sym, ir.ExternInstance) or sym.extern != pt.name:
+            raise self.err(f"expected a {pt.name} instance here", at)
+        for want, have in zip(pt.type_args, sym.type_args):
+            if not isinstance(want, TypeVar) and not same_type(want, have):
+                raise self.err(f"{sym.name} is a {pt.name} of {type_name(have)}, "
+                               f"not {type_name(want)}", at)
+        return sym
+
+    def struct_ctor_arg(self, at: Tree, scope: Scope, pt: ir.StructT) -> int:
+        """A struct-typed constant (``{0, 0}``) as one int, first field in the high bits."""
+        e = self.coerce(self.expr(at, scope, pt), pt, at)
+        items = e.fields if isinstance(e, ir.StructExpr) else None
+        if items is None or not all(isinstance(x, ir.Literal) for x in items.values()):
+            raise self.err("constructor arguments must be compile-time constants", at)
+        acc = 0
+        for f in pt.fields:
+            w = f.type.width if isinstance(f.type, ir.BitT) else 1
+            acc = (acc << w) | (int(items[f.name].value) & ((1 << w) - 1))
+        return acc
+
+    def abstract_instance(self, c: Tree, scope: Scope, target: ir.ControlDecl,
+                          key_prefix: str) -> None:
+        """``RegisterAction<T, I, U>(reg) name = { void apply(inout T value, out U rv) {...} };``
+
+        The instance is declared like any extern instance; ``apply`` is checked as an action of
+        the enclosing control (its body may read the control's variables and constants, as the
+        stateful ALU reads PHV fields), with ``value``/``rv`` as directional parameters."""
+        annots, tref, args, name_node, *decls = c.children
+        inst_tree = Tree("instantiation", [annots, tref, args, name_node], c.meta)
+        t = self.resolve_type(tref)
+        if not isinstance(t, ir.ExternT) or t.name not in self.extern_types:
+            raise self.err("only extern instances can implement abstract methods", tref)
+        et = self.extern_types[t.name]
+        if not et.abstracts:
+            raise self.err(f"{t.name} has no abstract methods to implement", c)
+        if t.name not in ("RegisterAction", "DirectRegisterAction"):
+            raise self.unsupported(f"{t.name} instances", c)
+        self.decl_instantiation(inst_tree, scope, target.locals)
+        inst = target.locals[-1]
+        assert isinstance(inst, ir.ExternInstance)
+        bindings = dict(zip(et.type_params, t.type_args))
+        reg = inst.ctor_args[0]
+        if isinstance(reg, ir.ExternInstance) and reg.type_args and t.type_args and \
+                not same_type(reg.type_args[0], t.type_args[0]):
+            raise self.err(f"RegisterAction<{type_name(t.type_args[0])}, ...> on "
+                           f"{reg.name}, a Register of {type_name(reg.type_args[0])}", tref)
+        for d in decls:
+            if not (isinstance(d, Tree) and d.data == "function_decl"):
+                raise self.err("only the abstract methods may be declared here", d)
+            mname = self.ident(d.children[2])
+            sig = et.abstracts.get(mname)
+            if sig is None:
+                raise self.err(f"{t.name} has no abstract method '{mname}'", d.children[2])
+            if mname in inst.methods:
+                raise self.err(f"'{mname}' is implemented twice", d.children[2])
+            params = self.params(self.child(d, "params"))
+            want = [self.subst(p.type, bindings) for p in sig.params]
+            if not 1 <= len(params) <= len(sig.params):
+                raise self.err(f"{mname} takes {len(sig.params)} parameters "
+                               f"({', '.join(p.direction + ' ' + p.name for p in sig.params)})", d)
+            for p, sp, wt in zip(params, sig.params, want):
+                if (p.direction or None) != sp.direction:
+                    raise self.err(f"parameter '{p.name}' of {mname} must be '{sp.direction}'", d)
+                if not same_type(p.type, wt):
+                    raise self.err(f"parameter '{p.name}' of {mname} must have type "
+                                   f"{type_name(wt)}, not {type_name(p.type)}", d)
+            ptrees = self.children(self.child(d, "params"), "param")
+            vars_ = self.make_vars(params, ptrees)
+            act = ir.ActionDecl(f"{inst.name}.{mname}", f"{inst.qualified_name}.{mname}", vars_,
+                                ir.Block(self.pos(d), []), {}, self.pos(d))
+            inner = Scope(scope)
+            for v in vars_:
+                self.declare(inner, v.name, v, d)
+            saved = self.cur_action
+            self.cur_action = True
+            try:
+                act.body = self.block(d.children[-1], inner)
+            finally:
+                self.cur_action = saved
+            inst.methods[mname] = act
+        if "apply" not in inst.methods:
+            raise self.err(f"{inst.name} must implement apply(inout value, out rv)", c)
+
+    def tna_package_instance(self, pkg: str, args: Tree, name_node: Node, d: Tree) -> None:
+        """``Pipeline(ip(), ig(), id(), ep(), eg(), ed()) pipe;`` and ``Switch(pipe) main;``."""
+        arg_trees = list(args.children)
+        if pkg == "Pipeline":
+            if len(arg_trees) == len(ir.TNA_ROLES) + 1:
+                raise self.unsupported("a ghost thread (Pipeline's 7th block): p4sim does not "
+                                       "run Tofino2's ghost threads", arg_trees[-1])
+            if len(arg_trees) != len(ir.TNA_ROLES):
+                raise self.err(f"Pipeline takes {len(ir.TNA_ROLES)} blocks, not "
+                               f"{len(arg_trees)}", args)
+            sig = self.block_types[pkg].sig
+            blocks: dict = {}
+            for role, kind, at, prm in zip(ir.TNA_ROLES, ir.TNA_ROLE_KINDS, arg_trees, sig.params):
+                blocks[role] = self._package_block(at, role, kind, prm, "Pipeline", optional=True)
+            name = self.ident(name_node)
+            if name in self.pipelines:
+                raise self.err(f"'{name}' is already declared", name_node)
+            self.pipelines[name] = blocks
+            self.declare(self.global_scope, name, ("pipeline", name), name_node)
+            return
+        # Switch
+        if self.package is not None:
+            raise self.err("a second package instance", d)
+        if len(arg_trees) != 1:
+            raise self.unsupported("a Switch of more than one pipe (p4sim runs one pipe; give "
+                                   "Switch a single Pipeline)", args)
+        at = arg_trees[0]
+        node = at
+        if isinstance(at, Tree) and at.data in ("name_ref", "top_name_ref"):
+            sym = self.expr_symbol(at, self.global_scope)
+            if not (isinstance(sym, tuple) and sym[0] == "pipeline"):
+                raise self.err("Switch takes a Pipeline instance", at)
+            blocks = self.pipelines[sym[1]]
+        elif isinstance(at, Tree) and at.data == "ctor_expr" and \
+                self.type_head(at.children[0]) == "Pipeline":
+            raise self.unsupported("a Pipeline constructed inside Switch(...) (declare it: "
+                                   "Pipeline(...) pipe; Switch(pipe) main;)", node)
+        else:
+            raise self.err("Switch takes a Pipeline instance", at)
+        self.blocks.update(blocks)
+        self.package = pkg
+        self._prefix_pipe_names(sym[1], blocks)
+        t2 = self.global_scope.lookup("__p4sim_t2na")
+        tgt = self.global_scope.lookup("__p4sim_tofino_target")
+        self.arch = "t2na" if isinstance(t2, ConstSym) and t2.lit.value else "tna"
+        self.tofino_target = int(tgt.lit.value) if isinstance(tgt, ConstSym) else 1
+
+    def _prefix_pipe_names(self, pipe: str, blocks: dict) -> None:
+        """bf-p4c names a TNA program's tables and extern instances after the Pipeline instance
+        they belong to (its P4Runtime arch handler prefixes them: ``pipe.Ingress.t``), while
+        actions keep their control-qualified names; p4sim's names follow, so P4Info names and
+        ids are the ones bf-p4c writes."""
+        seen: set[int] = set()
+
+        def rename(obj: Any) -> None:
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                obj.qualified_name = f"{pipe}.{obj.qualified_name}"
+
+        for block in blocks.values():
+            for t in getattr(block, "tables", {}).values():
+                rename(t)
+            for loc in block.locals:
+                if isinstance(loc, ir.ExternInstance):
+                    rename(loc)
+        for x in self.externs:
+            rename(x)
+
+    def _package_block(self, at: Tree, role: str, kind: str, prm: Any, pkg: str,
+                       optional: bool) -> Any:
+        """One block argument of a package: checked against the block type's parameters (with
+        ``optional``: trailing @optional parameters may be left out, as p4c allows)."""
+        if not (isinstance(at, Tree) and at.data == "ctor_expr"):
+            raise self.unsupported("package arguments other than block instantiations "
+                                   "like MyIngress()", at)
+        tref, cargs = at.children
+        bname = self.type_head(tref)
+        block = self.parsers.get(bname) if kind == "parser" else self.controls.get(bname)
+        if kind == "control" and bname in getattr(self, "templates", ()):
+            block = self.check_control(self.control_trees[bname],
+                                       self.ctor_consts(self.control_trees[bname], cargs,
+                                                        self.global_scope))
+            self.controls[bname] = block
+        elif cargs.children:
+            raise self.unsupported(f"constructor arguments of a {pkg} block", cargs)
+        if block is None:
+            other = self.controls.get(bname) or self.parsers.get(bname)
+            if other is not None:
+                raise self.err(f"the {role} block of {pkg} must be a {kind}, '{bname}' is not", at)
+            raise self.err(f"unknown {kind} '{bname}'", at)
+        if any(block is b for p in self.pipelines.values() for b in p.values()):
+            raise self.unsupported(f"'{bname}' used by two pipes or roles", at)
+        expected = self.block_types[prm.type.name].sig if isinstance(prm.type, ir.ExternT) \
+            and prm.type.name in self.block_types else None
+        if expected is None:
+            return block
+        n_req = len(expected.params) if not optional else \
+            sum(1 for i, p in enumerate(self._block_param_annots(prm.type.name))
+                if "optional" not in p)
+        if not n_req <= len(block.params) <= len(expected.params):
+            raise self.err(f"'{bname}' has {len(block.params)} parameters; the {pkg} {role} "
+                           f"block takes {n_req}..{len(expected.params)}", at)
+        for ep, bp in zip(expected.params, block.params):
+            if (ep.direction or None) != (bp.direction or None):
+                raise self.err(f"parameter '{bp.name}' of '{bname}' must be "
+                               f"'{ep.direction or 'directionless'}' for the {pkg} {role} "
+                               "block", at)
+            et = ep.type
+            if isinstance(et, (ir.StructT, ir.HeaderT)) and et is not bp.type:
+                raise self.err(f"parameter '{bp.name}' of '{bname}' must have type {et.name} "
+                               f"(the {pkg} {role} block's '{ep.name}')", at)
+            if isinstance(et, ir.ExternT) and (not isinstance(bp.type, ir.ExternT)
+                                               or bp.type.name != et.name):
+                raise self.err(f"parameter '{bp.name}' of '{bname}' must be a {et.name}", at)
+        return block
+
+    def _block_param_annots(self, name: str) -> list:
+        return self.__dict__.setdefault("block_param_annots", {}).get(name, [])
 
     def decl_action_decl(self, d: Tree, scope: Optional[Scope] = None) -> ir.ActionDecl:
         scope = scope or self.global_scope
@@ -524,8 +772,7 @@ class BlockChecker(TableChecker):
                 elif c.data == "function_decl":
                     raise self.unsupported("functions declared inside a control", c)
                 elif c.data == "abstract_instantiation":
-                    raise self.unsupported("instantiations with abstract method "
-                                           "implementations", c)
+                    self.abstract_instance(c, scope, target, key_prefix)
             body = self.block(d.children[-1], Scope(scope))
             if inits:
                 body = ir.Block(body.pos, inits + [body])

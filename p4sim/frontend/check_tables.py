@@ -64,12 +64,20 @@ class TableChecker(ExprChecker):
                 elif pname in ("counters", "meters"):
                     inst = self.expr_symbol(value, scope)
                     want = "direct_counter" if pname == "counters" else "direct_meter"
+                    tna = "DirectCounter" if pname == "counters" else "DirectMeter"
+                    if isinstance(inst, ir.ExternInstance) and inst.extern == tna:
+                        want = tna  # TNA: counted/metered when an action calls count()/execute()
                     if not isinstance(inst, ir.ExternInstance) or inst.extern != want:
                         raise self.err(f"'{pname}' must name a {want} instance", value)
                     if pname == "counters":
                         t.direct_counter = inst
                     else:
                         t.direct_meter = inst
+                elif pname == "registers":
+                    inst = self.expr_symbol(value, scope)
+                    if not isinstance(inst, ir.ExternInstance) or inst.extern != "DirectRegister":
+                        raise self.err("'registers' must name a DirectRegister instance", value)
+                    t.direct_register = inst
                 elif pname == "largest_priority_wins":
                     e = self.expr(value, scope, ir.BoolT())
                     if not isinstance(e, ir.Literal) or not isinstance(e.value, bool):

@@ -247,6 +247,9 @@ class ExternInstance:
     ctor_args: list[Union[int, str]]
     annotations: dict[str, str] = field(default_factory=dict)
     pos: Optional[Pos] = None
+    # TNA: the implementations of the extern's abstract methods (a RegisterAction's ``apply``),
+    # checked as actions of the enclosing control so their bodies may read its variables.
+    methods: dict[str, "ActionDecl"] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -640,6 +643,7 @@ class TableDecl:
     direct_meter: Optional[ExternInstance] = None
     annotations: dict[str, str] = field(default_factory=dict)
     pos: Optional[Pos] = None
+    direct_register: Optional[ExternInstance] = None  # TNA ``registers = DirectRegister``
 
 
 @dataclass(eq=False)
@@ -692,6 +696,13 @@ class ControlDecl:
 
 
 V1MODEL_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+# TNA's Pipeline(...) blocks, in the package's parameter order.
+TNA_ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser")
+TNA_ROLE_KINDS = ("parser", "control", "control", "parser", "control", "control")
+
+
+def roles_of(arch: str) -> tuple[str, ...]:
+    return TNA_ROLES if arch in ("tna", "t2na") else V1MODEL_ROLES
 
 
 @dataclass(eq=False)
@@ -712,3 +723,7 @@ class Program:
     # Struct types passed to digest<T>(...) and header types annotated @controller_header.
     digests: list[StructT] = field(default_factory=list)
     controller_headers: list[HeaderT] = field(default_factory=list)
+    # "v1model" (V1Switch), "tna" (tna.p4's Switch) or "t2na" (t2na.p4's Switch)
+    arch: str = "v1model"
+    # TNA: the target the declarations were preprocessed for (__TARGET_TOFINO__: 1 or 2)
+    tofino_target: int = 0

@@ -51,6 +51,7 @@ class ExternType:
     type_params: list[str]
     ctors: list[Sig] = field(default_factory=list)
     methods: dict[str, list[Sig]] = field(default_factory=dict)
+    abstracts: dict[str, Sig] = field(default_factory=dict)  # TNA: RegisterAction.apply
 
 
 @dataclass

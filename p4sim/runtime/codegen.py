@@ -27,9 +27,13 @@ from typing import Any, Callable, Optional
 
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
-from p4sim.runtime import support
+from p4sim.runtime import support, tna_codegen
 from p4sim.runtime.objects import (ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width,
                                    varbit_split)
+
+
+def _gress_of(role: Optional[str]) -> str:
+    return "egress" if role and role.startswith("egress") else "ingress"
 
 
 def _mask(w: int) -> int:
@@ -153,6 +157,12 @@ class ProgramCompiler:
         self.pending_actions: list[tuple[ir.ActionDecl, Optional[ir.ControlDecl]]] = []
         self.uses_clone = False
         self.uses_payload = False
+        # TNA: the role being compiled (ingress, egress_deparser ...), the control, and which
+        # gress owns each register (see tna_codegen)
+        self.cur_role: Optional[str] = None
+        self.cur_control: Optional[ir.ControlDecl] = None
+        self.reg_gress: dict[int, tuple] = {}
+        self.reads_parser_err: set[str] = set()
 
     # ------------------------------------------------------------------ names
     def gname(self, obj: Any, prefix: str, label: str = "") -> str:
@@ -264,6 +274,8 @@ class ProgramCompiler:
             raise CompileError(f"p4sim runtime: variable {e.var.name} is not in scope here", e.pos) from None
 
     def ex_Member(self, e: ir.Member, sc: Scope, pre: list[str]) -> str:
+        if e.name == "parser_err":  # TNA: a program that reads it handles parser errors itself
+            self.reads_parser_err.add(_gress_of(self.cur_role))
         base = self.ex(e.base, sc, pre)
         if isinstance(e.base.type, ir.StackT):
             if e.name == "size":
@@ -587,10 +599,14 @@ class ProgramCompiler:
         raise Unsupported(f"packet method {e.method} in an expression", e.pos)
 
     def ex_ExternCall(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> str:
-        self.extern_call(e, sc, pre)
-        return "None"
+        v = self.extern_call(e, sc, pre)
+        return v if v is not None else "None"
 
     def ex_BuiltinCall(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> str:
+        if self.prog.arch != "v1model":
+            v = tna_codegen.builtin_call(self, e, sc, pre)
+            if v is not None:
+                return v
         self.builtin_call(e, sc, pre)
         return "None"
 
@@ -673,8 +689,10 @@ class ProgramCompiler:
         return (" | ".join(parts) or "0"), total
 
     # ------------------------------------------------------------------ externs and builtins
-    def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+    def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> Optional[str]:
         inst, m, a = e.instance, e.method, e.args
+        if self.prog.arch != "v1model" and inst.extern in tna_codegen.TNA_EXTERNS:
+            return tna_codegen.extern_call(self, e, sc, pre)
         E = self.extern_name(inst)
         if inst.extern == "register":
             # inlined on the cell list ({E}_c, bound per switch): registers are the most frequent
@@ -1234,6 +1252,14 @@ class ProgramCompiler:
         w.lines += body
 
     def compile_control(self, c: ir.ControlDecl, role: Optional[str] = None) -> str:
+        saved = (self.cur_role, self.cur_control)
+        self.cur_role, self.cur_control = role, c
+        try:
+            return self._compile_control(c, role)
+        finally:
+            self.cur_role, self.cur_control = saved
+
+    def _compile_control(self, c: ir.ControlDecl, role: Optional[str] = None) -> str:
         fn = self.gname(c, "CTL", c.name)
         frame, fvars = self.frame_class(c)
         # tables first: apply bodies refer to them by name
@@ -1241,8 +1267,13 @@ class ProgramCompiler:
             self.compile_table(t, c, fvars)
         for a in c.actions.values():
             self.action_name(a, c)
+        for loc in c.locals:  # TNA: a RegisterAction's apply runs as an action of this control
+            if isinstance(loc, ir.ExternInstance):
+                for a in loc.methods.values():
+                    self.action_name(a, c)
         self.drain_actions(fvars)
-        sc = Scope(vars=dict(fvars), frame="F", kind="deparser" if role == "deparser" else "control")
+        is_dep = role in ("deparser", "ingress_deparser", "egress_deparser")
+        sc = Scope(vars=dict(fvars), frame="F", kind="deparser" if is_dep else "control")
         params = []
         for v in c.params:
             if isinstance(v.type, ir.ExternT) and v.type.name == "packet_out":
@@ -1251,7 +1282,7 @@ class ProgramCompiler:
             params.append(f"p_{pyattr(v.name)}")
         scalar_outs = [fvars[id(v)] for v in c.params
                        if v.direction in ("out", "inout") and not is_composite(v.type) and not isinstance(v.type, ir.ExternT)]
-        if role == "deparser":
+        if is_dep:
             sc.returns = lambda v: "return _acc, _nb"
         elif scalar_outs:
             sc.returns = lambda v: f"return ({', '.join(scalar_outs)},)"
@@ -1262,7 +1293,7 @@ class ProgramCompiler:
         for v, p in zip(c.params, params):
             if p:
                 w(f"F.{p} = {p}")
-        if role == "deparser":
+        if is_dep:
             w("_acc = 0")
             w("_nb = 0")
         for loc in c.locals:
@@ -1449,9 +1480,10 @@ class ProgramCompiler:
     # ------------------------------------------------------------------ whole program
     def compile(self) -> "CompiledCode":
         prog = self.prog
-        missing = [r for r in ir.V1MODEL_ROLES if r not in prog.blocks]
+        roles = ir.roles_of(prog.arch)
+        missing = [r for r in roles if r not in prog.blocks]
         if missing:
-            raise CompileError(f"the package {prog.package!r} lacks v1model blocks: {', '.join(missing)}")
+            raise CompileError(f"the package {prog.package!r} lacks {prog.arch} blocks: {', '.join(missing)}")
         for f in prog.functions.values():
             self.compile_function(f)
         for a in prog.actions.values():
@@ -1462,17 +1494,25 @@ class ProgramCompiler:
         for c in prog.controls.values():  # every control (sub-controls too), once
             role = next((r for r, b in prog.blocks.items() if b is c), None)
             done[id(c)] = self.compile_control(c, role)
-        for role in ir.V1MODEL_ROLES:
+        for role in roles:
             b = prog.blocks[role]
             if isinstance(b, ir.ParserDecl):
+                self.cur_role = role
                 role_fn[role] = self.compile_parser(b)
+                self.cur_role = None
             elif id(b) in done:
                 role_fn[role] = done[id(b)]
             else:
                 role_fn[role] = self.compile_control(b, role)
-        for v in prog.blocks["parser"].params:  # the pipeline instantiates these per packet
-            if is_composite(v.type):
-                self.classes.name(v.type)
+        for r in ("parser", "ingress_parser", "egress_parser", "ingress", "egress", "ingress_deparser",
+                  "egress_deparser"):
+            for v in prog.blocks[r].params if r in prog.blocks else ():
+                if is_composite(v.type):  # the pipeline instantiates these per packet
+                    self.classes.name(v.type)
+        if prog.arch != "v1model":  # the TNA switch builds every intrinsic struct
+            for t in prog.types.values():
+                if isinstance(t, (ir.StructT, ir.HeaderT)) and "__intrinsic_metadata" in t.annotations:
+                    self.classes.name(t)
         src = "\n".join(self.classes.src) + "\n" + self.w.text()
         return CompiledCode(self, src, role_fn)
 
@@ -1535,4 +1575,5 @@ def base_namespace(err: dict[str, int]) -> dict[str, Any]:
         **{f"_HB_{k}": f for k, f in hashing.ALGORITHMS.items()},
         **{f"_HI_{k}": f for k, f in hashing.ALGORITHMS_INT.items()},
         "_pack_bits": hashing.pack_bits,
+        "_tna_colour": lambda c: 3 if c == 2 else c,  # TNA's MeterColor_t: RED is 3
     }

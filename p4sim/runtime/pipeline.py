@@ -75,6 +75,32 @@ class Pipeline:
     """A program loaded into one switch: its compiled blocks, tables and extern instances."""
 
     def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
+        comp, prog, ns, rf = self._load(code, ctx)
+        self.parser = ns[rf["parser"]]
+        self.verify = ns[rf["verify_checksum"]]
+        self.ingress = ns[rf["ingress"]]
+        self.egress = ns[rf["egress"]]
+        self.compute = ns[rf["compute_checksum"]]
+        self.deparser = ns[rf["deparser"]]
+        pparams = [v for v in prog.blocks["parser"].params
+                   if not (isinstance(v.type, ir.ExternT) and v.type.name == "packet_in")]
+        if len(pparams) != 3:
+            raise CompileError("the v1model parser must take (packet_in, out H, inout M, inout standard_metadata_t)")
+        cls = comp.classes.names
+        self.H = ns[cls[id(pparams[0].type)]]
+        self.M = ns[cls[id(pparams[1].type)]]
+        self.SM = ns[cls[id(pparams[2].type)]]
+        self.meta_type: ir.StructT = pparams[1].type
+        missing = [f for f in SM_FIELDS if f not in self.SM._FIELDS]
+        if missing:
+            raise CompileError(f"standard_metadata_t lacks fields the runtime needs: {missing}")
+        self.no_error = comp.err.get("NoError", 0)
+        self.too_short = comp.err.get("PacketTooShort", -99)
+        self.uses_clone = comp.uses_clone
+        self.source = code.source
+
+    def _load(self, code: codegen.CompiledCode, ctx: PacketContext) -> tuple:
+        """What every architecture shares: extern state, the generated namespace, tables."""
         comp = code.compiler
         prog: ir.Program = comp.prog
         self.prog = prog
@@ -104,29 +130,7 @@ class Pipeline:
             t = Table(info, ns[info.key_fn_name], ctx, ns)
             ns[info.global_name] = t
             self.tables[t.name] = t
-        rf = code.role_fn
-        self.parser = ns[rf["parser"]]
-        self.verify = ns[rf["verify_checksum"]]
-        self.ingress = ns[rf["ingress"]]
-        self.egress = ns[rf["egress"]]
-        self.compute = ns[rf["compute_checksum"]]
-        self.deparser = ns[rf["deparser"]]
-        pparams = [v for v in prog.blocks["parser"].params
-                   if not (isinstance(v.type, ir.ExternT) and v.type.name == "packet_in")]
-        if len(pparams) != 3:
-            raise CompileError("the v1model parser must take (packet_in, out H, inout M, inout standard_metadata_t)")
-        cls = comp.classes.names
-        self.H = ns[cls[id(pparams[0].type)]]
-        self.M = ns[cls[id(pparams[1].type)]]
-        self.SM = ns[cls[id(pparams[2].type)]]
-        self.meta_type: ir.StructT = pparams[1].type
-        missing = [f for f in SM_FIELDS if f not in self.SM._FIELDS]
-        if missing:
-            raise CompileError(f"standard_metadata_t lacks fields the runtime needs: {missing}")
-        self.no_error = comp.err.get("NoError", 0)
-        self.too_short = comp.err.get("PacketTooShort", -99)
-        self.uses_clone = comp.uses_clone
-        self.source = code.source
+        return comp, prog, ns, code.role_fn
 
     def _make_extern(self, inst: ir.ExternInstance) -> Any:
         k, a = inst.extern, inst.ctor_args

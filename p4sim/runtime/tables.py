@@ -74,7 +74,7 @@ class TableEntry:
 
 class _Entry:
     __slots__ = ("ident", "norm", "priority", "info", "params", "fn", "args", "result", "counter", "meter",
-                 "checks", "seq", "const")
+                 "checks", "seq", "const", "dreg")
 
 
 def _noop(F: Any, *args: Any) -> None:
@@ -104,6 +104,11 @@ class Table:
         else:
             self.mode = "list"
         self.capacity = d.size
+        # TNA's DirectCounter/DirectMeter act only when the action calls them
+        self.on_call = any(x is not None and x.extern in ("DirectCounter", "DirectMeter")
+                           for x in (d.direct_counter, d.direct_meter)) or d.direct_register is not None
+        dr = d.direct_register
+        self.dreg_init = (int(dr.ctor_args[0]) if dr.ctor_args else 0) if dr is not None else None
         self.has_counter = d.direct_counter is not None
         self.has_meter = d.direct_meter is not None
         self.meter_kind = d.direct_meter.ctor_args[0] if self.has_meter and d.direct_meter.ctor_args else "packets"
@@ -178,7 +183,17 @@ class Table:
         else:
             find = find_list
 
-        if not counted and not metered:
+        if self.on_call:
+            # TNA: DirectCounter.count()/DirectMeter.execute() in the action use this entry
+            def apply(F: Any) -> tuple:
+                e = find(F)
+                X.dentry = e
+                try:
+                    e.fn(F, *e.args)
+                finally:
+                    X.dentry = None
+                return e.result
+        elif not counted and not metered:
             def apply(F: Any) -> tuple:
                 e = find(F)
                 e.fn(F, *e.args)
@@ -286,6 +301,7 @@ class Table:
         e.seq = next(self.seq)
         e.counter = [0, 0] if self.has_counter else None
         e.meter = TwoRateMeter() if self.has_meter else None
+        e.dreg = self.dreg_init  # TNA DirectRegister cell (None without one)
         e.const = False
         self._set_action(e, info, args, hit=True)
         e.checks = []
@@ -406,6 +422,7 @@ class Table:
         e.ident, e.norm, e.priority, e.seq, e.checks, e.const = None, [], None, -1, [], False
         e.counter = [0, 0] if self.has_counter else None
         e.meter = TwoRateMeter() if self.has_meter else None
+        e.dreg = self.dreg_init  # TNA DirectRegister cell (None without one)
         ref = self.decl.default_action
         info, args = None, ()
         if ref is None:  # no default_action: P4 says NoAction, so action_run can match it

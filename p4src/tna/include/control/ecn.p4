@@ -1,0 +1,39 @@
+/*
+ * ecn.p4 (TNA) -- ECN marking from a quantised probability table.
+ *
+ * v1model: per port and window, the egress pipeline adapts the threshold K
+ * itself and marks with probability pmax * (d - K) / (Kmax - K) computed by
+ * cross-multiplying.  Tofino has no run-time multiply: the marking
+ * probability is a table on the queue delay (range match), whose rows the
+ * controller writes as the quantised ramp between Kmin and Kmax; adapting K
+ * per window is the controller moving those rows (it reads the delay
+ * summaries from the counters), not per-packet arithmetic.  An ECT packet
+ * is marked CE when a 16-bit random number is below the row's probability;
+ * not-ECT packets are never marked.
+ */
+control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in PortId_t port) {
+    Random<bit<16>>() rnd;
+    /* CE marks per port.  Size: PORT_SLOTS. */
+    Counter<bit<32>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS) marks;
+
+    action set_prob(bit<16> prob) { meta.mark_prob = prob; }
+    action no_mark() { meta.mark_prob = 0; }
+    /* (port, queue delay ns range) -> P(mark) in 1/65536.  Size: 16 rows
+     * per port for the uplinks. */
+    table prob {
+        key = { port: exact; meta.qdelay_ns: range; }
+        actions = { set_prob; no_mark; }
+        default_action = no_mark();
+        size = 4096;
+    }
+    apply {
+        if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT && hdr.ipv4.ecn != ECN_CE) {
+            prob.apply();
+            meta.rand = rnd.get();
+            if (meta.mark_prob == 0xFFFF || meta.rand < meta.mark_prob) {
+                hdr.ipv4.ecn = ECN_CE;
+                marks.count(port);
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/*
+ * elephant.p4 (TNA) -- a two-row count-min sketch of bytes per flow and
+ * window.
+ *
+ * v1model: count registers plus a window-start register, reset by the first
+ * packet of a window.  Tofino: each row is one register of paired cells
+ * {bytes, window}; one RegisterAction per row adds the packet's bytes, or
+ * restarts the cell when its window is old.  The rows are indexed by two
+ * disjoint 11-bit slices of the flow's one CRC-32 (v1model: two hashes).
+ * A flow is an elephant when both rows are above the threshold.
+ */
+struct cms_pair_t {
+    bit<32> bytes;
+    bit<32> window;
+}
+
+control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
+                 in bit<32> threshold) {
+    /* Size: CMS_WIDTH (2048 = 11 bits) per row. */
+    Register<cms_pair_t, bit<11>>(CMS_WIDTH, {0, 0}) row0;
+    Register<cms_pair_t, bit<11>>(CMS_WIDTH, {0, 0}) row1;
+
+    bit<32> epoch;
+    bit<32> len;
+
+    RegisterAction<cms_pair_t, bit<11>, bit<32>>(row0) add0 = {
+        void apply(inout cms_pair_t v, out bit<32> rv) {
+            if (v.window == epoch) { v.bytes = v.bytes + len; }
+            else { v.bytes = len; v.window = epoch; }
+            rv = v.bytes;
+        }
+    };
+    RegisterAction<cms_pair_t, bit<11>, bit<32>>(row1) add1 = {
+        void apply(inout cms_pair_t v, out bit<32> rv) {
+            if (v.window == epoch) { v.bytes = v.bytes + len; }
+            else { v.bytes = len; v.window = epoch; }
+            rv = v.bytes;
+        }
+    };
+
+    apply {
+        if (meta.resub.isValid()) {
+            meta.elephant = 1;  /* only elephants take the drain-test pass; counted once */
+            return;
+        }
+        epoch = (bit<32>) meta.now[31:20];
+        len = (bit<32>) hdr.ipv4.total_len;
+        meta.row0 = add0.execute(meta.flow_hash[10:0]);
+        meta.row1 = add1.execute(meta.flow_hash[26:16]);
+        if (meta.row0 > threshold && meta.row1 > threshold) {
+            meta.elephant = 1;
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/*
+ * failover.p4 (TNA) -- data-plane liveness.
+ *
+ * v1model: a liveness table the controller writes, read per member.
+ * Tofino: the packet generator's port-down application sends a packet
+ * (pktgen_port_down_header_t, on the pktgen port) the moment a port goes
+ * down; ingress clears the port's bit in its group's liveness bitmap (one
+ * RegisterAction).  A data packet reads the bitmap once; a const table
+ * tests the chosen member's bit (no run-time shift).  A flow on a dead
+ * member moves at once to the best member, or if that is dead too to its
+ * hash member (which the controller keeps on live ports once it recomputes);
+ * the flow's stored member is not rewritten in the same pass (one access),
+ * so the choice is remade per packet until the flow's next gap, always the
+ * same for the same state: no reordering.  The controller sets a bit back
+ * (register write) when the port comes up.
+ */
+control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    /* Per group: bit i = member i is up.  Size: 256 groups. */
+    Register<bit<8>, group_t>(256, 8w0xFF) alive;
+
+    bit<8> down_mask;   /* all ones but the member that went down */
+
+    RegisterAction<bit<8>, group_t, bit<8>>(alive) mark_down = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            v = v & down_mask;
+            rv = v;
+        }
+    };
+    RegisterAction<bit<8>, group_t, bit<8>>(alive) read_alive = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+        }
+    };
+
+    action set_member(group_t group, member_t member, bit<8> clear_mask) {
+        meta.group = group;
+        meta.chosen = member;
+        down_mask = clear_mask;
+    }
+    /* port -> (group, member, ~(1 << member)), from the controller.  A port is
+     * a member of one group.  Size: PORT_SLOTS. */
+    table port_member {
+        key = { hdr.port_down.port_num: exact; }
+        actions = { set_member; NoAction; }
+        default_action = NoAction();
+        size = PORT_SLOTS;
+    }
+
+    action up() { meta.chosen_alive = 1; }
+    action down() { meta.chosen_alive = 0; }
+    /* Is member `chosen` up in `alive`?  Eight fixed ternary rows. */
+    table member_up {
+        key = { meta.alive: ternary; meta.chosen: exact; }
+        actions = { up; down; }
+        default_action = down();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 0): up();
+            (8w0x02 &&& 8w0x02, 1): up();
+            (8w0x04 &&& 8w0x04, 2): up();
+            (8w0x08 &&& 8w0x08, 3): up();
+            (8w0x10 &&& 8w0x10, 4): up();
+            (8w0x20 &&& 8w0x20, 5): up();
+            (8w0x40 &&& 8w0x40, 6): up();
+            (8w0x80 &&& 8w0x80, 7): up();
+        }
+        size = 8;
+    }
+    /* The same test for the second candidate (a table applies once). */
+    table best_up {
+        key = { meta.alive: ternary; meta.best: exact; }
+        actions = { up; down; }
+        default_action = down();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 0): up();
+            (8w0x02 &&& 8w0x02, 1): up();
+            (8w0x04 &&& 8w0x04, 2): up();
+            (8w0x08 &&& 8w0x08, 3): up();
+            (8w0x10 &&& 8w0x10, 4): up();
+            (8w0x20 &&& 8w0x20, 5): up();
+            (8w0x40 &&& 8w0x40, 6): up();
+            (8w0x80 &&& 8w0x80, 7): up();
+        }
+        size = 8;
+    }
+
+    action first(member_t member) { meta.chosen = member; meta.chosen_alive = 1; }
+    action none_up() { meta.chosen_alive = 0; }
+    /* The lowest live member of `alive` (a priority encoder; the first
+     * matching row wins). */
+    table first_up {
+        key = { meta.alive: ternary; }
+        actions = { first; none_up; }
+        default_action = none_up();
+        const entries = {
+            8w0x01 &&& 8w0x01: first(0);
+            8w0x02 &&& 8w0x02: first(1);
+            8w0x04 &&& 8w0x04: first(2);
+            8w0x08 &&& 8w0x08: first(3);
+            8w0x10 &&& 8w0x10: first(4);
+            8w0x20 &&& 8w0x20: first(5);
+            8w0x40 &&& 8w0x40: first(6);
+            8w0x80 &&& 8w0x80: first(7);
+        }
+        size = 8;
+    }
+
+    apply {
+        if (meta.kind == KIND_PORT_DOWN) {
+            if (port_member.apply().hit) {
+                mark_down.execute(meta.group);
+            }
+        } else if (meta.kind == KIND_DATA) {
+            meta.alive = read_alive.execute(meta.group);
+            member_up.apply();
+            if (meta.chosen_alive == 0) {
+                best_up.apply();
+                if (meta.chosen_alive == 1) {
+                    meta.chosen = meta.best;
+                } else {
+                    first_up.apply();
+                }
+                if (meta.chosen_alive == 0) {
+                    meta.drop = 1;
+                    meta.drop_reason = DROP_NO_LIVE_MEMBER;
+                }
+                meta.change_reason = CHANGE_FAILOVER;
+            }
+        }
+    }
+}

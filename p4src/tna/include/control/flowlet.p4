@@ -1,0 +1,147 @@
+/*
+ * flowlet.p4 (TNA) -- per-flow state and flowlet switching in one
+ * RegisterAction.
+ *
+ * v1model: seven registers per flow slot (signature, port, last arrival,
+ * sequence numbers, departure stamp, state), read and written separately.
+ * Tofino: one paired register {signature|member, last arrival} updated by
+ * one RegisterAction, which decides in the stateful ALU:
+ *   same flow, gap < flowlet timeout  -> keep its member
+ *   same flow, gap >= timeout         -> take the best member  (gap move)
+ *   empty or stale slot               -> take the best member  (new)
+ *   another flow active in the slot   -> hash member, slot untouched
+ * The flow CRC-32 is computed once (stellar.p4) and sliced: [12:0] is the
+ * slot, [31:16] the signature, [2:0] the hash member; v1model computes CRC-32
+ * and CRC-16 separately over the same key.
+ * Drain (b): an elephant kept on a member that is no longer the best gets a
+ * second pass (Resubmit, with its member and its previous packet's
+ * arrival): that pass reads the (group, member)'s last departure stamp -- the
+ * arrival time of the last packet that left that port, which egress bridges
+ * through and reports in the feedback packets -- and moves the flow if it
+ * is later than the flow's previous packet.  One access per register per
+ * pass: the first pass touches `flows`, the second `departed` and `flows`.
+ */
+struct flow_pair_t {
+    bit<32> tag;      /* signature (31:16) | member (2:0) */
+    bit<32> ts;       /* last arrival, low 32 bits of ns */
+}
+
+control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
+                in bit<32> timeout_ns, in bit<1> drain_moves,
+                inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
+    Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
+    /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
+     * the last packet that left that queue of the member's port, from the
+     * feedback packets (per queue: only one queue is FIFO).
+     * Size: 256 groups x 8 members x 32 queues. */
+    Register<bit<16>, bit<16>>(65536, 0) departed;
+
+    bit<16> sig;
+    bit<32> offer;    /* what a new or moved flow takes: sig | best member */
+    bit<16> fb_departed;
+    bit<1>  drained;
+
+    /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
+     * bit 8 = moved at a gap, bit 9 = another flow holds the slot, bit 10 =
+     * new flow */
+    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) touch = {
+        void apply(inout flow_pair_t v, out bit<32> rv) {
+            if (v.tag[31:16] == sig) {
+                if (meta.now - v.ts < timeout_ns) {
+                    rv = v.ts[21:6] ++ v.tag[15:0];
+                } else if (v.tag != offer) {
+                    rv = offer | 32w0x100;
+                    v.tag = offer;
+                } else {
+                    rv = offer;
+                }
+                v.ts = meta.now;
+            } else if (v.tag[31:31] == 1 && meta.now - v.ts < timeout_ns) {
+                rv = 32w0x200;
+            } else {
+                v.tag = offer;
+                v.ts = meta.now;
+                rv = offer | 32w0x400;
+            }
+        }
+    };
+    /* The drain-test pass: move to the best member if the flow drained. */
+    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) move_if_drained = {
+        void apply(inout flow_pair_t v, out bit<32> rv) {
+            if (v.tag[31:16] != sig) {
+                rv = 32w0x200;
+            } else if (drained == 1) {
+                v.tag = offer;
+                rv = offer | 32w0x800;
+            } else {
+                rv = v.tag;
+            }
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) record_departure = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            v = fb_departed;
+            rv = v;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) read_departure = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v;
+        }
+    };
+
+    apply {
+        if (meta.kind == KIND_FEEDBACK) {
+            /* path_choice's port_member told which member this port is */
+            fb_departed = hdr.feedback.departed_ts;
+            record_departure.execute(meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0]);
+            return;
+        }
+        if (meta.kind != KIND_DATA) {
+            return;
+        }
+        sig = meta.flow_hash[31:16] | TNA_FLOW_SIG_VALID;
+        offer = sig ++ (bit<16>) meta.best;
+        bit<32> r;
+        if (meta.resub.isValid()) {
+            /* Drained: the last packet that left the old member's port arrived
+             * no earlier than this flow's previous packet (FIFO: then all of
+             * the flow's packets have left).  Stamps are 64 ns units, so a
+             * packet that arrived up to 64 ns before the flow's previous one
+             * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
+            bit<16> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
+            bit<16> since = d - meta.resub.prev_ts;
+            drained = 0;
+            if (since < 16w0x8000) {
+                drained = 1;
+            }
+            r = move_if_drained.execute(meta.flow_hash[12:0]);
+        } else {
+            r = touch.execute(meta.flow_hash[12:0]);
+        }
+        meta.change_reason = 0xFF;
+        if (r[9:9] == 1) {
+            meta.chosen = meta.hashed;
+        } else {
+            meta.chosen = (member_t) r[2:0];
+            if (r[8:8] == 1) {
+                meta.change_reason = CHANGE_GAP;
+            } else if (r[10:10] == 1) {
+                meta.change_reason = CHANGE_NEW;
+            } else if (r[11:11] == 1) {
+                meta.change_reason = CHANGE_DRAIN;
+            } else if (drain_moves == 1 && meta.elephant == 1 && !meta.resub.isValid() &&
+                       meta.chosen != meta.best) {
+                /* an elephant kept on a worse member: test for drain in a
+                 * second pass (its register accesses are that pass's) */
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_DRAIN;
+                meta.resub.setValid();
+                meta.resub.prev_ts = r[31:16];
+                meta.resub.cur = meta.chosen;
+                meta.resub._pad0 = 0;
+                meta.resub._pad1 = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+/*
+ * path_choice.p4 (TNA) -- the group's best member, kept up to date by
+ * congestion feedback (HULA's best-hop register, with CONGA's metric).
+ *
+ * v1model: every packet reads the queue delay egress wrote for each of up to
+ * eight members (a register shared by ingress and egress) and ranks them.
+ * Tofino: a register belongs to one gress and is touched once per packet, so
+ * egress sends its queue delay to ingress in feedback packets (feedback.p4
+ * in the egress control; a mirrored copy recirculated into ingress on
+ * Tofino-1), and ingress keeps, per member group, one paired cell
+ * {best member, its delay}:
+ *   - a feedback packet for member m with delay d:
+ *       m is the best member           -> refresh its delay (even if worse)
+ *       d + hysteresis < best's delay  -> m becomes the best member
+ *   - a data packet reads the best member (one access); while no member
+ *     has reported, flows are shared by their hash member (ECMP).
+ * As in HULA, new flows follow the best member until another one reports a
+ * delay better by the hysteresis (README.md: "feedback").
+ * A worse best member is replaced as soon as another member reports a delay
+ * better by the hysteresis: the "flows see each other" property holds via the
+ * queue the flows build, with a feedback delay (README.md: "feedback").
+ */
+struct best_pair_t {
+    bit<32> member;   /* member_t in the low bits */
+    bit<32> score;    /* ns of queue delay; SCORE_NONE = nothing known */
+}
+
+control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    /* Per member group: {best member, its delay}.  Size: 256 groups. */
+    Register<best_pair_t, group_t>(256, {0, SCORE_NONE}) group_best;
+
+    bit<32> fb_member;
+    bit<32> fb_delay;
+
+    RegisterAction<best_pair_t, group_t, bit<32>>(group_best) update_best = {
+        void apply(inout best_pair_t v, out bit<32> rv) {
+            if (v.member == fb_member || fb_delay + TNA_FEEDBACK_HYSTERESIS_NS < v.score) {
+                v.member = fb_member;
+                v.score = fb_delay;
+            }
+            rv = v.member;
+        }
+    };
+    /* rv: the best member, or bit 8 set when no member has reported yet
+     * (then flows are shared by hash, as ECMP) */
+    RegisterAction<best_pair_t, group_t, bit<32>>(group_best) read_best = {
+        void apply(inout best_pair_t v, out bit<32> rv) {
+            if (v.score == SCORE_NONE) {
+                rv = 32w0x100;
+            } else {
+                rv = v.member;
+            }
+        }
+    };
+
+    action set_member(group_t group, member_t member) {
+        meta.group = group;
+        meta.chosen = member;
+    }
+    /* Which group and member a feedback packet's port is.  Size: PORT_SLOTS. */
+    table port_member {
+        key = { hdr.feedback.port: exact; }
+        actions = { set_member; NoAction; }
+        default_action = NoAction();
+        size = PORT_SLOTS;
+    }
+
+    action set_hashed(member_t member) {
+        meta.hashed = member;
+    }
+    /* (group, 3 bits of the flow CRC) -> member, filled round-robin over the
+     * live members by the controller.  Size: 8 per group. */
+    table hash_member {
+        key = { meta.group: exact; meta.flow_hash[2:0]: exact; }
+        actions = { set_hashed; }
+        default_action = set_hashed(0);
+        size = 2048;
+    }
+
+    apply {
+        if (meta.kind == KIND_FEEDBACK) {
+            if (port_member.apply().hit) {
+                fb_member = (bit<32>) meta.chosen;
+                fb_delay = hdr.feedback.qdelay_ns;
+                update_best.execute(meta.group);
+            }
+        } else if (meta.kind == KIND_DATA) {
+            hash_member.apply();
+            bit<32> b = read_best.execute(meta.group);
+            if (b[8:8] == 1) {
+                meta.best = meta.hashed;   /* nothing known: share by flow hash */
+            } else {
+                meta.best = (member_t) b[2:0];
+            }
+        }
+    }
+}

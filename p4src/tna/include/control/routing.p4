@@ -1,0 +1,59 @@
+/*
+ * routing.p4 (TNA) -- destination to member group, member to port, TTL.
+ *
+ * v1model: LPM -> path set -> one action with eight member ports that every
+ * packet ranks.  Tofino: LPM -> member group (the set of ports a destination
+ * may use; path sets with the same members share a group), and a member
+ * index -> port table applied once, after the member is chosen
+ * (path_choice.p4, flowlet.p4).  The hash member (for ECMP and untracked
+ * flows) comes from a table keyed by 3 bits of the flow CRC, which the
+ * controller fills round-robin over the live members: no run-time modulo.
+ */
+control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    action set_group(group_t group, bit<4> count) {
+        meta.group = group;
+        meta.count = count;
+    }
+    action drop_no_route() {
+        meta.drop = 1;
+        meta.drop_reason = DROP_NO_ROUTE;
+    }
+    /* Destination prefixes.  Size: ROUTING_LPM_SIZE (size.p4). */
+    table lpm {
+        key = { hdr.ipv4.dst_addr: lpm; }
+        actions = { set_group; drop_no_route; }
+        default_action = drop_no_route();
+        size = ROUTING_LPM_SIZE;
+    }
+    apply {
+        if (hdr.ipv4.ttl <= 1) {
+            meta.drop = 1;
+            meta.drop_reason = DROP_TTL_EXPIRED;
+        } else if (lpm.apply().hit) {
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;  /* the deparser recomputes the checksum */
+        }
+    }
+}
+
+/* Member index -> egress port, applied once per packet with the chosen member. */
+control MemberPort(inout tna_ingress_metadata_t meta,
+                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    action set_port(PortId_t port) {
+        ig_tm_md.ucast_egress_port = port;
+        meta.port = port;
+    }
+    action drop_no_path_set() {
+        meta.drop = 1;
+        meta.drop_reason = DROP_NO_PATH_SET;
+    }
+    /* (group, member) -> port.  Size: PATH_SET_SIZE. */
+    table members {
+        key = { meta.group: exact; meta.chosen: exact; }
+        actions = { set_port; drop_no_path_set; }
+        default_action = drop_no_path_set();
+        size = PATH_SET_SIZE;
+    }
+    apply {
+        members.apply();
+    }
+}

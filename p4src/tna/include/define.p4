@@ -1,0 +1,53 @@
+/*
+ * define.p4 (TNA) -- what the Tofino program adds to ../../include/define.p4.
+ *
+ * Units on Tofino: every time is in NANOSECONDS (TNA's timestamps and
+ * deq_timedelta), queue depths in cells.  Stored times are 32-bit slices of
+ * the 48-bit ns clock (wraps every ~4.3 s; every comparison is a difference
+ * of two such slices, so the wrap is harmless for the short intervals used).
+ */
+#ifndef _STELLAR_TNA_DEFINE_P4_
+#define _STELLAR_TNA_DEFINE_P4_
+
+typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
+typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
+typedef bit<3>  member_t;        /* index of a member in its group */
+
+/* The first byte of every bridged or mirror header says which it is, so the
+ * egress parser can tell them apart (the fabric-tna pattern). */
+const bit<8> PKT_BRIDGED  = 1;
+const bit<8> PKT_FEEDBACK = 2;
+
+/* What an ingress packet is (stellar.p4). */
+const bit<2> KIND_DATA      = 0;
+const bit<2> KIND_FEEDBACK  = 1;
+const bit<2> KIND_PORT_DOWN = 2;
+
+/* Congestion feedback packets (egress -> ingress) use this EtherType. */
+const bit<16> ETHERTYPE_STELLAR_FEEDBACK = 0x88B6;
+
+/* Mirror type / session of the egress-to-ingress feedback copy. */
+const MirrorType_t MIRROR_TYPE_FEEDBACK = 1;
+const MirrorId_t   MIRROR_SESSION_FEEDBACK = 1;
+
+/* Resubmit type of the drain-test pass (flowlet.p4). */
+const ResubmitType_t RESUBMIT_TYPE_DRAIN = 1;
+
+/* Tofino-1 pipe 0: port 68 is the packet generator and recirculation port. */
+const PortId_t PKTGEN_PORT = 68;
+const bit<3>   PKTGEN_APP_PORT_DOWN = 1;
+
+/* A group's "best" score when nothing is known (every member looks idle). */
+const bit<32> SCORE_NONE = 0xFFFFFFFF;
+
+/* Flow signature: bit 15 marks a used slot. */
+const bit<16> TNA_FLOW_SIG_VALID = 0x8000;
+
+/* Default tunables (config table action data can override them). */
+#define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
+#define TNA_FEEDBACK_HYSTERESIS_NS 4000    /* a member must be 4 us better to take over */
+#define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
+/* Sketch window: bits 47:20 of the ns clock, i.e. ~1.05 ms windows. */
+#define TNA_EPOCH(ts) ((bit<16>)(ts >> 20))
+
+#endif  /* _STELLAR_TNA_DEFINE_P4_ */

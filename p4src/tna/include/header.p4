@@ -1,0 +1,74 @@
+/*
+ * header.p4 (TNA) -- headers only the Tofino program has: the bridged
+ * metadata header (ingress -> egress in front of the packet), the mirror
+ * header of the feedback copy, and the feedback packet on the wire.  The
+ * packet headers themselves are ../../include/header.p4's.
+ */
+#ifndef _STELLAR_TNA_HEADER_P4_
+#define _STELLAR_TNA_HEADER_P4_
+
+/* Ingress -> egress: what egress needs from ingress, nothing else (PHV
+ * and bridge bytes are scarce). */
+header bridged_h {
+    bit<8>   pkt_type;       /* PKT_BRIDGED */
+    bit<2>   traffic_class;
+    bit<1>   elephant;
+    bit<1>   is_roce;
+    bit<4>   _pad0;
+    group_t  group;
+    bit<5>   _pad1;
+    member_t member;
+    bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
+}
+
+/* Egress mirror header of the feedback copy: which port, how much delay. */
+header feedback_mirror_h {
+    bit<8>   pkt_type;       /* PKT_FEEDBACK */
+    bit<7>   _pad0;
+    PortId_t port;
+    bit<32>  qdelay_ns;
+    bit<16>  departed_ts;    /* the departing packet's ingress_ts */
+    bit<8>   qid;            /* ... and its queue */
+}
+
+/* The feedback packet as it re-enters ingress on the recirculation port:
+ * Ethernet (EtherType ETHERTYPE_STELLAR_FEEDBACK) then this. */
+header feedback_h {
+    bit<7>   _pad0;
+    PortId_t port;
+    bit<32>  qdelay_ns;
+    bit<16>  departed_ts;
+    bit<8>   qid;
+}
+
+/* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata):
+ * the flow's member and its previous packet's arrival, for the drain test. */
+header resubmit_h {
+    bit<16>  prev_ts;
+    bit<5>   _pad0;
+    member_t cur;
+    bit<40>  _pad1;
+}
+
+struct tna_headers_t {
+    bridged_h          bridged;
+    ethernet_h         ethernet;
+    feedback_h         feedback;
+    pktgen_port_down_header_t port_down;
+    ipv4_h             ipv4;
+    udp_h              udp;
+    tcp_h              tcp;
+    bth_h              bth;
+}
+
+struct tna_egress_headers_t {
+    bridged_h          bridged;
+    feedback_mirror_h  fb_mirror;
+    ethernet_h         ethernet;
+    feedback_h         feedback;
+    ipv4_h             ipv4;
+    udp_h              udp;
+    bth_h              bth;
+}
+
+#endif  /* _STELLAR_TNA_HEADER_P4_ */

@@ -1,0 +1,49 @@
+/*
+ * metadata.p4 (TNA) -- per-packet metadata of the Tofino program.  Ingress
+ * and egress have their own structs: on Tofino nothing crosses from one to
+ * the other except what the bridged header carries.
+ */
+#ifndef _STELLAR_TNA_METADATA_P4_
+#define _STELLAR_TNA_METADATA_P4_
+
+struct tna_ingress_metadata_t {
+    resubmit_h resub;        /* valid on a resubmitted (drain-test) pass */
+    bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
+    bit<1>   drop;
+    bit<8>   drop_reason;
+    bit<8>   malformed;      /* MALFORMED_* */
+    /* routing */
+    group_t  group;
+    bit<4>   count;          /* members in the group */
+    /* the flow key's one CRC-32, sliced (see flowlet.p4) */
+    bit<32>  flow_hash;
+    bit<1>   is_roce;
+    /* path choice */
+    member_t best;           /* the group's best member (feedback) */
+    member_t hashed;         /* the flow hash's member (stable, ECMP) */
+    member_t chosen;
+    bit<8>   alive;          /* bitmap of the group's live members */
+    bit<1>   chosen_alive;
+    bit<8>   change_reason;  /* CHANGE_* or 0xFF = no change */
+    PortId_t port;
+    /* qos / elephant */
+    bit<2>   traffic_class;
+    tenant_id_t tenant;
+    bit<8>   colour;
+    bit<1>   elephant;
+    bit<5>   qid;            /* low 5 bits of the queue (queueing) */
+    bit<32>  row0;
+    bit<32>  row1;
+    tstamp32_t now;
+}
+
+struct tna_egress_metadata_t {
+    bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
+    bit<32>  qdelay_ns;
+    bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
+    bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
+    bit<16>  rand;
+    bit<1>   regressed;
+}
+
+#endif  /* _STELLAR_TNA_METADATA_P4_ */

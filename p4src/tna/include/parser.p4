@@ -1,0 +1,192 @@
+/*
+ * parser.p4 (TNA) -- the four parser/deparser blocks of the Tofino program.
+ *
+ * Ingress parser: the intrinsic metadata and port metadata first (the TNA
+ * pattern), then either a packet-generator port-down packet (on the pktgen
+ * port, app PKTGEN_APP_PORT_DOWN) or Ethernet, which may be a recirculated
+ * congestion-feedback packet or IPv4 / UDP / TCP / RoCEv2 BTH.  IPv4 options
+ * are not parsed on Tofino: such packets are counted and forwarded by
+ * address only (see README.md).
+ *
+ * Egress parser: the egress intrinsic metadata, then the first byte says
+ * whether a bridged header (a normal packet) or a feedback mirror header (the
+ * copy egress made for ingress) follows.
+ */
+#ifndef _STELLAR_TNA_PARSER_P4_
+#define _STELLAR_TNA_PARSER_P4_
+
+parser StellarIngressParser(packet_in pkt,
+                            out tna_headers_t hdr,
+                            out tna_ingress_metadata_t meta,
+                            out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        transition select(ig_intr_md.resubmit_flag) {
+            1: parse_resubmit;
+            default: parse_port_metadata;
+        }
+    }
+    state parse_resubmit {
+        pkt.extract(meta.resub);
+#if __TARGET_TOFINO__ == 2
+        pkt.advance(PORT_METADATA_SIZE - 64);
+#endif
+        transition parse_ethernet;
+    }
+    state parse_port_metadata {
+        pkt.advance(PORT_METADATA_SIZE);
+        transition select(ig_intr_md.ingress_port) {
+            PKTGEN_PORT: parse_pktgen;
+            default: parse_ethernet;
+        }
+    }
+    state parse_pktgen {
+        /* app_id is the low 3 bits of a pktgen header's first byte */
+        transition select(pkt.lookahead<bit<8>>()) {
+            8w1 &&& 8w7: parse_port_down;
+            default: parse_ethernet;
+        }
+    }
+    state parse_port_down {
+        pkt.extract(hdr.port_down);
+        transition accept;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_STELLAR_FEEDBACK: parse_feedback;
+            default: accept;
+        }
+    }
+    state parse_feedback {
+        pkt.extract(hdr.feedback);
+        transition accept;
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (4, 5, IP_PROTO_UDP): parse_udp;
+            (4, 5, IP_PROTO_TCP): parse_tcp;
+            (4, 5, _): accept;
+            (4, _, _): options;
+            default: bad_version;
+        }
+    }
+    state options {
+        meta.malformed = MALFORMED_IPV4_OPTIONS;
+        transition accept;
+    }
+    state bad_version {
+        meta.malformed = MALFORMED_BAD_VERSION;
+        transition accept;
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            UDP_PORT_ROCEV2: parse_bth;
+            default: accept;
+        }
+    }
+    state parse_tcp {
+        pkt.extract(hdr.tcp);
+        transition accept;
+    }
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition accept;
+    }
+}
+
+control StellarIngressDeparser(packet_out pkt,
+                               inout tna_headers_t hdr,
+                               in tna_ingress_metadata_t meta,
+                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_csum;
+    Resubmit() drain_test;
+    apply {
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_DRAIN) {
+            drain_test.emit<resubmit_h>(meta.resub);
+        }
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_csum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr);
+    }
+}
+
+parser StellarEgressParser(packet_in pkt,
+                           out tna_egress_headers_t hdr,
+                           out tna_egress_metadata_t meta,
+                           out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        transition select(pkt.lookahead<bit<8>>()) {
+            PKT_BRIDGED: parse_bridged;
+            PKT_FEEDBACK: parse_feedback_copy;
+            default: accept;
+        }
+    }
+    state parse_feedback_copy {
+        pkt.extract(hdr.fb_mirror);
+        meta.feedback_copy = 1;
+        transition accept;
+    }
+    state parse_bridged {
+        pkt.extract(hdr.bridged);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (5, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            UDP_PORT_ROCEV2: parse_bth;
+            default: accept;
+        }
+    }
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition accept;
+    }
+}
+
+control StellarEgressDeparser(packet_out pkt,
+                              inout tna_egress_headers_t hdr,
+                              in tna_egress_metadata_t meta,
+                              in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                              in egress_intrinsic_metadata_t eg_intr_md) {
+    Checksum() ipv4_csum;
+    Mirror() feedback;
+    apply {
+        /* the copy for ingress: the port and its queue delay */
+        if (eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK) {
+            feedback.emit<feedback_mirror_h>(MIRROR_SESSION_FEEDBACK,
+                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
+                 (bit<8>) eg_intr_md.egress_qid});
+        }
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_csum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr);
+    }
+}
+
+#endif  /* _STELLAR_TNA_PARSER_P4_ */

@@ -1,0 +1,195 @@
+/*
+ * stellar.p4 (TNA) -- the Stellar data plane for Tofino (TNA; Tofino-1 by
+ * default, __TARGET_TOFINO__=2 for Tofino2 with the same layout).
+ *
+ * The same mechanisms and block names as ../v1model/stellar.p4, rebuilt for
+ * the target (README.md says, block by block, what v1model does, what this
+ * program does instead and why):
+ *   - one control per mechanism in include/control/<block>.p4, instantiated
+ *     and applied in order by StellarIngress / StellarEgress;
+ *   - each per-flow state update is one RegisterAction on a paired register;
+ *   - a register belongs to ingress or to egress; queue delay reaches
+ *     ingress in feedback packets (egress mirror -> recirculation);
+ *   - egress learns what it needs from ingress in a bridged header;
+ *   - no run-time multiply or modulo: quantised tables instead;
+ *   - the flow key is hashed once (CRC-32) and sliced.
+ * Times are nanoseconds.  Shares ../include/ (headers, constants, sizes).
+ */
+#include <core.p4>
+#include <tna.p4>
+
+#include "../include/define.p4"
+#include "../include/size.p4"
+#include "../include/header.p4"
+#include "include/define.p4"
+#include "include/header.p4"
+#include "include/metadata.p4"
+#include "include/parser.p4"
+#include "include/control/routing.p4"
+#include "include/control/path_choice.p4"
+#include "include/control/flowlet.p4"
+#include "include/control/failover.p4"
+#include "include/control/qos.p4"
+#include "include/control/elephant.p4"
+#include "include/control/telemetry.p4"
+#include "include/control/feedback.p4"
+#include "include/control/ecn.p4"
+#include "include/control/reorder.p4"
+
+control StellarIngress(inout tna_headers_t hdr,
+                       inout tna_ingress_metadata_t meta,
+                       in ingress_intrinsic_metadata_t ig_intr_md,
+                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;
+
+    Routing() routing;
+    PathChoice() path_choice;
+    Flowlet() flowlet;
+    Failover() failover;
+    MemberPort() member_port;
+    Qos() qos;
+    Elephant() elephant;
+    Queueing() queueing;
+    IngressTelemetry() telemetry;
+
+    bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
+    bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
+    bit<1>  drain_moves = 1;
+
+    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain) {
+        flowlet_timeout_ns = flowlet_timeout;
+        elephant_bytes = elephant_threshold;
+        drain_moves = drain;
+    }
+    /* The controller's tunables (one row; the default is define.p4's). */
+    table params {
+        actions = { set_params; }
+        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1);
+        size = 1;
+    }
+
+    apply {
+        meta.now = ig_prsr_md.global_tstamp[31:0];
+        meta.change_reason = 0xFF;
+        /* Three kinds of packet reach ingress: a port-down packet from the
+         * packet generator, a feedback packet recirculated from egress (both
+         * on port 68, consumed here) and data.  Each block is applied once
+         * and looks at the kind itself. */
+        if (hdr.port_down.isValid()) {
+            meta.kind = KIND_PORT_DOWN;
+        } else if (hdr.feedback.isValid() && ig_intr_md.ingress_port == PKTGEN_PORT) {
+            meta.kind = KIND_FEEDBACK;
+        } else {
+            meta.kind = KIND_DATA;
+            params.apply();
+            /* sanity: truncated or non-IPv4 input is counted and dropped */
+            if (ig_prsr_md.parser_err != 0) {
+                meta.malformed = MALFORMED_OTHER;
+                meta.drop = 1;
+                meta.drop_reason = DROP_MALFORMED;
+            } else if (!hdr.ipv4.isValid()) {
+                meta.drop = 1;
+                meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
+            }
+            if (meta.drop == 0) {
+                routing.apply(hdr, meta);
+            }
+            if (meta.drop == 0) {
+                qos.apply(hdr, meta);
+            }
+            if (meta.drop == 0) {
+                elephant.apply(hdr, meta, elephant_bytes);
+                queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
+            }
+            if (meta.drop == 0) {
+                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
+                bit<32> l4 = 0;
+                if (hdr.bth.isValid()) {
+                    meta.is_roce = 1;
+                    l4 = (bit<32>) hdr.bth.dest_qp;
+                } else if (hdr.udp.isValid()) {
+                    l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
+                } else if (hdr.tcp.isValid()) {
+                    l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+                }
+                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, l4});
+            }
+        }
+        if (meta.drop == 0) {
+            path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+            /* data: flow state (and the drain test); feedback: departures */
+            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, ig_dprsr_md);
+            failover.apply(hdr, meta);         /* port down: mark; data: check */
+            if (meta.kind == KIND_DATA && meta.drop == 0) {
+                member_port.apply(meta, ig_tm_md);
+            }
+        }
+        if (meta.kind != KIND_DATA) {
+            ig_dprsr_md.drop_ctl = 1;          /* consumed */
+        } else if (meta.drop == 0) {
+            hdr.bridged.setValid();
+            hdr.bridged.pkt_type = PKT_BRIDGED;
+            hdr.bridged.traffic_class = meta.traffic_class;
+            hdr.bridged.elephant = meta.elephant;
+            hdr.bridged.is_roce = meta.is_roce;
+            hdr.bridged.group = meta.group;
+            hdr.bridged.member = meta.chosen;
+            hdr.bridged.ingress_ts = meta.now[21:6];
+        } else {
+            ig_dprsr_md.drop_ctl = 1;
+        }
+        if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
+            telemetry.apply(meta);             /* once per packet, not per pass */
+        }
+    }
+}
+
+control StellarEgress(inout tna_egress_headers_t hdr,
+                      inout tna_egress_metadata_t meta,
+                      in egress_intrinsic_metadata_t eg_intr_md,
+                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    Feedback() feedback;
+    Ecn() ecn;
+    Reorder() reorder;
+    EgressTelemetry() telemetry;
+
+    apply {
+        if (meta.feedback_copy == 1) {
+            /* the mirrored copy, now on the recirculation port: make it a
+             * feedback packet for ingress */
+            hdr.ethernet.setValid();
+            hdr.ethernet.dst_addr = 0;
+            hdr.ethernet.src_addr = 0;
+            hdr.ethernet.ether_type = ETHERTYPE_STELLAR_FEEDBACK;
+            hdr.feedback.setValid();
+            hdr.feedback._pad0 = 0;
+            hdr.feedback.port = hdr.fb_mirror.port;
+            hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;
+            hdr.feedback.departed_ts = hdr.fb_mirror.departed_ts;
+            hdr.feedback.qid = hdr.fb_mirror.qid;
+            hdr.fb_mirror.setInvalid();
+            exit;
+        }
+        meta.qdelay_ns = (bit<32>) eg_intr_md.deq_timedelta;
+        meta.ingress_ts = hdr.bridged.ingress_ts;
+        feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        ecn.apply(hdr, meta, eg_intr_md.egress_port);
+        reorder.apply(hdr, meta);
+        telemetry.apply(meta, eg_intr_md.egress_port);
+        hdr.bridged.setInvalid();
+    }
+}
+
+Pipeline(StellarIngressParser(),
+         StellarIngress(),
+         StellarIngressDeparser(),
+         StellarEgressParser(),
+         StellarEgress(),
+         StellarEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,89 @@
+"""Stellar on Tofino: ECN from the quantised table, elephants, tenants, reordering."""
+from __future__ import annotations
+
+from scapy.all import IP, Ether
+
+from tna_leaf import (DROP_TENANT_RED, ECN_CE, ECN_ECT0, ECN_NOT_ECT, EGR, ING, TnaLeaf, roce)
+
+DST = "10.0.2.9"
+
+
+def _ecn(frame: bytes) -> int:
+    return Ether(frame)[IP].tos & 3
+
+
+def _ramp(leaf, port: int) -> None:
+    """The controller's quantised ramp: no marks below 4 us, certain above 32 us."""
+    sw = leaf.sw
+    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_ns": (4_000, 31_999)},
+                    f"{EGR}.ecn.set_prob", {"prob": 0x8000}, priority=10)
+    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_ns": (32_000, 0xFFFFFFFF)},
+                    f"{EGR}.ecn.set_prob", {"prob": 0xFFFF}, priority=20)
+
+
+def _queued_pair(leaf, port_hint_qp: int, ecn: int, delay_us: float) -> list[int]:
+    """Two packets of one flow back to back through a slow uplink: the second waits."""
+    first = leaf.flow_port(port_hint_qp)
+    leaf.sw.set_queue_rate(1e6 / delay_us, port=first)
+    leaf.send(roce("10.0.1.1", DST, port_hint_qp, 1, ecn=ecn))
+    leaf.send(roce("10.0.1.1", DST, port_hint_qp, 2, ecn=ecn))
+    leaf.sw.advance(3 * delay_us)
+    return [_ecn(f) for _, f in leaf.out()]
+
+
+def test_ect_packets_behind_a_standing_queue_are_marked():
+    leaf = TnaLeaf()
+    _ramp(leaf, 2)
+    _ramp(leaf, 3)
+    assert _queued_pair(leaf, 9, ECN_ECT0, 40) == [ECN_ECT0, ECN_CE]
+
+
+def test_negative_controls_no_queue_no_mark_and_not_ect_never_marked():
+    leaf = TnaLeaf()
+    _ramp(leaf, 2)
+    _ramp(leaf, 3)
+    assert _queued_pair(leaf, 9, ECN_ECT0, 1) == [ECN_ECT0, ECN_ECT0]   # 1 us: below Kmin
+    leaf2 = TnaLeaf()
+    _ramp(leaf2, 2)
+    _ramp(leaf2, 3)
+    assert _queued_pair(leaf2, 9, ECN_NOT_ECT, 40) == [ECN_NOT_ECT, ECN_NOT_ECT]
+
+
+def test_elephant_goes_to_its_class_lower_queue_and_mice_stay():
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    sw = leaf.sw
+    for psn in range(40):                       # 40 x ~1.1 KB = ~44 KB in one window
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    leaf.out()
+    assert leaf.counter(f"{ING}.telemetry.elephants", 1) > 0
+    mice = TnaLeaf(elephant_bytes=20_000)
+    for psn in range(5):                        # negative control: a short flow stays a mouse
+        mice.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    assert mice.counter(f"{ING}.telemetry.elephants", 1) == 0
+
+
+def test_a_tenant_over_its_rate_is_dropped_red_and_another_tenant_is_not():
+    leaf = TnaLeaf()
+    sw = leaf.sw
+    sw.insert_entry(f"{ING}.qos.tenant", {"hdr.ipv4.src_addr": (0x0A000100, 25)},
+                    f"{ING}.qos.set_tenant", {"tenant_id": 1})
+    sw.insert_entry(f"{ING}.qos.tenant", {"hdr.ipv4.src_addr": (0x0A000180, 25)},
+                    f"{ING}.qos.set_tenant", {"tenant_id": 2})
+    sw.meter_set_config(f"{ING}.qos.tenant_meter", 1, 1000, 200, 1000, 200)  # ~1 packet burst
+    for psn in range(10):
+        leaf.send(roce("10.0.1.1", DST, 1, psn))      # tenant 1: policed
+        leaf.send(roce("10.0.1.200", DST, 2, psn))    # tenant 2: no meter configured
+    out = leaf.out()
+    srcs = [Ether(f)[IP].src for _, f in out]
+    assert srcs.count("10.0.1.200") == 10
+    assert srcs.count("10.0.1.1") < 10
+    assert leaf.counter(f"{ING}.telemetry.drops", DROP_TENANT_RED) == 10 - srcs.count("10.0.1.1")
+
+
+def test_psn_regression_is_counted_at_egress():
+    leaf = TnaLeaf()
+    for psn in (1, 2, 3):
+        leaf.send(roce("10.0.2.9", "10.0.1.1", 77, psn), port=2)
+    assert leaf.counter(f"{EGR}.reorder.regressions", 0) == 0   # in order: nothing
+    leaf.send(roce("10.0.2.9", "10.0.1.1", 77, 2), port=2)
+    assert leaf.counter(f"{EGR}.reorder.regressions", 0) == 1

@@ -1,0 +1,220 @@
+"""Stellar on Tofino: adaptive choice by congestion feedback, flowlet ordering, failover.
+
+Feedback delay (where the two architectures differ): on v1model the egress pipeline writes a
+port's queue delay into a register that the very next ingress packet reads.  On Tofino a
+register belongs to one gress, so the delay reaches ingress in a feedback packet (an egress
+mirror copy recirculated through port 68): the rule tested here is that a choice made *after*
+the feedback packet has been through ingress sees the congestion, and one made before it does
+not (test_feedback_arrives_after_the_egress_pass)."""
+from __future__ import annotations
+
+import pytest
+
+from tna_leaf import (CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf,
+                      roce)
+
+DST = "10.0.2.9"
+
+
+def _new_flow_ports(leaf, qps) -> list[int]:
+    return [leaf.flow_port(q) for q in qps]
+
+
+def test_new_flows_avoid_the_congested_uplink():
+    leaf = TnaLeaf()
+    leaf.congest(2, 50)   # port 2 (member 0) shows 50 us of queue
+    leaf.congest(3, 1)    # port 3 reports ~1 us: better by more than the hysteresis
+    assert leaf.best() == 1
+    assert set(_new_flow_ports(leaf, range(100, 116))) == {3}
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_NEW) >= 16
+
+
+def test_negative_control_without_feedback_flows_are_hashed_onto_the_congested_uplink():
+    leaf = TnaLeaf(feedback=False)
+    leaf.congest(2, 50)
+    leaf.congest(3, 1)
+    ports = _new_flow_ports(leaf, range(100, 116))
+    assert 2 in ports and 3 in ports   # ECMP by hash: half onto the congested port
+
+
+def test_feedback_arrives_after_the_egress_pass():
+    leaf = TnaLeaf()
+    sw = leaf.sw
+    before = sw.stats["recirculated"]
+    leaf.send(roce("10.0.1.1", DST, 1, 0))
+    leaf.out()
+    # the data packet's egress pass produced one feedback packet, which went through ingress
+    assert sw.stats["recirculated"] == before + 1
+    assert sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0
+
+
+def test_an_established_flow_keeps_its_path_within_the_flowlet_timeout():
+    leaf = TnaLeaf(flowlet_timeout_ns=200_000)
+    first = leaf.flow_port(7)
+    other = 5 - first                 # the other uplink (2 <-> 3)
+    leaf.congest(first, 50)
+    leaf.congest(other, 1)
+    assert leaf.best() == {2: 0, 3: 1}[other]
+    ports = []
+    for psn in range(1, 6):           # back-to-back: no gap, the flow stays
+        leaf.send(roce("10.0.1.1", DST, 7, psn))
+        ports += [p for p, _ in leaf.out()]
+    assert ports == [first] * 5
+    # after an idle gap longer than the timeout it moves to the better uplink
+    leaf.sw.advance(300)
+    leaf.send(roce("10.0.1.1", DST, 7, 6))
+    assert [p for p, _ in leaf.out()] == [other]
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_GAP) == 1
+
+
+def test_negative_control_a_zero_timeout_moves_the_flow_mid_burst():
+    leaf = TnaLeaf(flowlet_timeout_ns=0)
+    first = leaf.flow_port(7)
+    other = 5 - first
+    leaf.congest(first, 50)
+    leaf.congest(other, 1)
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    assert [p for p, _ in leaf.out()] == [other]   # moved with no gap: could reorder
+
+
+@pytest.mark.parametrize("target", [1, 2], ids=["tofino", "tofino2"])
+def test_port_down_moves_flows_at_once_without_the_controller(target):
+    leaf = TnaLeaf(target)
+    flows = {q: leaf.flow_port(q) for q in range(16)}
+    dead = flows[0]
+    other = 5 - dead
+    on_dead = [q for q, p in flows.items() if p == dead]
+    leaf.sw.set_port_up(dead, False)  # pktgen's port-down packet reaches ingress
+    assert leaf.sw.stats["pktgen_port_down"] == 1
+    member = {2: 0, 3: 1}[dead]
+    assert leaf.sw.register_read(f"{ING}.failover.alive", GROUP) == 0xFF ^ (1 << member)
+    for q in on_dead:
+        leaf.send(roce("10.0.1.1", DST, q, 1))
+        assert [p for p, _ in leaf.out()] == [other]
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_FAILOVER) == len(on_dead)
+
+
+def test_negative_control_without_the_port_down_packet_flows_black_hole():
+    leaf = TnaLeaf()
+    leaf.sw.pktgen_port_down_app = None   # packet generator not configured
+    flows = {q: leaf.flow_port(q) for q in range(16)}
+    dead = flows[0]
+    on_dead = [q for q, p in flows.items() if p == dead]
+    leaf.sw.set_port_up(dead, False)
+    for q in on_dead:
+        leaf.send(roce("10.0.1.1", DST, q, 1))
+    assert leaf.out() == [] and leaf.sw.stats["port_down"] >= len(on_dead)
+
+
+def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0, qid: int = 4) -> bytes:
+    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp,
+    # 8-bit queue (4: the test leaf's elastic-class queue)
+    body = ((port & 0x1FF) << 56 | qdelay_ns << 24 | departed_ts << 8 | qid).to_bytes(9, "big")
+    return bytes(12) + b"\x88\xb6" + body + bytes(40)
+
+
+def test_feedback_is_accepted_only_from_the_recirculation_port():
+    leaf = TnaLeaf()
+    leaf.send(_feedback(3, 1000), port=68)      # from egress, via port 68: counts
+    assert leaf.best() == 1
+    spoof = TnaLeaf()
+    spoof.send(_feedback(3, 1000), port=1)      # negative control: a host cannot steer paths
+    assert spoof.sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0xFFFFFFFF
+    assert spoof.out() == []
+
+
+def _stamp(t_us: float) -> int:
+    """The 16-bit arrival stamp the program bridges (ns >> 6)."""
+    return (int(t_us * 1000) >> 6) & 0xFFFF
+
+
+def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
+    """Flow qp 7 on uplink P; P slowed to 100 us per packet; psn 1 leaves at once (t=5 us),
+    psn 2 waits behind it until t=105 us; then Q becomes the best member (feedback: P at
+    50 us with psn 1 as its last departure, Q idle)."""
+    sw = leaf.sw
+    P = leaf.flow_port(7)                       # psn 0, t=0, new (its output is taken)
+    Q = 5 - P
+    sw.set_queue_rate(10_000, port=P)
+    sw.advance(5)
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    sw.advance(1)
+    leaf.send(roce("10.0.1.1", DST, 7, 2))
+    leaf.send(_feedback(P, 50_000, _stamp(5)), port=68)
+    leaf.send(_feedback(Q, 0, 0), port=68)
+    assert leaf.best() == {2: 0, 3: 1}[Q]
+    return P, Q
+
+
+def _drain_run(drain: bool, target: int = 1) -> tuple[list[tuple[int, int]], int, int, int]:
+    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left,
+    well within the 1 ms flowlet timeout.  Returns (port, psn) in departure order."""
+    from scapy.all import Ether
+    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)                               # t=10 us
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # psn 2 still queued: must stay on P
+    sw.advance(250)                             # psn 2 leaves at 105 us, psn 3 at 205 us
+    leaf.send(roce("10.0.1.1", DST, 7, 4))      # t=260 us: everything of the flow has left
+    sw.advance(500)
+    order = [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    assert sw.now_us < 1000                     # all within one flowlet timeout
+    return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_DRAIN)
+
+
+@pytest.mark.parametrize("target", [1, 2], ids=["tofino", "tofino2"])
+def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port(target):
+    # on Tofino2 the resubmit data sits in the first 64 of 192 port-metadata bits
+    order, P, Q, drain_moves = _drain_run(drain=True, target=target)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)]   # moved, and in order
+    assert drain_moves == 1                             # counted as a drain move
+
+
+def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
+    order, P, Q, drain_moves = _drain_run(drain=False)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+
+
+def test_a_flow_moved_while_packets_are_queued_is_reordered():
+    # the bad thing drain detection prevents: a zero flowlet timeout moves psn 3 past psn 2
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    sw.advance(500)
+    assert [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()] == [(P, 1), (Q, 3), (P, 2)]
+
+
+def test_a_later_departure_from_another_queue_of_the_port_is_not_a_drain():
+    # psn 2 of the elephant waits in its queue (3) on P; a critical packet (queue 5, strict
+    # priority above it) that arrives later leaves P first: only queue 3's departures may say
+    # the elephant drained
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    # a route whose only member is P
+    sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000300, 24)},
+                    f"{ING}.routing.set_group", {"group": 50, "count": 1})
+    sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 50, "meta.chosen": 0},
+                    f"{ING}.member_port.set_port", {"port": P})
+    for i in range(8):
+        sw.insert_entry(f"{ING}.path_choice.hash_member",
+                        {"meta.group": 50, "meta.flow_hash[2:0]": i},
+                        f"{ING}.path_choice.set_hashed", {"member": 0})
+    sw.insert_entry(f"{ING}.queueing.queue_map", {"meta.traffic_class": 2, "meta.elephant": 1},
+                    f"{ING}.queueing.set_queue", {"qid": 5})  # critical elephants: queue 5
+    sw.advance(1)
+    leaf.send(roce("10.0.1.2", "10.0.3.3", 200, 0, dscp=46))   # t=7 us, queue 5 on P
+    sw.advance(99)                              # t=106 us: psn 1's slot ends, the critical
+    # packet (higher priority) leaves before psn 2; psn 2 leaves next, at ~206 us
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # psn 2 still queued on P
+    sw.advance(500)
+    out = [(p, Ether(f)["BTH"].dqpn, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    assert (P, 200, 0) in out
+    crit = out.index((P, 200, 0))
+    assert out.index((P, 7, 2)) > crit          # the critical packet left first
+    assert (P, 7, 3) in out                     # psn 3 was not moved past psn 2
