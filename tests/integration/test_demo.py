@@ -2,7 +2,7 @@
 deterministic).  Each comparison is a mechanism against its own negative control."""
 import pytest
 
-from control_plane import demo
+from fabric_sim import demo
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """`make demo`: the lab fabric on p4sim, RoCEv2 + ECMP against Stellar, side by side.
 
 Six p4sim switches run the real ``p4src/v1model/stellar.p4`` on one virtual clock
-(``bmv2_env.simfabric``); every switch serves P4Runtime on a loopback port and gets its pipeline
+(``fabric_sim.simfabric``); every switch serves P4Runtime on a loopback port and gets its pipeline
 and rendered entries pushed over it, like separate ``simple_switch_grpc`` processes would.  The
 controller polls them over P4Runtime on a virtual-time cadence.
 
@@ -89,7 +89,7 @@ class Lab:
     """One mode's fabric: switches up, P4Runtime servers serving, entries pushed, controller."""
 
     def __init__(self, fabric, program_files: tuple[Path, Path], mode: str) -> None:
-        from bmv2_env.simfabric import SimFabric
+        from fabric_sim.simfabric import SimFabric
         from control_plane.controller import Controller
         from control_plane.p4rt import ProgramFiles, SwitchSession, push_fabric
         from control_plane.render import render_fabric
@@ -132,13 +132,13 @@ class Lab:
 
 
 def endpoints(fabric):
-    from control_plane.traffic import Endpoint
+    from fabric_sim.traffic import Endpoint
 
     return {h.name: Endpoint(h.name, str(h.ip), h.mac, h.leaf, h.port) for h in fabric.hosts.values()}
 
 
 def run_congestion(fabric, files, mode: str, messages: int) -> ModeResult:
-    from control_plane.traffic import Collector, Workload, percentile
+    from fabric_sim.traffic import Collector, Workload, percentile
 
     started = time.perf_counter()
     lab = Lab(fabric, files, mode)
@@ -183,7 +183,7 @@ def run_congestion(fabric, files, mode: str, messages: int) -> ModeResult:
 
 
 def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
-    from control_plane.traffic import Collector, Workload
+    from fabric_sim.traffic import Collector, Workload
 
     started = time.perf_counter()
     lab = Lab(fabric, files, mode)
@@ -304,7 +304,7 @@ def plot(results: list[ModeResult], path: Path) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     from control_plane.model import load_fabric
 
-    ap = argparse.ArgumentParser(prog="python -m control_plane.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m fabric_sim", description=__doc__.split("\n")[0])
     ap.add_argument("--fabric", default=str(LAB))
     ap.add_argument("--out", default=str(ROOT / "build" / "demo"))
     ap.add_argument("--messages", type=int, default=12, help="messages per AlltoAll flow")
