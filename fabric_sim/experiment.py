@@ -290,6 +290,7 @@ def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int) -> d
         row[f"fct_slowdown_{b}_p99"] = float(np.percentile(xs, 99)) if xs else None
     short_fct = [t.done_us - t.started_us for t in done if t.packets <= SHORT_PACKETS]
     row["short_fct_p99_us"] = float(np.percentile(short_fct, 99)) if short_fct else None
+    row["short_fcts"] = [round(x, 2) for x in short_fct]  # for CDF plots (kept out of the CSV)
     lat = [x for t in ts for x in t.latencies]
     row["latency_p50_us"] = float(np.percentile(lat, 50)) if lat else None
     row["latency_p99_us"] = float(np.percentile(lat, 99)) if lat else None
@@ -310,6 +311,7 @@ def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int) -> d
         if fabric.switches[ref.switch].role == "leaf" or fabric.switches[ref.switch].role == "spine":
             gbps = capacity.get((ref.switch, ref.port), fabric.switches[ref.switch].ports[ref.port].capacity_gbps)
             utils.append(sim.tx_packets.get(ref, 0) * _ser_us(fb, gbps) / end)
+    row["link_packets"] = [sim.tx_packets.get(ref, 0) for ref in sorted(sim.peer, key=lambda r: (r.switch, r.port))]
     row["link_util_max"] = max(utils) if utils else None
     row["link_util_mean"] = statistics.fmean(utils) if utils else None
     row["failover_us"] = _failover_us(ts) if spec.topo == "fail" else None
