@@ -90,8 +90,9 @@ def _capacity_fraction(topo: str) -> Optional[float]:
     return {"deg70": 0.7, "deg40": 0.4, "deg10": 0.1}.get(topo)
 
 
-def run(spec: RunSpec) -> dict:
-    """Run one spec; returns its metrics row (flat dict, CSV-ready)."""
+def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
+    """Run one spec; returns its metrics row (flat dict, CSV-ready).  ``keep``: a dict that gets
+    the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check)."""
     from control_plane.model import load_fabric
     from fabric_sim import workloads as W
     from fabric_sim.rdma import NicParams, RdmaNetwork, frame_bytes
@@ -188,6 +189,8 @@ def run(spec: RunSpec) -> dict:
 
         sim.at(POLL_US, poll)
     sim.run(until_us=HORIZON_US)
+    if keep is not None:
+        keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb)
     row["wall_s"] = round(time.perf_counter() - started, 2)
     row["traversals"] = sim.traversals

@@ -11,7 +11,7 @@
  * the parser, the routing tables, the ECN marking and the queues.
  *
  * Per group (a destination's set of next hops), `group.set_group` selects
- *   MODE_ECMP    hash of the 5-tuple and a per-run salt, modulo the slots;
+ *   MODE_ECMP    hash of the 5-tuple mixed with a per-run salt, modulo the slots;
  *                WCMP is the same mode with members repeated in proportion to
  *                their capacity (the `member` table's slots);
  *   MODE_FLOWLET LetFlow (Vanini et al., NSDI'17): a flow keeps its member
@@ -265,10 +265,18 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
             }
             meta.slot = slot;
         } else {
-            hash(meta.slot, HashAlgorithm.crc32, 8w0,
+            /* The salt must enter non-linearly: CRC is affine over GF(2), so a
+             * salt hashed with the 5-tuple only XORs one constant into every
+             * flow's hash, and on a power-of-two group the same flows collide
+             * whatever the salt.  Multiplying by an odd salt mixes the bits;
+             * CRC-16 of the product picks the slot. */
+            bit<32> h;
+            hash(h, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                   meta.l4_sport, meta.l4_dport, meta.salt },
-                 meta.count);
+                   meta.l4_sport, meta.l4_dport },
+                 64w0x100000000);
+            bit<32> mixed = h * (meta.salt | 32w1);
+            hash(meta.slot, HashAlgorithm.crc16, 8w0, { mixed }, meta.count);
         }
         member.apply();
     }
