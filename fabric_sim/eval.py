@@ -231,8 +231,12 @@ def claims(rows: list[dict], stellar: str = "stellar", ecmp: str = "ecmp") -> li
         if meds:
             best_r = max(meds)
             verdict = "confirmed" if min(meds) >= target else "partly" if best_r > 1.2 else "not confirmed"
-            out.append(Claim(label, "; ".join(parts) + " (ECMP / Stellar)", verdict,
-                             f"best {best_r:.2f}x against the claimed {target}x"))
+            em = [median(paired(metric, s, "ecmp-em", stellar)) for s in ws if paired(metric, s, "ecmp-em", stellar)]
+            why = f"best {best_r:.2f}x against the claimed {target}x"
+            if em:
+                why += (f"; against ECMP with elephant/mouse queues only (same routing as ECMP) the ratio is "
+                        f"{', '.join(f'{x:.2f}x' for x in em)}: the gain is the queueing, not the routing")
+            out.append(Claim(label, "; ".join(parts) + " (ECMP / Stellar)", verdict, why))
     # 4. throughput variation
     parts, vals = [], []
     for s in a2a:
@@ -250,31 +254,51 @@ def claims(rows: list[dict], stellar: str = "stellar", ecmp: str = "ecmp") -> li
     # 5. failover
     fail = [s for s in scen if s.endswith("/fail")]
     for s in fail:
-        st = median([v for v in _by_seed(rows, "lab", s, stellar, "failover_us").values() if v is not None])
-        e = median([v for v in _by_seed(rows, "lab", s, ecmp, "failover_us").values() if v is not None])
+        med = {mode: median([v for v in _by_seed(rows, "lab", s, mode, "failover_us").values() if v is not None])
+               for mode in sorted({r["mode"] for r in rows if r.get("scenario") == s})}
+        st = med.get(stellar)
         if st is None:
             continue
+        others = {m: v for m, v in med.items() if v is not None and not m.startswith("stellar")}
+        best = min(others, key=others.get) if others else None
         verdict = "confirmed" if st <= 17_000 else "not confirmed"
-        out.append(Claim("17 ms failover", f"{s}: Stellar {st / 1000:.2f} ms, ECMP (local removal) "
-                         f"{(e or 0) / 1000:.2f} ms (failure to the last affected flow's recovery)",
-                         verdict, "remote effects wait for the controller's measured 4.9 ms push; "
-                         "local ones are handled by port_down at once"))
+        if best is not None and others[best] < st:
+            verdict = "partly"
+        out.append(Claim("17 ms failover", f"{s}: Stellar {st / 1000:.2f} ms; ECMP (local next-hop removal) "
+                         f"{(med.get(ecmp) or 0) / 1000:.2f} ms; best baseline {best} {others[best] / 1000:.2f} ms "
+                         "(failure to the last affected flow's recovery)", verdict,
+                         "within 17 ms, but the last flows to recover are the remote ones, which wait for the "
+                         "controller's measured 4.9 ms push in Stellar as in ECMP; LetFlow's random re-choice at "
+                         "the retransmission-timeout gap escapes the dead remote path sooner, while Stellar's gap "
+                         "choice ranks both uplinks equal (idle) and its hash tie-break re-picks the dead spine"))
     # 6. reordering
     st_rows = [r for r in rows if r.get("mode") == stellar and r.get("fabric") == "lab" and not r.get("error")]
     reorders = sum(r.get("reorders") or 0 for r in st_rows)
+    bad = sorted({r["scenario"] for r in st_rows if r.get("reorders")})
+    gap = sum(r.get("moves_gap") or 0 for r in st_rows if r.get("reorders"))
+    drain = sum(r.get("moves_drain") or 0 for r in st_rows if r.get("reorders"))
     nodrain = [r for r in rows if str(r.get("mode", "")).startswith("stellar-nodrain")]
     nd = sum(r.get("reorders") or 0 for r in nodrain)
+    why = "a reorder event = a first transmission arriving behind a later PSN at the responder"
+    if reorders:
+        why += (f"; they occur in {', '.join(bad)} only, where those runs moved flows {gap} times at a "
+                f"flowlet gap and {drain} times at a drain point: a gap move after the 200 µs timeout "
+                "is unsafe when the old path's queue is deeper than 200 µs (512 packets at 40% of 100G "
+                "are 425 µs), which drain detection does not cover")
     out.append(Claim("no reordering", f"Stellar: {reorders} reorder events in {len(st_rows)} runs; "
                      f"without drain detection: {nd} in {len(nodrain)} runs",
-                     "confirmed" if reorders == 0 else "not confirmed",
-                     "a reorder event = a first transmission arriving behind a later PSN at the responder"))
+                     "confirmed" if reorders == 0 else "not confirmed", why))
     return out
 
 
 def _why_a2a(gain: float) -> str:
-    return ("the collective is bounded by the NICs and the 2:1 leaf uplinks; on the symmetric "
-            "fabric ECMP's collisions cost less than the claim assumes" if gain < 0.3
-            else "adaptive placement avoids the degraded uplink")
+    if gain >= 0.3:
+        return "adaptive placement avoids the degraded uplink"
+    return ("QPs that start together see equal (empty) queues and are spread by the hash tie-break, so "
+            "placement is ECMP-like; bulk flows under DCQCN rarely leave a gap or drain point to move at, "
+            "and Stellar's adaptive ECN (Kmin 4 µs, lowered further under a standing queue) marks earlier "
+            "than the baselines' RED ramp (100-400 KB), so DCQCN backs off more and links run emptier "
+            "(see CE and util columns)")
 
 
 def goals(rows: list[dict]) -> list[tuple[str, str, str]]:
@@ -295,7 +319,7 @@ def goals(rows: list[dict]) -> list[tuple[str, str, str]]:
 
 
 def write_report(rows: list[dict], summary: list[dict], path: Path, matrix: Matrix, best_t: int,
-                 wall_s: float) -> None:
+                 wall_s: float, extra: Optional[list[str]] = None) -> None:
     lines = ["# Fabric study: Stellar against fair baselines", "",
              f"Matrix: fabrics {', '.join(matrix.fabrics)}; scenarios "
              + ", ".join(f"{w}/{t}" for w, t in matrix.scenarios)
@@ -328,6 +352,7 @@ def write_report(rows: list[dict], summary: list[dict], path: Path, matrix: Matr
                          f"{_f(s['reorders'], 0)} | {_f(s['ce_marks'], 0)} | {_f(s['link_util_max'], 2)}/"
                          f"{_f(s['link_util_mean'], 2)} | {_f(s['failover_us'], 0)} |")
         lines.append("")
+    lines += list(extra or [])
     errors = [r for r in rows if r.get("error")]
     if errors:
         lines += ["## Failed runs", ""] + [f"- {r['scenario']} {r['mode']} seed {r['seed']}: {r['error']}"
@@ -429,6 +454,45 @@ def plots(rows: list[dict], summary: list[dict], out: Path) -> list[Path]:
     return written
 
 
+def flow_level(seeds: Iterable[int]) -> tuple[list[dict], list[str]]:
+    """The flow-level model on 512 GPUs (fabrics/cluster512.yaml) and a synthetic 4096-GPU fabric:
+    many concurrent ring-AllReduce jobs, the worst job's time over its ideal, per policy."""
+    from control_plane.model import load_fabric
+    from fabric_sim.flowmodel import FlowSim, Topo, job_times, many_jobs, validate_on_lab
+    from fabric_sim.stats import bootstrap_ci, median
+
+    fabrics = {"cluster512 (32 leaves x 16, 8 spines, 1:1)":
+               (Topo.from_fabric(load_fabric(ROOT / "fabrics" / "cluster512.yaml")), 32, 100.0),
+               "4096 GPUs (128 leaves x 32, 32 spines x 400G, 1:1)": (Topo.leaf_spine(128, 32, 32), 64, 400.0)}
+    rows, lines = [], ["## Flow level: many jobs on 512 and 4096 GPUs", "",
+                       "Jobs of 32 (512 GPUs) or 64 (4096 GPUs) GPUs on random GPUs (a fragmented cluster), "
+                       "each one ring step of 4 MB per rank at t=0; max-min fair rates at flow events "
+                       "(fabric_sim/flowmodel.py). Worst job time / ideal (4 MB at NIC rate), median over "
+                       "seeds [95% CI]:", "", "| fabric | ecmp | stellar (util-driven, 1 ms measurement, "
+                       "hysteresis 0.1) | jobaware (controller) |", "| --- | --- | --- | --- |"]
+    for name, (topo, size, nic) in fabrics.items():
+        ideal = 4e6 * 8 / (nic * 1e3)
+        cells = []
+        for pol in ("ecmp", "stellar", "jobaware"):
+            vals = []
+            for seed in seeds:
+                fl = many_jobs(topo, size, 4e6, seed)
+                FlowSim(topo, pol, seed=seed).run(fl)
+                worst = max(job_times(fl).values()) / ideal
+                vals.append(worst)
+                rows.append({"fabric": name, "policy": pol, "seed": seed, "worst_job_over_ideal": worst,
+                             "median_job_over_ideal": median(list(job_times(fl).values())) / ideal})
+            lo, hi = bootstrap_ci(vals)
+            cells.append(f"{median(vals):.2f} [{lo:.2f}, {hi:.2f}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    v = validate_on_lab(seed=1)
+    lines += ["", f"Check against the packet level (lab, ECMP, AlltoAll 64 KB/QP, same hash-chosen paths): "
+              f"collective {v['flow_completion_us']:.0f} µs flow-level vs {v['packet_completion_us']:.0f} µs "
+              f"packet-level; median per-flow FCT error {v['median_fct_error']:.1%} (tested tolerance: 20% and "
+              "15%). What the flow model leaves out: latency, DCQCN transients, queueing, ACK slots.", ""]
+    return rows, lines
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fabric_sim.eval", description=__doc__.split("\n")[0])
     ap.add_argument("--full", action="store_true", help="the whole matrix (hours)")
@@ -457,7 +521,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     write_csv(summary, out / "summary.csv")
     (out / "runs.json").write_text(json.dumps(rows, default=str))
     written = plots(rows, summary, out)
-    write_report(rows, summary, out / "report.md", m, best_t, wall)
+    print("flow-level model: 512 and 4096 GPUs ...", flush=True)
+    frows, flines = flow_level(m.seeds)
+    write_csv(frows, out / "flow_level.csv")
+    wall = time.perf_counter() - started
+    write_report(rows, summary, out / "report.md", m, best_t, wall, flines)
     print((out / "report.md").read_text())
     print(f"wrote {out / 'report.md'}, runs.csv, summary.csv and {len(written)} plots in {wall / 60:.1f} min")
     return 0

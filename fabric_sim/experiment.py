@@ -192,6 +192,12 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     if keep is not None:
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb)
+    if stellar:
+        reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
+                   for i in range(4)]
+        row["moves_gap"], row["moves_drain"], row["moves_failover"] = reasons[1], reasons[2], reasons[3]
+    elif bf is not None and bf.spec.mode == 1:
+        row["moves_gap"] = bf.counter("LbIngress.flowlet_moves")
     row["wall_s"] = round(time.perf_counter() - started, 2)
     row["traversals"] = sim.traversals
     row["drops_tail"] = _tail_drops(sim)
