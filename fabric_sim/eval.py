@@ -363,7 +363,12 @@ def write_report(rows: list[dict], summary: list[dict], path: Path, matrix: Matr
               "with go-back-N, coalesced ACKs, a 64-packet window, a 500 µs RTO (real RNICs: ms) and DCQCN "
               "(paper constants); ECN on every baseline with DCQCN's common RED ramp (Kmin 100 KB, Kmax 400 KB, "
               "Pmax 0.2); Stellar with its own adaptive ECN. Failures: the owning switch reacts at once, the rest "
-              "after the controller's measured 4.9 ms. Flow sizes of web-search/data-mining scaled by 1/20.", ""]
+              "after the controller's measured 4.9 ms. Flow sizes of web-search/data-mining scaled by 1/20. "
+              "Switch ports serve one frame per 4 KB-frame time whatever its size (p4sim's traffic manager is "
+              "packet-rate based), so ACK/NAK/CNP frames cost a full slot (about 6% of the reverse path with an "
+              "ACK every 16 packets), equally in every mode. Tenant policing is on only in the tenants scenario. "
+              "The ideal of a collective is a fluid lower bound: the busiest NIC or leaf uplink/downlink group "
+              "under perfect balancing plus one unloaded path.", ""]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -112,3 +112,27 @@ def test_the_same_sweep_runs_on_a_local_ray_instance():
     assert rows[0].get("error") is None
     # a run is deterministic given its spec, wherever it runs
     assert rows[0]["completion_us"] == local[0]["completion_us"]
+
+
+def _rows(stellar_us, ecmp_us, reorders=0):
+    rows = []
+    for seed in (1, 2, 3):
+        for mode, us in (("stellar", stellar_us), ("ecmp", ecmp_us)):
+            rows.append({"fabric": "lab", "scenario": "a2a/deg40", "mode": mode, "seed": seed,
+                         "completion_us": us * (1 + 0.01 * seed), "throughput_cv": 0.05 if mode == "stellar" else 0.3,
+                         "reorders": reorders if mode == "stellar" else 0})
+    return rows
+
+
+def test_claim_verdicts_follow_the_measured_figures():
+    good = {c.claim: c for c in ev.claims(_rows(100.0, 140.0))}
+    assert good["AlltoAll throughput +30-50% vs ECMP"].verdict == "confirmed"
+    assert "+40%" in good["AlltoAll throughput +30-50% vs ECMP"].measured
+    assert good["throughput std-dev 34% -> 6%"].verdict == "confirmed"
+    assert good["no reordering"].verdict == "confirmed"
+    bad = {c.claim: c for c in ev.claims(_rows(120.0, 100.0, reorders=3))}
+    assert bad["AlltoAll throughput +30-50% vs ECMP"].verdict == "not confirmed"
+    assert "wins 0%" in bad["AlltoAll throughput +30-50% vs ECMP"].measured
+    assert bad["no reordering"].verdict == "not confirmed"
+    partly = {c.claim: c for c in ev.claims(_rows(100.0, 115.0))}
+    assert partly["AlltoAll throughput +30-50% vs ECMP"].verdict == "partly"
