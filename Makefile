@@ -9,7 +9,7 @@ BUILD   ?= build
 PROG    ?= p4src/v1model/stellar.p4
 NAME    := $(basename $(notdir $(PROG)))
 
-.PHONY: setup shell-venv shell test test-fast ptf demo compile bench clean
+.PHONY: setup shell-venv shell test test-fast ptf demo eval compile bench clean
 
 # Create the virtualenv and install the pinned requirements (idempotent: re-runs only when
 # requirements.txt changes).
@@ -64,9 +64,14 @@ ptf: setup
 	@if [ -x ptf_tests/run.sh ]; then TARGET=$(TARGET) VPY=$(VPY) ptf_tests/run.sh; else echo "ptf: no PTF suite yet"; fi
 
 # The main job: bring up the lab fabric on p4sim and compare ECMP with Stellar
-# (DEMO_ARGS=--quick for a short run; the report lands in build/demo/).
+# (DEMO_ARGS=--quick for a short run; the report lands in build/demo/).  A thin entry into fabric_sim.
 demo: setup
-	$(VPY) -m control_plane.demo $(DEMO_ARGS)
+	$(VPY) -m fabric_sim $(DEMO_ARGS)
+
+# The fabric study: a quick matrix by default (<= 10 min on 2 cores), EVAL_ARGS=--full for the rest,
+# EVAL_ARGS="--ray ADDRESS" to run the same sweep on a Ray cluster.  Output: build/eval/.
+eval: setup
+	$(VPY) -m fabric_sim.eval $(EVAL_ARGS)
 
 bench: setup
 	$(VPY) bench/p4sim_pps.py

@@ -57,7 +57,7 @@ def build_stellar_leaf(flows: int = 64) -> tuple[p4sim.Switch, list[bytes]]:
     from control_plane.inprocess import apply_document
     from control_plane.model import load_fabric
     from control_plane.render import render_fabric
-    from control_plane.roce import RoceFlowTemplate
+    from fabric_sim.roce import RoceFlowTemplate
 
     prog = p4sim.compile(str(ROOT / "p4src/v1model/stellar.p4"), include_dirs=[str(ROOT / "p4src")])
     fabric = load_fabric(ROOT / "fabrics/lab.yaml")

@@ -149,7 +149,7 @@ def push(fabric, program_files) -> object:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from control_plane.demo import build_program
+    from fabric_sim.demo import build_program
     from control_plane.model import load_fabric
 
     ap = argparse.ArgumentParser(prog="python -m bmv2_env.mininet_fabric", description=__doc__.split("\n")[0])

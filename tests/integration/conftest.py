@@ -28,7 +28,7 @@ def lab_fabric():
 @pytest.fixture()
 def lab_sim(stellar_program, lab_fabric):
     """The lab fabric on one virtual clock, entries applied in-process."""
-    from bmv2_env.simfabric import SimFabric
+    from fabric_sim.simfabric import SimFabric
     from control_plane.inprocess import apply_document
     from control_plane.render import render_fabric
 
@@ -45,7 +45,7 @@ def lab_sim(stellar_program, lab_fabric):
 @pytest.fixture(scope="session")
 def stellar_files(tmp_path_factory):
     """stellar.p4 compiled by `p4sim compile` into (device config, P4Info) files."""
-    from control_plane.demo import build_program
+    from fabric_sim.demo import build_program
 
     return build_program(tmp_path_factory.mktemp("stellar"))
 

@@ -8,7 +8,7 @@ from control_plane.controller import watch
 
 @pytest.fixture()
 def lab(lab_fabric, stellar_files):
-    from control_plane.demo import Lab
+    from fabric_sim.demo import Lab
 
     lab = Lab(lab_fabric, stellar_files, "stellar")
     yield lab

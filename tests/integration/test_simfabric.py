@@ -1,5 +1,5 @@
 """The fabric simulator: modelled link delays and rates on one virtual clock."""
-from control_plane.traffic import Collector, Endpoint, Workload
+from fabric_sim.traffic import Collector, Endpoint, Workload
 
 
 def _ep(fabric, name):
@@ -39,7 +39,7 @@ def test_a_modelled_line_rate_spaces_a_burst_at_the_receiver(lab_sim, lab_fabric
 
 
 def test_same_workload_gives_identical_timings_run_to_run(stellar_program, lab_fabric, lab_sim):
-    from bmv2_env.simfabric import SimFabric
+    from fabric_sim.simfabric import SimFabric
     from control_plane.inprocess import apply_document
 
     flows = [("l1g1", "l2g1", 30, 0.5), ("l1g2", "l2g2", 30, 0.5), ("l3g1", "l2g1", 30, 0.5)]

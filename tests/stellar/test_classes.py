@@ -18,7 +18,7 @@ import pytest
 from control_plane.inprocess import apply_document
 from control_plane.model import Fabric, load_fabric_text
 from control_plane.render import render_fabric
-from control_plane.roce import RoceFlowTemplate
+from fabric_sim.roce import RoceFlowTemplate
 from control_plane.scheduler import ClassScheduler, InProcessQueues
 
 FABRIC = """\

@@ -3,7 +3,7 @@ import pytest
 from scapy.all import IP, UDP, Ether, raw
 from scapy.contrib.roce import BTH
 
-from control_plane.roce import ECN_CE, RoceFlowTemplate, parse_roce
+from fabric_sim.roce import ECN_CE, RoceFlowTemplate, parse_roce
 
 
 def scapy_reference(psn: int, ip_id: int, payload_len: int) -> bytes:

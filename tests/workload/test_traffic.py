@@ -1,5 +1,5 @@
 """Workload scheduling and receiver-side accounting."""
-from control_plane.traffic import Collector, Endpoint, Workload, percentile
+from fabric_sim.traffic import Collector, Endpoint, Workload, percentile
 
 A = Endpoint("gpu1", "10.0.1.1", "02:00:00:00:01:01", "leaf1", 1)
 B = Endpoint("gpu2", "10.0.2.1", "02:00:00:00:02:01", "leaf2", 1)

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence, Union
 
-from control_plane.roce import RoceFlowTemplate, parse_roce
+from fabric_sim.roce import RoceFlowTemplate, parse_roce
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,15 @@ virtual-clock mode, each egress port's queue drains at the link's modelled rate,
 departs port P of switch A arrives at the peer port after the link delay.  Hosts (GPU NICs) inject
 frames at their scheduled times and the receiving side hands delivered frames to a callback.
 
-Time advances event by event: the next event is the earliest of (next scheduled injection, next
-frame arriving over a link, next departure from any switch queue).  All switch clocks advance by
-the same step so they always agree, and because every link has a positive delay a departure at
-time t can only cause an arrival after t — so no switch ever receives a frame "in its past".
+Time advances on one event heap: frames arriving over links or at hosts, timers (failures,
+controller polls), host events (a NIC's next transmission) and each switch's next queue
+departure.  A switch's clock is brought forward only when one of its own events is due (its next
+departure, or a frame arriving on one of its ports), so the cost of an event does not grow with
+the number of switches; timers marked ``sync`` (anything that reads or writes switch state, like
+the controller) first bring every switch to the timer's time.  Every link has a positive delay, so
+a departure at time t only causes events after t and no switch ever receives a frame "in its
+past".  Ties are broken by kind (departures first, as a switch that is due releases its packets
+before it takes the next one) and then by insertion order, so runs are deterministic.
 
 Rates are modelled, not real: ``pps_per_gbps`` converts a link's capacity into the queue rate
 (packets per second of virtual time).  The default, 10,000 pps per Gbps, makes a 100G link send
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -71,11 +77,17 @@ class SimFabric:
                     self.host_port[ref] = (port.host, port.delay_us)
                     self.host_attach[port.host] = (ref, port.delay_us)
         self.down: set[PortRef] = set()
-        self._arrivals: list[tuple[float, int, PortRef, bytes]] = []  # frames on the wire
+        self.loss: dict[PortRef, float] = {}  # silent per-packet drop probability (gray failure)
+        self._loss_rng = random.Random(seed ^ 0x9E3779B9)
+        self._heap: list[tuple] = []  # (time, kind rank, seq, kind, payload)
         self._seq = itertools.count()
-        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._due: dict[str, Optional[float]] = {name: None for name in self.devices}  # scheduled departure
         self.deliver: Optional[DeliverFn] = None
         self.dropped_on_wire = 0
+        self.dropped_gray = 0
+        self.tx_packets: dict[PortRef, int] = {}  # frames sent on each switch-to-switch port
+        self.traversals = 0  # frames taken in by a switch (the bench's "fabric packets")
+        self.events = 0
         self.servers: dict[str, object] = {}
         for name, dev in self.devices.items():
             dev.transmit = self._make_output_handler(name)
@@ -85,12 +97,13 @@ class SimFabric:
         return self.devices[name].switch
 
     def install_program(self, program) -> None:
-        """Load ``program`` on every switch directly (no P4Runtime)."""
+        """Load ``program`` on every switch directly (no P4Runtime): what sweeps use."""
         for dev in self.devices.values():
             dev.install(dev.switch_factory(program, dev.options))
 
     def serve_p4runtime(self, host: str = "127.0.0.1") -> dict[str, str]:
-        """Start a P4Runtime server per switch on a free loopback port; returns the addresses."""
+        """Start a P4Runtime server per switch on a free loopback port; returns the addresses.
+        Used where the controller (or the push) is under test."""
         from p4sim.p4rt.server import P4RuntimeServer
 
         addresses = {}
@@ -106,6 +119,29 @@ class SimFabric:
             server.stop(0)
         self.servers.clear()
 
+    # ---------------------------------------------------------------- the event heap
+    def _push(self, t: float, kind: int, payload) -> None:
+        heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
+
+    def _bring(self, name: str, t: float) -> None:
+        """Advance one switch's clock to ``t`` (its departures due on the way go out)."""
+        dev = self.devices[name]
+        sw = dev.switch
+        if sw is not None and t > sw.now_us:
+            dev.advance(t - sw.now_us)
+
+    def _reschedule(self, name: str) -> None:
+        sw = self.devices[name].switch
+        nd = sw.next_departure_us() if sw is not None else None
+        if nd is not None and nd != self._due[name]:
+            self._push(nd, _DEPART, name)
+        self._due[name] = nd
+
+    def _sync_all(self, t: float) -> None:
+        for name in self.devices:
+            self._bring(name, t)
+            self._reschedule(name)
+
     # ---------------------------------------------------------------- wiring of departures
     def _make_output_handler(self, name: str) -> Callable[[int, bytes], None]:
         dev = self.devices[name]
@@ -115,87 +151,101 @@ class SimFabric:
             ref = PortRef(name, port)
             if ref in self.down:
                 self.dropped_on_wire += 1
+            elif ref in self.loss and self._loss_rng.random() < self.loss[ref]:
+                self.dropped_gray += 1
             elif ref in self.peer:
                 peer, delay = self.peer[ref]
-                heapq.heappush(self._arrivals, (t + delay, next(self._seq), peer, frame))
+                self.tx_packets[ref] = self.tx_packets.get(ref, 0) + 1
+                self._push(t + delay, _ARRIVE, (peer, frame))
             elif ref in self.host_port:
                 host, delay = self.host_port[ref]
-                if self.deliver is not None:
-                    self.deliver(t + delay, host, frame)
+                self._push(t + delay, _DELIVER, (host, frame))
             else:
                 self.dropped_on_wire += 1  # an unwired port: the frame goes nowhere
 
         return on_output
 
     # ---------------------------------------------------------------- control
-    def at(self, time_us: float, action: Callable[[], None]) -> None:
-        """Run ``action`` when the fabric clock reaches ``time_us`` (link failures, pushes...)."""
-        heapq.heappush(self._timers, (time_us, next(self._seq), action))
+    def at(self, time_us: float, action: Callable[[], None], sync: bool = True) -> None:
+        """Run ``action`` when the fabric clock reaches ``time_us``.  ``sync``: bring every switch
+        to that time first (link failures, controller polls and pushes); host events pass False."""
+        self._push(time_us, _TIMER if sync else _HOST, action)
 
     def fail_link(self, a: str, b: str) -> list[PortRef]:
         """Take down every link between switches a and b (both ends); returns the ports."""
-        ends = [ref for ref, (peer, _) in self.peer.items()
-                if {ref.switch, peer.switch} == {a, b}]
+        ends = self.link_ports(a, b)
         for ref in ends:
             self.down.add(ref)
             self.devices[ref.switch].set_port_up(ref.port, False)
         return ends
 
+    def link_ports(self, a: str, b: str) -> list[PortRef]:
+        """Both ends of every link between switches a and b."""
+        return [ref for ref, (peer, _) in self.peer.items() if {ref.switch, peer.switch} == {a, b}]
+
+    def gray_fail(self, a: str, b: str, drop_probability: float) -> None:
+        """The a-b link silently drops each frame with ``drop_probability`` (both directions); the
+        ports stay up, so nothing but end-to-end loss shows it."""
+        for ref in self.link_ports(a, b):
+            self.loss[ref] = drop_probability
+
     # ---------------------------------------------------------------- running
     def inject(self, time_us: float, host: str, frame: bytes) -> None:
         """A host NIC puts ``frame`` on its link at ``time_us``."""
         ref, delay = self.host_attach[host]
-        heapq.heappush(self._arrivals, (time_us + delay, next(self._seq), ref, frame))
+        self._push(time_us + delay, _ARRIVE, (ref, frame))
 
-    def _next_departure(self) -> Optional[float]:
-        times = []
-        for dev in self.devices.values():
-            with dev.lock:
-                t = dev.switch.next_departure_us() if dev.switch is not None else None
-            if t is not None:
-                times.append(t)
-        return min(times) if times else None
-
-    def _advance_to(self, t: float) -> None:
-        if t > self.now_us:
-            dt = t - self.now_us
-            for dev in self.devices.values():
-                if dev.switch is not None:
-                    dev.advance(dt)
-            self.now_us = t
-
-    def run(self, sends: Iterable, until_us: float, on_send: Optional[Callable] = None) -> None:
+    def run(self, sends: Iterable = (), until_us: float = float("inf"),
+            on_send: Optional[Callable] = None) -> None:
         """Play ``sends`` (objects with time_us, src (with .name) and frame, in time order) and
-        everything they cause, up to ``until_us`` of virtual time."""
+        everything they and the scheduled events cause, up to ``until_us`` of virtual time."""
         sends = iter(sends)
         pending = next(sends, None)
-        while True:
-            candidates = []
-            if pending is not None:
-                candidates.append(pending.time_us)
-            if self._arrivals:
-                candidates.append(self._arrivals[0][0])
-            if self._timers:
-                candidates.append(self._timers[0][0])
-            dep = self._next_departure()
-            if dep is not None:
-                candidates.append(dep)
-            if not candidates:
-                break
-            t = max(min(candidates), self.now_us)
+        token = object()  # a _SEND event left over from an earlier run() is ignored
+        if pending is not None:
+            self._push(pending.time_us, _SEND, token)
+        heap = self._heap
+        while heap:
+            t, kind, _, payload = heap[0]
             if t > until_us:
                 break
-            self._advance_to(t)
-            while self._timers and self._timers[0][0] <= t:
-                heapq.heappop(self._timers)[2]()
-            while pending is not None and pending.time_us <= t:
-                if on_send is not None:
-                    on_send(pending)
-                self.inject(pending.time_us, pending.src.name, pending.frame)
-                pending = next(sends, None)
-            while self._arrivals and self._arrivals[0][0] <= t:
-                _, _, ref, frame = heapq.heappop(self._arrivals)
+            heapq.heappop(heap)
+            self.events += 1
+            if t > self.now_us:
+                self.now_us = t
+            if kind == _DEPART:
+                if self._due.get(payload) != t:
+                    continue  # stale: the switch's head of line changed since
+                self._due[payload] = None
+                self._bring(payload, t)
+                self._reschedule(payload)
+            elif kind == _ARRIVE:
+                ref, frame = payload
                 if ref in self.down:
                     self.dropped_on_wire += 1
                     continue
+                self._bring(ref.switch, t)
+                self.traversals += 1
                 self.devices[ref.switch].inject(ref.port, frame)
+                self._reschedule(ref.switch)
+            elif kind == _DELIVER:
+                if self.deliver is not None:
+                    self.deliver(t, *payload)
+            elif kind == _HOST:
+                payload()
+            elif kind == _TIMER:
+                self._sync_all(t)
+                payload()
+                self._sync_all(t)
+            elif payload is token:  # _SEND: the next entry of a fixed schedule
+                while pending is not None and pending.time_us <= t:
+                    if on_send is not None:
+                        on_send(pending)
+                    self.inject(pending.time_us, pending.src.name, pending.frame)
+                    pending = next(sends, None)
+                if pending is not None:
+                    self._push(pending.time_us, _SEND, token)
+
+
+# Event kinds, in tie-break order at one instant.
+_DEPART, _TIMER, _SEND, _HOST, _ARRIVE, _DELIVER = range(6)

@@ -1,37 +1,43 @@
 """`make demo`: the lab fabric on p4sim, RoCEv2 + ECMP against Stellar, side by side.
 
 Six p4sim switches run the real ``p4src/v1model/stellar.p4`` on one virtual clock
-(``bmv2_env.simfabric``); every switch serves P4Runtime on a loopback port and gets its pipeline
+(``fabric_sim.simfabric``); every switch serves P4Runtime on a loopback port and gets its pipeline
 and rendered entries pushed over it, like separate ``simple_switch_grpc`` processes would.  The
 controller polls them over P4Runtime on a virtual-time cadence.
 
-Two scenarios, each run once per mode:
+The hosts are reacting RoCEv2 NICs (``fabric_sim.rdma``: RC QPs with PSNs, a window, go-back-N
+and DCQCN), so reordering, loss and congestion lengthen the job instead of being counted beside
+it.  Links run at real per-byte service times for 4 KB-MTU frames (100G = 3 frames per µs).
 
-* **congestion** — an AlltoAll among 8 GPUs (message bursts with pauses, as RDMA writes of a
-  collective are) beside latency-sensitive RoCE mice, while the leaf1–spine1 link runs at 40% of
-  its capacity (a degraded optic).  Reports job completion time, mice p50/p99 latency, receiver
-  PSN regressions, CE marks and path changes by reason.
-* **failure** — steady cross-leaf flows while the leaf1–spine2 link fails.  Reports packets lost
-  (split by whether the failed link is local to the sending leaf, where ``port_down`` acts at
-  once, or remote, where only the controller's re-plan helps), path changes for failover, and the
-  controller's event-to-last-ack time for its delta push.
+Scenarios, each run once per mode:
+
+* **congestion** -- an 8-GPU AlltoAll (every QP one RDMA write, starts spread over
+  ``JITTER_US``) beside latency-sensitive 2-packet RoCE mice, while the leaf1-spine1 link runs at
+  40% of its capacity (a degraded optic).  Reports job completion, mice FCT p50/p99, PSN
+  regressions (reorders) and go-back-N retransmissions, CE marks and path changes by reason.
+* **together** -- the same AlltoAll with every QP starting at t=0 (flows that start together see
+  each other only through the DRE; no mice).
+* **failure** -- steady cross-leaf transfers while the leaf1-spine2 link fails.  Reports go-back-N
+  retransmissions and timeouts, and the longest delivery stall of the transfers leaving leaf1
+  (the failure is local: ``port_down`` acts at once in Stellar mode) and entering leaf1 (remote:
+  only the controller's re-plan, ``CONTROLLER_REACTION_US`` later, helps), plus the controller's
+  event-to-last-ack wall time for its delta push.
 
 Modes:
-* ``ecmp``: RoCEv2 + ECMP as deployed today — hash-based path choice, static ECN threshold, one
-  queue per class, the controller re-plans after a failure (after ``CONTROLLER_REACTION_US``).
+* ``ecmp``: RoCEv2 + ECMP as deployed today -- hash-based path choice, static ECN threshold, one
+  queue per class; on a failure the switch owning the dead port stops hashing onto it at once
+  (local link-down handling), the controller re-plans the rest.
 * ``stellar``: adaptive path choice with drain detection, adaptive ECN, elephant/mouse queues,
   local failover through ``port_down`` at the failure instant, controller congestion levels.
 * ``no-drain`` (negative control, congestion only): Stellar's adaptive choice with drain detection
-  off and a 1 µs flowlet timeout — shows that moving flows without the drain check reorders them.
+  off and a 50 µs flowlet timeout (LetFlow's range) -- moving flows at gaps without the drain check.
 
-The hosts model no RDMA retransmission: a PSN regression is counted (a go-back-N receiver would
-drop and re-request everything after it), not replayed, so the ``no-drain`` job time flatters it.
-"reorder events (switch counters)" is the data plane's own detector, hashed per (src, dst, QP)
-into a fixed register array: two flows sharing a cell can count a false event, which is why the
-receivers' exact count is reported beside it.
+The controller polls every ``POLL_US`` of virtual time (a P4Runtime read of every switch takes
+milliseconds on real hardware) and reacts to a failure after ``CONTROLLER_REACTION_US``, the
+measured event-to-last-ack time of its delta push on the lab (bench/reaction_time.py).  The fair,
+many-seed comparison against every baseline is ``make eval`` (fabric_sim/eval.py); the demo is one
+seed of one hash draw.
 
-All times are virtual microseconds of the modelled fabric (100G modelled as 1 packet/µs), so the
-figures are repeatable run to run; only the controller's wall-clock push time varies.
 """
 from __future__ import annotations
 
@@ -46,10 +52,11 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fabrics" / "lab.yaml"
 STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
-CONTROLLER_REACTION_US = 500.0  # modelled detection + re-plan delay of a central controller
-POLL_US = 50.0  # controller telemetry cadence (virtual time)
-JITTER_US = 96.0  # QPs of the collective start spread over one message period
-QUEUE_DEPTH = 2000  # deep buffers: RoCE fabrics run lossless (PFC), so congestion shows as delay
+CONTROLLER_REACTION_US = 4900.0  # measured event-to-last-ack of the controller's push (lab)
+POLL_US = 1000.0  # controller telemetry cadence (virtual time)
+JITTER_US = 20.0  # QPs of the collective start spread over this window
+QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames; tail drop, no PFC
+MESSAGE_BYTES = 32 * 1024
 
 
 @dataclass
@@ -63,8 +70,9 @@ class ModeResult:
 def mode_fabric(fabric, mode: str):
     """The lab fabric's data-plane parameters for one mode."""
     dp = fabric.dataplane
-    # Shorter sketch windows than the lab default so the demo's modest flows classify in time.
-    elephant = replace(dp.elephant, threshold_bytes=12_000, window_us=250, idle_timeout_us=1000)
+    # Shorter sketch windows than the lab default so the demo's modest flows classify in time
+    # (the same threshold as the study's baselines: fabric_sim.baselines.EM_THRESHOLD_BYTES).
+    elephant = replace(dp.elephant, threshold_bytes=100_000, window_us=250, idle_timeout_us=500)
     if mode == "ecmp":
         dp = replace(dp, path_mode="ecmp", reservations=False, elephant=elephant,
                      flowlet=replace(dp.flowlet, drain_detection=False, gap_moves=False),
@@ -79,7 +87,7 @@ def mode_fabric(fabric, mode: str):
     elif mode == "no-drain":
         dp = replace(dp, path_mode="adaptive", reservations=False, elephant=elephant,
                      flowlet=replace(dp.flowlet, drain_detection=False, gap_moves=True,
-                                     timeout_us=1, hysteresis_us=1))
+                                     timeout_us=50, hysteresis_us=20))
     else:
         raise ValueError(f"unknown mode {mode}")
     return replace(fabric, dataplane=dp)
@@ -89,16 +97,22 @@ class Lab:
     """One mode's fabric: switches up, P4Runtime servers serving, entries pushed, controller."""
 
     def __init__(self, fabric, program_files: tuple[Path, Path], mode: str) -> None:
-        from bmv2_env.simfabric import SimFabric
+        from fabric_sim.simfabric import SimFabric
         from control_plane.controller import Controller
         from control_plane.p4rt import ProgramFiles, SwitchSession, push_fabric
         from control_plane.render import render_fabric
 
         self.mode = mode
         self.fabric = mode_fabric(fabric, mode)
-        self.sim = SimFabric(self.fabric, queue_depth=QUEUE_DEPTH)
+        from fabric_sim.rdma import NicParams, frame_bytes
+
+        self.pps_per_gbps = 1e9 / (8 * frame_bytes(NicParams().payload))
+        self.sim = SimFabric(self.fabric, pps_per_gbps=self.pps_per_gbps, queue_depth=QUEUE_DEPTH)
         self.addresses = self.sim.serve_p4runtime()
         rendered = render_fabric(self.fabric)
+        # No tenant policing in the demo: with the lab YAML's shares the meters police the
+        # collective's own traffic red (fabric_sim/experiment.py says more).
+        rendered = replace(rendered, documents={n: dict(d, meters=[]) for n, d in rendered.documents.items()})
         started = time.perf_counter()
         program = ProgramFiles.load(*program_files)
         self.push = push_fabric(self.fabric, rendered.documents, program, self.addresses, progress=None)
@@ -124,107 +138,135 @@ class Lab:
         for x, y in ((a, b), (b, a)):
             port = self.port(x, y)
             cap = self.fabric.switches[x].ports[port].capacity_gbps
-            self.sim.devices[x].set_queue_rate(int(cap * 10_000 * fraction), port)
+            self.sim.devices[x].set_queue_rate(int(cap * self.pps_per_gbps * fraction), port)
 
     def counters(self, name: str, size: int) -> list[int]:
         return [sum(self.sim.switch(s).counter_read(name, i)[0] for s in self.sim.devices)
                 for i in range(size)]
 
 
-def endpoints(fabric):
-    from control_plane.traffic import Endpoint
+def _poll(lab, net) -> None:
+    """The controller's congestion poll, every POLL_US while a transfer is unfinished."""
+    def step() -> None:
+        lab.controller.step(lab.sim.now_us)
+        if any(t.done_us is None for t in net.transfers):
+            lab.sim.at(lab.sim.now_us + POLL_US, step)
 
-    return {h.name: Endpoint(h.name, str(h.ip), h.mac, h.leaf, h.port) for h in fabric.hosts.values()}
+    lab.sim.at(POLL_US, step)
 
 
-def run_congestion(fabric, files, mode: str, messages: int) -> ModeResult:
-    from control_plane.traffic import Collector, Workload, percentile
+def _fct(ts) -> list[float]:
+    return [t.done_us - t.started_us for t in ts if t.done_us is not None]
+
+
+def run_congestion(fabric, files, mode: str, messages: int, together: bool = False) -> ModeResult:
+    from fabric_sim.rdma import RdmaNetwork
+    from fabric_sim.traffic import percentile
+    from fabric_sim.workloads import alltoall
 
     started = time.perf_counter()
     lab = Lab(fabric, files, mode)
     try:
         lab.degrade("leaf1", "spine1", 0.4)
-        eps = endpoints(lab.fabric)
+        net = RdmaNetwork(lab.sim, lab.fabric)
         job = lab.fabric.jobs["moe"]
-        members = [eps[h] for h in job.hosts]
-        w = Workload()
-        # 8-packet messages at half line rate per QP, 80 µs apart: ~0.08 packets/µs per QP.
-        w.alltoall(members, packets_per_pair=8 * messages, start_us=0, gap_us=2, job="moe",
-                   burst=8, idle_us=80, jitter_us=JITTER_US)
-        others = [eps[h] for h in eps if h not in job.hosts]
-        pairs = [(a, b) for a in others for b in others if a.leaf != b.leaf]
-        horizon = 96 * messages
-        w.mice(pairs, count=12 * messages, packets=2, start_us=50, end_us=horizon, gap_us=1)
-        collector = Collector(w)
-        lab.sim.deliver = lambda t, host, frame: collector.on_receive(t, frame)
+        members = list(job.hosts)
+        a2a = alltoall(net, members, MESSAGE_BYTES * messages, jitter_us=0.0 if together else JITTER_US,
+                       seed=7, tag="moe")
+        mice = []
+        if not together:
+            import random
+
+            rng = random.Random(1)
+            others = [h for h in lab.fabric.hosts if h not in members]
+            pairs = [(a, b) for a in others for b in others
+                     if lab.fabric.hosts[a].leaf != lab.fabric.hosts[b].leaf]
+            horizon = 3.0 * MESSAGE_BYTES * messages * len(members) * 8 / 100e3
+            for _ in range(6 * messages):
+                src, dst = rng.choice(pairs)
+                mice.append(net.transfer(src, dst, 2 * 4096, "mouse", "mice", rng.uniform(5, horizon)))
+        net.start()
         if mode != "ecmp":
-            _every(lab.sim, POLL_US, horizon + 2000, lambda: lab.controller.step(lab.sim.now_us))
-        lab.sim.run(w.schedule(lambda e: lab.fabric.switches[e.leaf].mac), until_us=horizon + 20_000,
-                    on_send=collector.on_send)
+            _poll(lab, net)
+        lab.sim.run(until_us=200_000)
         reasons = lab.counters("StellarIngress.flowlet.path_changes", 5)
-        mice = collector.latencies("mouse")
-        m = {
-            "job completion (us)": collector.job_completion_us("moe"),
-            "mice p50 latency (us)": percentile(mice, 50),
-            "mice p99 latency (us)": percentile(mice, 99),
-            "job p99 latency (us)": percentile(collector.latencies("job"), 99),
-            "PSN regressions at receivers": collector.total("reorders"),
+        done = [t for t in a2a if t.done_us is not None]
+        job_us = (max(t.done_us for t in a2a) - min(t.started_us for t in a2a)) if len(done) == len(a2a) else None
+        mice_fct = _fct(mice)
+        m = {"job completion (us)": job_us}
+        if not together:
+            m.update({"mice p50 FCT (us)": percentile(mice_fct, 50),
+                      "mice p99 FCT (us)": percentile(mice_fct, 99)})
+        m.update({
+            "PSN regressions at receivers": sum(t.reorders for t in net.transfers),
+            "go-back-N retransmissions": sum(t.retransmits for t in net.transfers),
             "reorder events (switch counters)": sum(lab.counters("StellarEgress.reorder.events", 512)),
-            "CE-marked packets delivered": collector.total("ce_marks"),
-            "packets sent": collector.total("sent"),
-            "packets delivered": collector.total("received"),
+            "CE marks / CNPs": f"{sum(t.ce for t in net.transfers)}/{sum(t.cnps for t in net.transfers)}",
+            "transfers completed": f"{sum(t.done_us is not None for t in net.transfers)}/{len(net.transfers)}",
             "path changes gap/drain/failover": f"{reasons[1]}/{reasons[2]}/{reasons[3]}",
             "elephant detections": sum(lab.counters("StellarIngress.elephant.detections", 2)),
             "controller writes": lab.controller.writes,
-        }
-        return ModeResult("congestion", mode, m, time.perf_counter() - started)
+        })
+        return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
+                          time.perf_counter() - started)
     finally:
         lab.close()
 
 
-def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
-    from control_plane.traffic import Collector, Workload
+def _stall(t, after: float) -> Optional[float]:
+    """The longest pause in a transfer's in-order delivery after ``after`` (None: never done)."""
+    if t.done_us is None:
+        return None
+    times = [after] + [x for x in t.delivery_times if x > after]
+    return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+
+
+def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = True) -> ModeResult:
+    """``local_failover``: the failed link's own switches take the dead port out of path choice at
+    once (port_down; what ECMP hardware's link-down handling does too).  False is the negative
+    control: every switch waits for the controller."""
+    from fabric_sim.rdma import RdmaNetwork
 
     started = time.perf_counter()
     lab = Lab(fabric, files, mode)
     try:
-        eps = endpoints(lab.fabric)
-        w = Workload()
-        l1 = [e for e in eps.values() if e.leaf == "leaf1"]
-        l2 = [e for e in eps.values() if e.leaf == "leaf2"]
-        for a in l1:
-            for b in l2:
-                w.add(a, b, 8 * messages, start_us=0, gap_us=4, kind="job", job="steady")
-                w.add(b, a, 8 * messages, start_us=0, gap_us=4, kind="job", job="steady")
-        horizon = 4 * 8 * messages
-        fail_at = horizon * 0.4
-        collector = Collector(w)
-        lab.sim.deliver = lambda t, host, frame: collector.on_receive(t, frame)
+        net = RdmaNetwork(lab.sim, lab.fabric)
+        hosts = lab.fabric.hosts
+        l1 = [h for h in hosts if hosts[h].leaf == "leaf1"]
+        l2 = [h for h in hosts if hosts[h].leaf == "leaf2"]
+        size = MESSAGE_BYTES * messages
+        for a, b in zip(l1, l2):
+            net.transfer(a, b, size, "job", "out")
+            net.transfer(b, a, size, "job", "in")
+        fail_at = 0.25 * size * 8 / 100e3 * len(l1)
         report = {}
 
         def fail():
             ports = lab.sim.fail_link("leaf1", "spine2")
             down = [(r.switch, r.port) for r in ports]
-            if mode == "stellar":
+            if local_failover:
                 lab.controller.mark_ports_down(down)  # the switches' own port-status handling
             lab.sim.at(lab.sim.now_us + CONTROLLER_REACTION_US,
                        lambda: report.update(r=lab.controller.handle_link_failure(
-                           "leaf1", "spine2", down, mark_down=(mode == "stellar"))))
+                           "leaf1", "spine2", down, mark_down=True)))
 
         lab.sim.at(fail_at, fail)
-        lab.sim.run(w.schedule(lambda e: lab.fabric.switches[e.leaf].mac), until_us=horizon + 20_000,
-                    on_send=collector.on_send)
-        lost = collector.total("sent") - collector.total("received")
+        net.start()
+        lab.sim.run(until_us=200_000)
         reasons = lab.counters("StellarIngress.flowlet.path_changes", 5)
         r = report.get("r")
+
+        def worst(tag):
+            stalls = [_stall(t, fail_at) for t in net.transfers if t.tag == tag]
+            return None if any(x is None for x in stalls) else max(stalls)
+
         m = {
-            "packets sent": collector.total("sent"),
-            "packets lost": lost,
-            "  lost leaving leaf1 (failure is local)": _lost(collector, w, lambda f: f.src.leaf == "leaf1"),
-            "  lost entering leaf1 (failure is remote)": _lost(collector, w, lambda f: f.dst.leaf == "leaf1"),
-            "flows that lost packets": sum(1 for f in w.flows
-                                           if collector.results[f.fid].received < f.packets),
-            "PSN regressions at receivers": collector.total("reorders"),
+            "transfers completed": f"{sum(t.done_us is not None for t in net.transfers)}/{len(net.transfers)}",
+            "go-back-N retransmissions": sum(t.retransmits for t in net.transfers),
+            "retransmission timeouts": sum(t.timeouts for t in net.transfers),
+            "  longest stall leaving leaf1, local failure (us)": worst("out"),
+            "  longest stall entering leaf1, remote failure (us)": worst("in"),
+            "PSN regressions at receivers": sum(t.reorders for t in net.transfers),
             "path changes for failover": reasons[3],
             "controller push after failure (ms, wall)": round(r.wall_ms, 1) if r else None,
             "controller entries written": r.entries_written if r else None,
@@ -232,10 +274,6 @@ def run_failure(fabric, files, mode: str, messages: int) -> ModeResult:
         return ModeResult("failure", mode, m, time.perf_counter() - started)
     finally:
         lab.close()
-
-
-def _lost(collector, workload, which) -> int:
-    return sum(f.packets - collector.results[f.fid].received for f in workload.flows if which(f))
 
 
 def _every(sim, period: float, until: float, action) -> None:
@@ -285,8 +323,8 @@ def plot(results: list[ModeResult], path: Path) -> None:
 
     cong = [r for r in results if r.scenario == "congestion"]
     fail = [r for r in results if r.scenario == "failure"]
-    panels = [("job completion (us)", cong), ("mice p99 latency (us)", cong),
-              ("PSN regressions at receivers", cong), ("packets lost", fail)]
+    panels = [("job completion (us)", cong), ("mice p99 FCT (us)", cong),
+              ("PSN regressions at receivers", cong), ("go-back-N retransmissions", fail)]
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
     colours = {"ecmp": "#999999", "stellar": "#1f77b4", "no-drain": "#d62728"}
     for ax, (key, rows) in zip(axes, panels):
@@ -304,20 +342,22 @@ def plot(results: list[ModeResult], path: Path) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     from control_plane.model import load_fabric
 
-    ap = argparse.ArgumentParser(prog="python -m control_plane.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m fabric_sim", description=__doc__.split("\n")[0])
     ap.add_argument("--fabric", default=str(LAB))
     ap.add_argument("--out", default=str(ROOT / "build" / "demo"))
-    ap.add_argument("--messages", type=int, default=12, help="messages per AlltoAll flow")
-    ap.add_argument("--quick", action="store_true", help="a short run (CI): 4 messages per flow")
+    ap.add_argument("--messages", type=int, default=8, help="32 KB messages per AlltoAll QP")
+    ap.add_argument("--quick", action="store_true", help="a short run (CI): 2 messages per QP")
     args = ap.parse_args(argv)
-    messages = 4 if args.quick else args.messages
+    messages = 2 if args.quick else args.messages
     out = Path(args.out)
     fabric = load_fabric(args.fabric)
     print(f"compiling {STELLAR.relative_to(ROOT)} with p4sim ...", flush=True)
     files = build_program(out)
     results = []
-    for scenario, runner, modes in (("congestion", run_congestion, ("ecmp", "stellar", "no-drain")),
-                                    ("failure", run_failure, ("ecmp", "stellar"))):
+    for scenario, runner, modes in (
+            ("congestion", run_congestion, ("ecmp", "stellar", "no-drain")),
+            ("together", lambda f, p, m, n: run_congestion(f, p, m, n, together=True), ("ecmp", "stellar")),
+            ("failure", run_failure, ("ecmp", "stellar"))):
         for mode in modes:
             print(f"running {scenario} / {mode} ...", flush=True)
             results.append(runner(fabric, files, mode, messages))

@@ -1,0 +1,343 @@
+"""One run of the fabric study: (workload, topology, mode, seed) -> a row of metrics.
+
+A run builds the fabric on a ``SimFabric`` with real per-byte service times (link rate divided by
+the 4 KB-MTU frame size), installs the mode's pipeline in-process (no gRPC: sweeps do not test
+the P4Runtime path, ``make demo`` does), starts ``RdmaNetwork`` NICs with the workload's
+transfers, applies the topology's events, and runs until every transfer completed (or the
+horizon).  Every run is independent and deterministic given its spec, so sweeps parallelise.
+
+Modes:
+* baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp, ecmp-em,
+  letflow-<timeout µs>, spray;
+* ``stellar``: ``p4src/v1model/stellar.p4`` with the fabric's rendered entries, adaptive path
+  choice with drain detection, adaptive ECN, elephant/mouse queues, port_down failover, and the
+  controller polling every ``POLL_US`` of virtual time;
+* ``stellar-nodrain-<T>``: the same with drain detection off and flowlet timeout T (the control).
+
+Timing that matters: failures are detected by the switch that owns the port at once (both
+baselines and Stellar); the rest of the fabric learns after ``REACTION_US``, the controller's
+measured event-to-last-ack time on the lab over P4Runtime (bench/reaction_time.py: 4.9 ms
+median).  The controller's congestion poll runs every ``POLL_US`` (a P4Runtime read of every
+switch's telemetry takes milliseconds, not the 50 µs the old demo assumed).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+FABRICS = {"lab": ROOT / "fabrics" / "lab.yaml", "pod": ROOT / "fabrics" / "pod.yaml"}
+STELLAR_P4 = ROOT / "p4src" / "v1model" / "stellar.p4"
+LB_P4 = ROOT / "p4src" / "baselines" / "lb.p4"
+REACTION_US = 4900.0
+POLL_US = 1000.0
+QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames
+FAIL_AT_US = 40.0
+DEGRADED = ("leaf1", "spine1")
+FAILED = ("leaf1", "spine2")
+HORIZON_US = 200_000.0
+SHORT_PACKETS = 4  # a "short" flow: at most 4 packets (16 KB)
+
+_programs: dict[str, object] = {}
+
+
+def program(path: Path):
+    """Compile once per process (sweep workers reuse it for every run)."""
+    import p4sim
+
+    key = str(path)
+    if key not in _programs:
+        _programs[key] = p4sim.compile(key, include_dirs=[str(ROOT / "p4src")])
+    return _programs[key]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | tenants
+    topo: str  # sym | deg70 | deg40 | deg10 | fail | gray
+    mode: str
+    seed: int
+    fabric: str = "lab"
+    nbytes: int = 131072  # per QP for collectives
+    duration_us: float = 300.0  # arrival window of Poisson workloads
+
+    @property
+    def scenario(self) -> str:
+        return f"{self.workload}/{self.topo}"
+
+
+def stellar_fabric(fabric, mode: str):
+    """Stellar's data-plane parameters for a mode (the lab YAML's, with the elephant threshold
+    the baselines use, so both classify the same flows)."""
+    from fabric_sim.baselines import EM_IDLE_US, EM_THRESHOLD_BYTES
+
+    dp = fabric.dataplane
+    dp = replace(dp, path_mode="adaptive", reservations=False,
+                 elephant=replace(dp.elephant, threshold_bytes=EM_THRESHOLD_BYTES, window_us=250,
+                                  idle_timeout_us=EM_IDLE_US))
+    if mode.startswith("stellar-nodrain"):
+        timeout = int(mode.rsplit("-", 1)[1])
+        dp = replace(dp, flowlet=replace(dp.flowlet, drain_detection=False, gap_moves=True, timeout_us=timeout))
+    elif mode != "stellar":
+        raise ValueError(f"unknown Stellar mode {mode}")
+    return replace(fabric, dataplane=dp)
+
+
+def _capacity_fraction(topo: str) -> Optional[float]:
+    return {"deg70": 0.7, "deg40": 0.4, "deg10": 0.1}.get(topo)
+
+
+def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
+    """Run one spec; returns its metrics row (flat dict, CSV-ready).  ``keep``: a dict that gets
+    the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check)."""
+    from control_plane.model import load_fabric
+    from fabric_sim import workloads as W
+    from fabric_sim.rdma import NicParams, RdmaNetwork, frame_bytes
+    from fabric_sim.simfabric import SimFabric
+
+    started = time.perf_counter()
+    base = load_fabric(FABRICS[spec.fabric])
+    base = replace(base, dataplane=replace(base.dataplane, reservations=False))
+    params = NicParams()
+    fb = frame_bytes(params.payload)
+    stellar = spec.mode.startswith("stellar")
+    fabric = stellar_fabric(base, spec.mode) if stellar else base
+    sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=QUEUE_DEPTH, seed=spec.seed)
+    frac = _capacity_fraction(spec.topo)
+    capacity = {}
+    if frac is not None:
+        for ref in sim.link_ports(*DEGRADED):
+            cap = fabric.switches[ref.switch].ports[ref.port].capacity_gbps * frac
+            capacity[(ref.switch, ref.port)] = cap
+            sim.devices[ref.switch].set_queue_rate(int(cap * 1e9 / (8 * fb)), ref.port)
+    if spec.topo == "gray":
+        sim.gray_fail(*DEGRADED, 0.01)
+
+    controller = bf = None
+    if stellar:
+        from control_plane.controller import Controller, InProcessOps
+        from control_plane.inprocess import apply_document
+        from control_plane.render import render_fabric
+
+        sim.install_program(program(STELLAR_P4))
+        rendered = render_fabric(fabric)
+        for name, doc in rendered.documents.items():
+            if spec.workload != "tenants":
+                # Tenant policing only where isolation is the question: the lab YAML's meters
+                # (PIR = 70% / 40% of a leaf's uplinks, applied to everything a tenant's hosts
+                # send, intra-leaf included) drop an AlltoAll's own packets red otherwise, and
+                # the baselines police nothing.
+                doc = dict(doc, meters=[])
+            apply_document(sim.switch(name), doc)
+        controller = Controller(fabric, {n: InProcessOps(sim.switch(n)) for n in sim.devices},
+                                rendered.plans, rendered.documents)
+    else:
+        from fabric_sim.baselines import BaselineFabric, baseline, salt_for
+
+        sim.install_program(program(LB_P4))
+        bf = BaselineFabric(sim, fabric, baseline(spec.mode), salt_for(spec.seed), capacity)
+        bf.install()
+
+    net = RdmaNetwork(sim, fabric, params)
+    members = W.hosts_of(fabric)
+    kind, _, arg = spec.workload.partition("-")
+    if spec.workload == "a2a":
+        W.alltoall(net, members, spec.nbytes)
+    elif spec.workload == "a2a-jit":
+        W.alltoall(net, members, spec.nbytes, jitter_us=20.0, seed=spec.seed)
+    elif spec.workload == "ring":
+        W.ring_allreduce(net, members, spec.nbytes * len(members))
+    elif spec.workload == "perm":
+        W.permutation(net, members, spec.nbytes * 8, spec.seed)
+    elif spec.workload == "incast":
+        W.incast(net, members, spec.nbytes, spec.seed)
+    elif kind in W.CDFS:
+        W.poisson(net, members, kind, int(arg) / 100, spec.duration_us, spec.seed)
+    elif spec.workload == "tenants":
+        W.tenants(net, fabric, spec.nbytes, spec.seed)
+    else:
+        raise ValueError(f"unknown workload {spec.workload}")
+    net.start()
+
+    fail_info: dict = {}
+    if spec.topo == "fail":
+        a, b = FAILED
+
+        def fail() -> None:
+            ports = sim.fail_link(a, b)
+            down = [(r.switch, r.port) for r in ports]
+            fail_info["ports"] = down
+            if controller is not None:
+                controller.mark_ports_down(down)  # the switches' own port-status handling
+                sim.at(sim.now_us + REACTION_US,
+                       lambda: controller.handle_link_failure(a, b, down, mark_down=True))
+            else:
+                bf.local_link_down(ports)
+                spine = a if fabric.switches[a].role == "spine" else b
+                leaf = b if spine == a else a
+                sim.at(sim.now_us + REACTION_US, lambda: bf.routing_converged(spine, leaf))
+
+        sim.at(FAIL_AT_US, fail)
+    if controller is not None:
+        def poll() -> None:
+            controller.step(sim.now_us)
+            if any(t.done_us is None for t in net.transfers):
+                sim.at(sim.now_us + POLL_US, poll)
+
+        sim.at(POLL_US, poll)
+    sim.run(until_us=HORIZON_US)
+    if keep is not None:
+        keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
+    row = metrics(spec, net, sim, fabric, base, capacity, fb)
+    if stellar:
+        reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
+                   for i in range(4)]
+        row["moves_gap"], row["moves_drain"], row["moves_failover"] = reasons[1], reasons[2], reasons[3]
+    elif bf is not None and bf.spec.mode == 1:
+        row["moves_gap"] = bf.counter("LbIngress.flowlet_moves")
+    row["wall_s"] = round(time.perf_counter() - started, 2)
+    row["traversals"] = sim.traversals
+    row["drops_tail"] = _tail_drops(sim)
+    row["drops_gray"] = sim.dropped_gray
+    row["drops_wire"] = sim.dropped_on_wire
+    return row
+
+
+def _tail_drops(sim) -> int:
+    return sum(dev.switch.stats.get("queue_full", 0) for dev in sim.devices.values())
+
+
+def _ser_us(fb: int, gbps: float) -> float:
+    return fb * 8 / (gbps * 1e3)
+
+
+def _ideal_fct(fabric, t, fb: int) -> float:
+    """Unloaded FCT: serialise every packet at the NIC, plus propagation and one store-and-
+    forward serialisation per switch on the path."""
+    src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
+    ser = _ser_us(fb, src.capacity_gbps)
+    if src.leaf == dst.leaf:
+        prop, hops = src.delay_us + dst.delay_us, 1
+    else:
+        link = next(p for p in fabric.switches[src.leaf].ports.values() if p.peer_switch is not None)
+        prop, hops = src.delay_us + 2 * link.delay_us + dst.delay_us, 3
+    return t.packets * ser + prop + hops * ser
+
+
+def fluid_bound(fabric, transfers, fb: int, capacity: dict) -> float:
+    """Lower bound on the time to move ``transfers`` (started together) with perfect load
+    balancing: the busiest resource (a NIC's send or receive side, a leaf's uplinks or downlinks
+    taken together) divided by its capacity, plus one unloaded packet's path."""
+    load: dict[tuple, float] = {}
+    cap: dict[tuple, float] = {}
+    for t in transfers:
+        bits = t.packets * fb * 8
+        s, d = fabric.hosts[t.src], fabric.hosts[t.dst]
+        for key, c in ((("tx", t.src), s.capacity_gbps), (("rx", t.dst), d.capacity_gbps)):
+            load[key] = load.get(key, 0) + bits
+            cap[key] = c
+        if s.leaf != d.leaf:
+            for key, leaf in ((("up", s.leaf), s.leaf), (("down", d.leaf), d.leaf)):
+                load[key] = load.get(key, 0) + bits
+                if key not in cap:
+                    total = 0.0
+                    for number, p in fabric.switches[leaf].ports.items():
+                        if p.peer_switch is None:
+                            continue
+                        if key[0] == "up":
+                            total += capacity.get((leaf, number), p.capacity_gbps)
+                        else:
+                            total += capacity.get((p.peer_switch, p.peer_port), p.capacity_gbps)
+                    cap[key] = total
+    worst = max(load[k] / (cap[k] * 1e3) for k in load)
+    first = min(transfers, key=lambda t: _ideal_fct(fabric, t, fb) / t.packets)
+    return worst + _ideal_fct(fabric, first, fb) - first.packets * _ser_us(fb, 100.0)
+
+
+def _ideal_collective(spec: RunSpec, fabric, transfers, fb: int, capacity: dict) -> Optional[float]:
+    jobs = [t for t in transfers if t.kind == "job"]
+    if not jobs:
+        return None
+    if spec.workload == "ring":
+        n = len({t.src for t in jobs})
+        steps = [jobs[i:i + n] for i in range(0, len(jobs), n)]
+        return sum(fluid_bound(fabric, s, fb, capacity) for s in steps)
+    if spec.workload == "a2a-jit":
+        return fluid_bound(fabric, jobs, fb, capacity)  # jitter only delays some starts
+    return fluid_bound(fabric, jobs, fb, capacity)
+
+
+def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int) -> dict:
+    import numpy as np
+
+    ts = net.transfers
+    row: dict = asdict(spec)
+    row["scenario"] = spec.scenario
+    jobs = [t for t in ts if t.kind == "job"]
+    done = [t for t in ts if t.done_us is not None]
+    row["transfers"] = len(ts)
+    row["incomplete"] = len(ts) - len(done)
+    if jobs and all(t.done_us is not None for t in jobs):
+        start = min(t.started_us for t in jobs)
+        row["completion_us"] = max(t.done_us for t in jobs) - start
+        ideal = _ideal_collective(spec, fabric, ts, fb, capacity)
+        row["ideal_us"] = ideal
+        row["completion_over_ideal"] = row["completion_us"] / ideal if ideal else None
+    else:
+        row["completion_us"] = row["ideal_us"] = row["completion_over_ideal"] = None
+    # FCT slowdowns per size bucket
+    slow = {"short": [], "medium": [], "long": []}
+    for t in done:
+        s = (t.done_us - t.started_us) / _ideal_fct(fabric, t, fb)
+        bucket = "short" if t.packets <= SHORT_PACKETS else "medium" if t.packets <= 64 else "long"
+        slow[bucket].append(s)
+    for b, xs in slow.items():
+        row[f"fct_slowdown_{b}_p50"] = float(np.percentile(xs, 50)) if xs else None
+        row[f"fct_slowdown_{b}_p99"] = float(np.percentile(xs, 99)) if xs else None
+    short_fct = [t.done_us - t.started_us for t in done if t.packets <= SHORT_PACKETS]
+    row["short_fct_p99_us"] = float(np.percentile(short_fct, 99)) if short_fct else None
+    row["short_fcts"] = [round(x, 2) for x in short_fct]  # for CDF plots (kept out of the CSV)
+    lat = [x for t in ts for x in t.latencies]
+    row["latency_p50_us"] = float(np.percentile(lat, 50)) if lat else None
+    row["latency_p99_us"] = float(np.percentile(lat, 99)) if lat else None
+    # per-flow throughput variation among the collective's (or the bulk) transfers
+    bulk = [t for t in (jobs or done) if t.done_us is not None and t.packets > SHORT_PACKETS]
+    tput = np.array([t.packets / (t.done_us - t.started_us) for t in bulk]) if bulk else np.array([])
+    row["throughput_cv"] = float(tput.std() / tput.mean()) if len(tput) > 1 else None
+    row["retransmits"] = sum(t.retransmits for t in ts)
+    row["reorders"] = sum(t.reorders for t in ts)
+    row["naks"] = sum(t.naks for t in ts)
+    row["timeouts"] = sum(t.timeouts for t in ts)
+    row["ce_marks"] = sum(t.ce for t in ts)
+    row["cnps"] = sum(t.cnps for t in ts)
+    # link utilisation over the run (switch-to-switch ports)
+    end = max((t.done_us for t in done), default=0.0) or 1.0  # the last completion
+    utils = []
+    for ref in sim.peer:
+        if fabric.switches[ref.switch].role == "leaf" or fabric.switches[ref.switch].role == "spine":
+            gbps = capacity.get((ref.switch, ref.port), fabric.switches[ref.switch].ports[ref.port].capacity_gbps)
+            utils.append(sim.tx_packets.get(ref, 0) * _ser_us(fb, gbps) / end)
+    row["link_packets"] = [sim.tx_packets.get(ref, 0) for ref in sorted(sim.peer, key=lambda r: (r.switch, r.port))]
+    row["link_util_max"] = max(utils) if utils else None
+    row["link_util_mean"] = statistics.fmean(utils) if utils else None
+    row["failover_us"] = _failover_us(ts) if spec.topo == "fail" else None
+    return row
+
+
+def _failover_us(ts) -> Optional[float]:
+    """From the failure to the last affected flow's recovery: for every transfer in flight at
+    the failure, the longest pause in its in-order delivery after the failure; the maximum over
+    transfers (None if one never completed)."""
+    worst = 0.0
+    for t in ts:
+        if t.started_us is None or t.started_us > FAIL_AT_US or (t.done_us is not None and t.done_us < FAIL_AT_US):
+            continue
+        if t.done_us is None:
+            return None
+        times = [FAIL_AT_US] + [x for x in t.delivery_times if x > FAIL_AT_US]
+        gap = max((b - a for a, b in zip(times, times[1:])), default=0.0)
+        worst = max(worst, gap)
+    return worst

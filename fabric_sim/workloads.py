@@ -1,0 +1,134 @@
+"""Workloads of the fabric study, built as transfers (RC QPs) on an ``RdmaNetwork``.
+
+Collectives are step-dependent: a ring AllReduce's step k at rank r starts only when rank r has
+received step k-1 (``Transfer.after``), so a slow or reordered transfer lengthens the job.  Flow
+size distributions are published CDFs, scaled down by ``SIZE_SCALE`` (the simulator carries tens
+of thousands of packets per run, not millions):
+
+* web search (Alizadeh et al., DCTCP, SIGCOMM'10), as distributed with HPCC's traffic generator
+  (alibaba-edu/High-Precision-Congestion-Control, traffic_gen/WebSearch_distribution.txt);
+* data mining (Greenberg et al., VL2, SIGCOMM'09), the points as circulated with the pFabric /
+  CONGA simulation scripts (in 1460-byte packets), transcribed here.
+
+Poisson arrivals: load L means each host's NIC is offered L of its line rate on average (sources
+and destinations uniform over hosts, destination != source).  On the 2:1 oversubscribed lab the
+cross-leaf share of that load makes the leaf uplinks busier than L.
+"""
+from __future__ import annotations
+
+import bisect
+import random
+from typing import Optional, Sequence
+
+# (bytes, cumulative fraction)
+WEB_SEARCH_CDF = [(0, 0.0), (10_000, 0.15), (20_000, 0.20), (30_000, 0.30), (50_000, 0.40),
+                  (80_000, 0.53), (200_000, 0.60), (1_000_000, 0.70), (2_000_000, 0.80),
+                  (5_000_000, 0.90), (10_000_000, 0.97), (30_000_000, 1.0)]
+DATA_MINING_CDF = [(1460 * p, c) for p, c in [(1, 0.0), (1, 0.5), (2, 0.6), (3, 0.7), (7, 0.8),
+                                              (267, 0.9), (2107, 0.95), (66667, 0.99), (666667, 1.0)]]
+CDFS = {"websearch": WEB_SEARCH_CDF, "datamining": DATA_MINING_CDF}
+SIZE_SCALE = 1 / 20  # every flow size is multiplied by this (and then at least one packet)
+SIZE_CAP = 2_000_000  # scaled sizes above this are capped (keeps a run's packet count bounded)
+
+
+def sample_size(cdf: Sequence[tuple[int, float]], rng: random.Random) -> int:
+    """Inverse-CDF sample with linear interpolation between the published points."""
+    u = rng.random()
+    ps = [c for _, c in cdf]
+    i = bisect.bisect_left(ps, u)
+    if i == 0:
+        return max(1, int(cdf[0][0]))
+    (x0, p0), (x1, p1) = cdf[i - 1], cdf[i]
+    x = x0 if p1 == p0 else x0 + (x1 - x0) * (u - p0) / (p1 - p0)
+    return max(1, int(x))
+
+
+def mean_size(cdf: Sequence[tuple[int, float]]) -> float:
+    """Mean of the piecewise-linear CDF (uniform within each segment)."""
+    return sum((x0 + x1) / 2 * (p1 - p0) for (x0, p0), (x1, p1) in zip(cdf, cdf[1:]))
+
+
+def hosts_of(fabric) -> list[str]:
+    return sorted(fabric.hosts, key=lambda h: (fabric.hosts[h].leaf, h))
+
+
+def alltoall(net, members: Sequence[str], nbytes: int, jitter_us: float = 0.0, seed: int = 0,
+             start_us: float = 0.0, tag: str = "a2a"):
+    """Every member writes ``nbytes`` to every other member, each on its own QP; all QPs start at
+    ``start_us`` (or spread uniformly over ``jitter_us``)."""
+    rng = random.Random(seed)
+    return [net.transfer(s, d, nbytes, "job", tag, start_us + (rng.uniform(0, jitter_us) if jitter_us else 0.0))
+            for s in members for d in members if s != d]
+
+
+def ring_allreduce(net, members: Sequence[str], nbytes: int, tag: str = "ring"):
+    """Ring AllReduce of ``nbytes`` per rank: 2(n-1) steps (reduce-scatter then all-gather), each
+    sending nbytes/n to the next rank; a rank's step k waits until it received step k-1."""
+    n = len(members)
+    chunk = max(1, nbytes // n)
+    prev: list[Optional[object]] = [None] * n  # what rank r received in the previous step
+    out = []
+    for step in range(2 * (n - 1)):
+        cur: list[Optional[object]] = [None] * n
+        for r in range(n):
+            t = net.transfer(members[r], members[(r + 1) % n], chunk, "job", tag,
+                             0.0 if step == 0 else None)
+            if step > 0:
+                t.after(prev[r])  # rank r forwards what it received last step
+            cur[(r + 1) % n] = t
+            out.append(t)
+        prev = cur
+    return out
+
+
+def permutation(net, members: Sequence[str], nbytes: int, seed: int, tag: str = "perm"):
+    """A random derangement: each host sends ``nbytes`` to one other host, all at t=0."""
+    rng = random.Random(seed)
+    while True:
+        dst = list(members)
+        rng.shuffle(dst)
+        if all(a != b for a, b in zip(members, dst)):
+            break
+    return [net.transfer(a, b, nbytes, "job", tag, 0.0) for a, b in zip(members, dst)]
+
+
+def incast(net, members: Sequence[str], nbytes: int, seed: int, tag: str = "incast"):
+    """Every other host writes ``nbytes`` to one receiver at t=0."""
+    rng = random.Random(seed)
+    sink = rng.choice(list(members))
+    return [net.transfer(s, sink, nbytes, "job", tag, 0.0) for s in members if s != sink]
+
+
+def poisson(net, members: Sequence[str], cdf_name: str, load: float, duration_us: float, seed: int,
+            line_gbps: float = 100.0, tag: Optional[str] = None):
+    """Poisson flow arrivals over ``duration_us`` so each host's NIC is offered ``load`` of its
+    line rate; sizes from the named CDF, scaled by SIZE_SCALE."""
+    rng = random.Random(seed)
+    cdf = CDFS[cdf_name]
+    mean = min(SIZE_CAP, mean_size(cdf) * SIZE_SCALE)
+    bytes_per_us = line_gbps * 1e3 / 8 * load * len(members)
+    rate = bytes_per_us / mean  # flows per µs over the whole fabric
+    t, out = 0.0, []
+    while True:
+        t += rng.expovariate(rate)
+        if t > duration_us:
+            return out
+        src = rng.choice(members)
+        dst = rng.choice([m for m in members if m != src])
+        size = min(SIZE_CAP, max(1, int(sample_size(cdf, rng) * SIZE_SCALE)))
+        out.append(net.transfer(src, dst, size, "flow", tag or cdf_name, t))
+
+
+def tenants(net, fabric, nbytes: int, seed: int):
+    """Two tenants: tenant A runs an AlltoAll among its hosts; tenant B's hosts blast long
+    line-rate writes to A's receivers (a misbehaving tenant: no collective structure, every QP
+    started at once and never paced by the application)."""
+    by_tenant: dict[str, list[str]] = {}
+    for h in hosts_of(fabric):
+        by_tenant.setdefault(fabric.hosts[h].tenant or "none", []).append(h)
+    names = sorted(by_tenant)
+    a, b = by_tenant[names[0]], by_tenant[names[-1]]
+    job = alltoall(net, a, nbytes, seed=seed, tag="tenantA")
+    rng = random.Random(seed)
+    bad = [net.transfer(s, rng.choice(a), nbytes * len(a), "bulk", "tenantB", 0.0) for s in b]
+    return job + bad
