@@ -29,6 +29,7 @@
 #include "include/control/path_choice.p4"
 #include "include/control/flowlet.p4"
 #include "include/control/failover.p4"
+#include "include/control/dre.p4"
 #include "include/control/qos.p4"
 #include "include/control/elephant.p4"
 #include "include/control/telemetry.p4"
@@ -48,6 +49,7 @@ control StellarIngress(inout tna_headers_t hdr,
     PathChoice() path_choice;
     Flowlet() flowlet;
     Failover() failover;
+    Dre() dre;
     MemberPort() member_port;
     Qos() qos;
     Elephant() elephant;
@@ -57,16 +59,27 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
     bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
     bit<1>  drain_moves = 1;
+    bit<1>  dre_on = 1;
+    bit<8>  delay_penalty = TNA_DRE_DELAY_PENALTY;
+    bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
 
-    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain) {
+    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
+                      bit<1> dre, bit<8> dre_delay_penalty, bit<32> drain_margin) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
+        dre_on = dre;
+        delay_penalty = dre_delay_penalty;
+        drain_margin_ns = drain_margin;
     }
-    /* The controller's tunables (one row; the default is define.p4's). */
+    /* The controller's tunables (one row; the default is define.p4's):
+     * flowlet timeout, elephant bytes per window, drain moves on/off, the
+     * DRE choice on/off and its penalty for members feedback does not name
+     * best, the downstream skew margin of a drain move (ns, 64 ns units). */
     table params {
         actions = { set_params; }
-        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1);
+        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1, 1,
+                                    TNA_DRE_DELAY_PENALTY, TNA_DRAIN_MARGIN_NS);
         size = 1;
     }
 
@@ -121,8 +134,25 @@ control StellarIngress(inout tna_headers_t hdr,
         if (meta.drop == 0) {
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
             /* data: flow state (and the drain test); feedback: departures */
-            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, ig_dprsr_md);
+            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
+                          drain_margin_ns[21:6], ig_dprsr_md);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
+            /* data: the packet's bytes into its member's estimate; a new or
+             * gap flow: the estimate's choice, taken in a second pass */
+            dre.apply(hdr, meta, meta.feedback_known, delay_penalty);
+            if (meta.choose == 1) {
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
+                meta.resub.setValid();
+                meta.resub.kind = RESUB_CHOOSE;
+                meta.resub.elephant = meta.elephant;
+                meta.resub.is_new = meta.is_new;
+                meta.resub.cur = meta.dre_pick;
+                meta.resub.old = meta.old;
+                meta.resub.prev_ts = 0;
+                meta.resub._pad0 = 0;
+                meta.resub._pad1 = 0;
+                meta.resub._pad2 = 0;
+            }
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);
             }

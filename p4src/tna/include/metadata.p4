@@ -7,7 +7,7 @@
 #define _STELLAR_TNA_METADATA_P4_
 
 struct tna_ingress_metadata_t {
-    resubmit_h resub;        /* valid on a resubmitted (drain-test) pass */
+    resubmit_h resub;        /* valid on a resubmitted pass (drain test or DRE choice) */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
     bit<8>   drop_reason;
@@ -25,6 +25,11 @@ struct tna_ingress_metadata_t {
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<1>   chosen_alive;
     bit<8>   change_reason;  /* CHANGE_* or 0xFF = no change */
+    bit<1>   feedback_known; /* some member of the group has reported a delay */
+    bit<1>   choose;         /* a new flow or a gap: the DRE chooses (dre.p4) */
+    bit<1>   is_new;
+    member_t old;            /* a gap's member before the gap */
+    member_t dre_pick;
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;

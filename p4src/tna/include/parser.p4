@@ -103,10 +103,10 @@ control StellarIngressDeparser(packet_out pkt,
                                in tna_ingress_metadata_t meta,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
-    Resubmit() drain_test;
+    Resubmit() second_pass;   /* drain test or DRE choice (resubmit_h.kind) */
     apply {
-        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_DRAIN) {
-            drain_test.emit<resubmit_h>(meta.resub);
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_SECOND_PASS) {
+            second_pass.emit<resubmit_h>(meta.resub);
         }
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({

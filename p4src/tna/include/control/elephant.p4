@@ -40,7 +40,7 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
 
     apply {
         if (meta.resub.isValid()) {
-            meta.elephant = 1;  /* only elephants take the drain-test pass; counted once */
+            meta.elephant = meta.resub.elephant;  /* the first pass's verdict; counted once */
             return;
         }
         epoch = (bit<32>) meta.now[31:20];

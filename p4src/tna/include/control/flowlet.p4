@@ -27,7 +27,8 @@ struct flow_pair_t {
 }
 
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
-                in bit<32> timeout_ns, in bit<1> drain_moves,
+                in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
+                in bit<16> margin_units,
                 inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
     Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
@@ -43,18 +44,16 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<1>  drained;
 
     /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
-     * bit 8 = moved at a gap, bit 9 = another flow holds the slot, bit 10 =
-     * new flow */
+     * bit 12 = a gap (the slot now holds `offer`, [2:0] is the member before
+     * the gap), bit 9 = another flow holds the slot, bit 10 = new flow */
     RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) touch = {
         void apply(inout flow_pair_t v, out bit<32> rv) {
             if (v.tag[31:16] == sig) {
                 if (meta.now - v.ts < timeout_ns) {
                     rv = v.ts[21:6] ++ v.tag[15:0];
-                } else if (v.tag != offer) {
-                    rv = offer | 32w0x100;
-                    v.tag = offer;
                 } else {
-                    rv = offer;
+                    rv = v.tag | 32w0x1000;
+                    v.tag = offer;
                 }
                 v.ts = meta.now;
             } else if (v.tag[31:31] == 1 && meta.now - v.ts < timeout_ns) {
@@ -63,6 +62,18 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 v.tag = offer;
                 v.ts = meta.now;
                 rv = offer | 32w0x400;
+            }
+        }
+    };
+    /* The DRE choice's second pass: the slot takes the member chosen (if
+     * the flow still holds it). */
+    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) assign = {
+        void apply(inout flow_pair_t v, out bit<32> rv) {
+            if (v.tag[31:16] != sig) {
+                rv = 32w0x200;
+            } else {
+                v.tag = offer;
+                rv = offer;
             }
         }
     };
@@ -104,43 +115,77 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         sig = meta.flow_hash[31:16] | TNA_FLOW_SIG_VALID;
         offer = sig ++ (bit<16>) meta.best;
         bit<32> r;
+        meta.change_reason = 0xFF;
+        if (meta.resub.isValid() && meta.resub.kind == RESUB_CHOOSE) {
+            /* The DRE's choice (dre.p4), made in the first pass. */
+            offer = sig ++ (bit<16>) meta.resub.cur;
+            r = assign.execute(meta.flow_hash[12:0]);
+            if (r[9:9] == 1) {
+                meta.chosen = meta.hashed;
+            } else {
+                meta.chosen = meta.resub.cur;
+                if (meta.resub.is_new == 1) {
+                    meta.change_reason = CHANGE_NEW;
+                } else if (meta.resub.old != meta.resub.cur) {
+                    meta.change_reason = CHANGE_GAP;
+                }
+            }
+            return;
+        }
         if (meta.resub.isValid()) {
             /* Drained: the last packet that left the old member's port arrived
              * no earlier than this flow's previous packet (FIFO: then all of
-             * the flow's packets have left).  Stamps are 64 ns units, so a
+             * the flow's packets have left), and the downstream skew margin
+             * has passed since that packet (it may still be queued in the next
+             * switch: a later packet on a shorter path must not overtake it).
+             * Stamps are 64 ns units, so a
              * packet that arrived up to 64 ns before the flow's previous one
              * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
             bit<16> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
             bit<16> since = d - meta.resub.prev_ts;
+            bit<16> waited = meta.now[21:6] - meta.resub.prev_ts;
             drained = 0;
-            if (since < 16w0x8000) {
+            if (since < 16w0x8000 && waited >= margin_units) {
                 drained = 1;
             }
             r = move_if_drained.execute(meta.flow_hash[12:0]);
         } else {
             r = touch.execute(meta.flow_hash[12:0]);
         }
-        meta.change_reason = 0xFF;
         if (r[9:9] == 1) {
             meta.chosen = meta.hashed;
-        } else {
-            meta.chosen = (member_t) r[2:0];
-            if (r[8:8] == 1) {
-                meta.change_reason = CHANGE_GAP;
+        } else if (r[12:12] == 1 || r[10:10] == 1) {
+            /* a gap or a new flow: the best member (offer), or the DRE's
+             * choice in a second pass */
+            meta.chosen = meta.best;
+            meta.is_new = r[10:10];
+            meta.old = (member_t) r[2:0];
+            if (dre_on == 1) {
+                meta.choose = 1;
             } else if (r[10:10] == 1) {
                 meta.change_reason = CHANGE_NEW;
-            } else if (r[11:11] == 1) {
+            } else if (meta.old != meta.best) {
+                meta.change_reason = CHANGE_GAP;
+            }
+        } else {
+            meta.chosen = (member_t) r[2:0];
+            if (r[11:11] == 1) {
                 meta.change_reason = CHANGE_DRAIN;
             } else if (drain_moves == 1 && meta.elephant == 1 && !meta.resub.isValid() &&
                        meta.chosen != meta.best) {
                 /* an elephant kept on a worse member: test for drain in a
                  * second pass (its register accesses are that pass's) */
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_DRAIN;
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
                 meta.resub.setValid();
+                meta.resub.kind = RESUB_DRAIN;
+                meta.resub.elephant = 1;
+                meta.resub.is_new = 0;
                 meta.resub.prev_ts = r[31:16];
                 meta.resub.cur = meta.chosen;
+                meta.resub.old = 0;
                 meta.resub._pad0 = 0;
                 meta.resub._pad1 = 0;
+                meta.resub._pad2 = 0;
             }
         }
     }
