@@ -62,24 +62,28 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  dre_on = 1;
     bit<8>  delay_penalty = TNA_DRE_DELAY_PENALTY;
     bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
+    bit<1>  gap_drain = 1;
 
     action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
-                      bit<1> dre, bit<8> dre_delay_penalty, bit<32> drain_margin) {
+                      bit<1> dre, bit<8> dre_delay_penalty, bit<32> drain_margin,
+                      bit<1> gap_needs_drain) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
         dre_on = dre;
         delay_penalty = dre_delay_penalty;
         drain_margin_ns = drain_margin;
+        gap_drain = gap_needs_drain;
     }
     /* The controller's tunables (one row; the default is define.p4's):
      * flowlet timeout, elephant bytes per window, drain moves on/off, the
      * DRE choice on/off and its penalty for members feedback does not name
-     * best, the downstream skew margin of a drain move (ns, 64 ns units). */
+     * best, the downstream skew margin of a drain move (ns, 64 ns units),
+     * whether a gap move must also prove drain. */
     table params {
         actions = { set_params; }
         default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1, 1,
-                                    TNA_DRE_DELAY_PENALTY, TNA_DRAIN_MARGIN_NS);
+                                    TNA_DRE_DELAY_PENALTY, TNA_DRAIN_MARGIN_NS, 1);
         size = 1;
     }
 
@@ -135,11 +139,11 @@ control StellarIngress(inout tna_headers_t hdr,
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
             /* data: flow state (and the drain test); feedback: departures */
             flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                          drain_margin_ns[21:6], ig_dprsr_md);
+                          drain_margin_ns[21:6], gap_drain, ig_dprsr_md);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
             /* data: the packet's bytes into its member's estimate; a new or
              * gap flow: the estimate's choice, taken in a second pass */
-            dre.apply(hdr, meta, meta.feedback_known, delay_penalty);
+            dre.apply(hdr, meta, dre_on, meta.feedback_known, delay_penalty);
             if (meta.choose == 1) {
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
                 meta.resub.setValid();

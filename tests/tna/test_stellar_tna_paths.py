@@ -146,11 +146,14 @@ def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
     return P, Q
 
 
-def _drain_run(drain: bool, target: int = 1) -> tuple[list[tuple[int, int]], int, int, int]:
-    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left,
-    well within the 1 ms flowlet timeout.  Returns (port, psn) in departure order."""
+def _drain_run(drain: bool, target: int = 1,
+               margin_ns: int = 0) -> tuple[list[tuple[int, int]], int, int, int]:
+    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left
+    (250 us after psn 3), well within the 1 ms flowlet timeout.  Returns (port, psn) in
+    departure order."""
     from scapy.all import Ether
-    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain)
+    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain,
+                   drain_margin_ns=margin_ns)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)                               # t=10 us
@@ -171,15 +174,52 @@ def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port(target):
     assert drain_moves == 1                             # counted as a drain move
 
 
+def test_a_drain_move_waits_for_the_downstream_skew_margin():
+    # drained here, but psn 3 (250 us earlier) may still be queued in the next switch: with
+    # a 300 us margin psn 4 stays; with 200 us it moves
+    order, P, Q, drain_moves = _drain_run(drain=True, margin_ns=300_000)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+    order, P, Q, drain_moves = _drain_run(drain=True, margin_ns=200_000)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
+
+
 def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
     order, P, Q, drain_moves = _drain_run(drain=False)
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
 
 
+def _gap_run(gap_drain: bool) -> tuple[list[tuple[int, int]], int, int, int]:
+    """A zero flowlet timeout: every packet is at a gap.  psn 3 arrives while psn 2 is
+    queued on P; psn 4 after both left."""
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    sw.advance(250)
+    leaf.send(roce("10.0.1.1", DST, 7, 4))
+    sw.advance(500)
+    order = [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_GAP)
+
+
+def test_a_gap_move_waits_until_the_flow_drained():
+    # a flow's packets never change (port, queue) while an earlier packet of the flow is
+    # queued here, even when its gap exceeds the flowlet timeout
+    order, P, Q, gap_moves = _gap_run(gap_drain=True)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and gap_moves == 1
+
+
+def test_negative_control_a_gap_move_without_the_drain_test_reorders():
+    order, P, Q, gap_moves = _gap_run(gap_drain=False)
+    assert order[:3] == [(P, 1), (Q, 3), (P, 2)]
+
+
 def test_a_flow_moved_while_packets_are_queued_is_reordered():
     # the bad thing drain detection prevents: a zero flowlet timeout moves psn 3 past psn 2
     from scapy.all import Ether
-    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False)
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=False)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)

@@ -54,7 +54,8 @@ class TnaLeaf:
     def __init__(self, target: int = 1, flowlet_timeout_ns: int = 200_000,
                  elephant_bytes: int = 1 << 31, feedback: bool = True,
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
-                 dre_delay_penalty: int = 16, drain_margin_ns: int = 0) -> None:
+                 dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
+                 gap_drain: bool = True) -> None:
         self.sw = p4sim.Switch(program(target), priority_queues=8)
         self._probe_groups: set[int] = set()
         sw = self.sw
@@ -62,7 +63,8 @@ class TnaLeaf:
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
                                "elephant_threshold": elephant_bytes, "dre": int(dre),
                                "dre_delay_penalty": dre_delay_penalty,
-                               "drain_margin": drain_margin_ns})
+                               "drain_margin": drain_margin_ns,
+                               "gap_needs_drain": int(gap_drain)})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                         f"{ING}.routing.set_group", {"group": GROUP, "count": 2})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000101, 32)},

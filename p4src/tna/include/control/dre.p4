@@ -89,7 +89,7 @@ struct dre_pair_t {
     }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
-            in bit<1> feedback_known, in bit<8> delay_penalty) {
+            in bit<1> dre_on, in bit<1> feedback_known, in bit<8> delay_penalty) {
     bit<32> now_win;
     bit<32> elapsed;
     bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
@@ -168,6 +168,10 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         q6 = update6.execute(meta.group)[21:6];
         q7 = update7.execute(meta.group)[21:6];
         if (meta.choose == 0) {
+            return;
+        }
+        if (dre_on == 0) {
+            meta.dre_pick = meta.best;   /* a gap move without the estimate */
             return;
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();

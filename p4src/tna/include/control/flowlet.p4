@@ -28,7 +28,7 @@ struct flow_pair_t {
 
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
-                in bit<16> margin_units,
+                in bit<16> margin_units, in bit<1> gap_drain,
                 inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
     Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
@@ -44,16 +44,16 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<1>  drained;
 
     /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
-     * bit 12 = a gap (the slot now holds `offer`, [2:0] is the member before
-     * the gap), bit 9 = another flow holds the slot, bit 10 = new flow */
+     * bit 12 = a gap (the slot keeps its member), bit 9 = another flow holds the slot, bit 10 = new flow */
     RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) touch = {
         void apply(inout flow_pair_t v, out bit<32> rv) {
             if (v.tag[31:16] == sig) {
                 if (meta.now - v.ts < timeout_ns) {
                     rv = v.ts[21:6] ++ v.tag[15:0];
                 } else {
-                    rv = v.tag | 32w0x1000;
-                    v.tag = offer;
+                    /* a gap: the move (if any) is written by the second pass,
+                     * once the old member is known to have drained */
+                    rv = (v.ts[21:6] ++ v.tag[15:0]) | 32w0x1000;
                 }
                 v.ts = meta.now;
             } else if (v.tag[31:31] == 1 && meta.now - v.ts < timeout_ns) {
@@ -154,18 +154,33 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         if (r[9:9] == 1) {
             meta.chosen = meta.hashed;
-        } else if (r[12:12] == 1 || r[10:10] == 1) {
-            /* a gap or a new flow: the best member (offer), or the DRE's
-             * choice in a second pass */
+        } else if (r[10:10] == 1) {
+            /* a new flow: the slot took the best member (offer); with the
+             * DRE on, its choice is written by a second pass */
             meta.chosen = meta.best;
-            meta.is_new = r[10:10];
-            meta.old = (member_t) r[2:0];
+            meta.is_new = 1;
             if (dre_on == 1) {
                 meta.choose = 1;
-            } else if (r[10:10] == 1) {
+            } else {
                 meta.change_reason = CHANGE_NEW;
-            } else if (meta.old != meta.best) {
-                meta.change_reason = CHANGE_GAP;
+            }
+        } else if (r[12:12] == 1) {
+            /* a gap: the flow may move only if its packets have left the old
+             * member's queue (a gap longer than the timeout is not proof when
+             * the queue is longer still): the same departure test as a drain
+             * move, in this pass (`departed` is not touched otherwise) */
+            meta.old = (member_t) r[2:0];
+            meta.chosen = meta.old;
+            bit<1> gap_ok = 1;
+            if (gap_drain == 1) {
+                bit<16> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
+                bit<16> since = d - r[31:16];
+                if (since >= 16w0x8000) {
+                    gap_ok = 0;
+                }
+            }
+            if (gap_ok == 1 && (dre_on == 1 || meta.best != meta.old)) {
+                meta.choose = 1;    /* the second pass writes the move */
             }
         } else {
             meta.chosen = (member_t) r[2:0];
