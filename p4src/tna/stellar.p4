@@ -111,28 +111,25 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
             }
             if (meta.drop == 0) {
+                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
+                if (hdr.bth.isValid()) {
+                    meta.is_roce = 1;
+                    meta.l4 = (bit<32>) hdr.bth.dest_qp;
+                } else if (hdr.udp.isValid()) {
+                    meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
+                } else if (hdr.tcp.isValid()) {
+                    meta.l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+                }
+                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, meta.l4});
                 routing.apply(hdr, meta);
             }
             if (meta.drop == 0) {
                 qos.apply(hdr, meta);
             }
             if (meta.drop == 0) {
-                elephant.apply(hdr, meta, elephant_bytes);
+                elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
                 queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
-            }
-            if (meta.drop == 0) {
-                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
-                bit<32> l4 = 0;
-                if (hdr.bth.isValid()) {
-                    meta.is_roce = 1;
-                    l4 = (bit<32>) hdr.bth.dest_qp;
-                } else if (hdr.udp.isValid()) {
-                    l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
-                } else if (hdr.tcp.isValid()) {
-                    l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
-                }
-                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                               hdr.ipv4.protocol, l4});
             }
         }
         if (meta.drop == 0) {
@@ -149,11 +146,11 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.resub.setValid();
                 meta.resub.kind = RESUB_CHOOSE;
                 meta.resub.elephant = meta.elephant;
+                meta.resub._pad0 = 0;
                 meta.resub.is_new = meta.is_new;
                 meta.resub.cur = meta.dre_pick;
                 meta.resub.old = meta.old;
                 meta.resub.prev_ts = 0;
-                meta.resub._pad0 = 0;
                 meta.resub._pad1 = 0;
                 meta.resub._pad2 = 0;
             }
@@ -172,6 +169,11 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged.group = meta.group;
             hdr.bridged.member = meta.chosen;
             hdr.bridged.ingress_ts = meta.now[21:6];
+            if (meta.eleph_report == 1) {
+                /* the first pass (the one that ran the sketch), also when it
+                 * is resubmitted: the digest is the deparser's, not the TM's */
+                ig_dprsr_md.digest_type = DIGEST_TYPE_ELEPHANT;
+            }
         } else {
             ig_dprsr_md.drop_ctl = 1;
         }

@@ -34,6 +34,8 @@ const MirrorId_t   MIRROR_SESSION_FEEDBACK = 1;
  * DRE choice (dre.p4); the resubmit header's `kind` tells them apart. */
 const ResubmitType_t RESUBMIT_TYPE_SECOND_PASS = 1;
 const bit<2> RESUB_DRAIN  = 1;
+/* Ingress digest types (the deparser packs elephant_digest_t). */
+const bit<3> DIGEST_TYPE_ELEPHANT = 1;
 const bit<2> RESUB_CHOOSE = 2;
 
 /* Tofino-1 pipe 0: port 68 is the packet generator and recirculation port. */

@@ -39,6 +39,11 @@ struct tna_ingress_metadata_t {
     bit<5>   qid;            /* low 5 bits of the queue (queueing) */
     bit<32>  row0;
     bit<32>  row1;
+    bit<32>  l4;             /* the flow key's L4 part: dest QP, or source|dest port */
+    bit<1>   hint_elephant;
+    bit<1>   hint_mouse;
+    bit<1>   eleph_report;   /* the sketch classified the flow in this packet: digest */
+    bit<32>  eleph_bytes;    /* the sketch's estimate (the smaller row) */
     tstamp32_t now;
 }
 
@@ -49,6 +54,16 @@ struct tna_egress_metadata_t {
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
     bit<16>  rand;
     bit<1>   regressed;
+}
+
+/* Reported (Digest) when the sketch first classifies a flow as an elephant
+ * in a window; the fields of the v1model program's digest. */
+struct elephant_digest_t {
+    bit<32> src_addr;
+    bit<32> dst_addr;
+    bit<8>  protocol;
+    bit<32> l4_id;
+    bit<32> bytes;
 }
 
 #endif  /* _STELLAR_TNA_METADATA_P4_ */

@@ -104,7 +104,13 @@ control StellarIngressDeparser(packet_out pkt,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
     Resubmit() second_pass;   /* drain test or DRE choice (resubmit_h.kind) */
+    /* Elephants found by the sketch, to the controller. */
+    Digest<elephant_digest_t>() elephant_digest;
     apply {
+        if (ig_dprsr_md.digest_type == DIGEST_TYPE_ELEPHANT) {
+            elephant_digest.pack({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                  meta.l4, meta.eleph_bytes});
+        }
         if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_SECOND_PASS) {
             second_pass.emit<resubmit_h>(meta.resub);
         }
