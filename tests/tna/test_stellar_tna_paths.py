@@ -258,3 +258,30 @@ def test_a_later_departure_from_another_queue_of_the_port_is_not_a_drain():
     crit = out.index((P, 200, 0))
     assert out.index((P, 7, 2)) > crit          # the critical packet left first
     assert (P, 7, 3) in out                     # psn 3 was not moved past psn 2
+
+
+def _reserve_job_on_port_3(leaf) -> None:
+    sw = leaf.sw
+    sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 30, "meta.chosen": 0},
+                    f"{ING}.member_port.set_port", {"port": 3})
+    for i in range(8):
+        sw.insert_entry(f"{ING}.path_choice.hash_member",
+                        {"meta.group": 30, "meta.flow_hash[2:0]": i},
+                        f"{ING}.path_choice.set_hashed", {"member": 0})
+    sw.insert_entry(f"{ING}.routing.reservation",
+                    {"hdr.ipv4.src_addr": (0x0A000101, 0xFFFFFFFF),
+                     "hdr.ipv4.dst_addr": (0x0A000200, 0xFFFFFF00)},
+                    f"{ING}.routing.reserve_group", {"group": 30, "count": 1}, priority=10)
+
+
+def test_a_job_reservation_keeps_the_jobs_flows_on_its_reserved_uplink():
+    leaf = TnaLeaf(feedback=False)   # (with feedback, port 3's reports would draw the rest)
+    _reserve_job_on_port_3(leaf)
+    job = {leaf.flow_port(q) for q in range(16)}                          # 10.0.1.1 -> 10.0.2.9
+    others = {leaf.flow_port(q, src="10.0.1.7") for q in range(16)}      # not in the job
+    assert job == {3} and others == {2, 3}
+
+
+def test_negative_control_without_the_reservation_the_jobs_flows_spread():
+    leaf = TnaLeaf(feedback=False)
+    assert {leaf.flow_port(q) for q in range(16)} == {2, 3}
