@@ -285,3 +285,27 @@ def test_a_job_reservation_keeps_the_jobs_flows_on_its_reserved_uplink():
 def test_negative_control_without_the_reservation_the_jobs_flows_spread():
     leaf = TnaLeaf(feedback=False)
     assert {leaf.flow_port(q) for q in range(16)} == {2, 3}
+
+
+def _gap_without_feedback(gap_drain: bool) -> tuple[int, int]:
+    leaf = TnaLeaf(feedback=False, gap_drain=gap_drain)
+    first = leaf.flow_port(7)
+    member = {2: 0, 3: 1}[first]
+    levels = {f"l{i}": 0 for i in range(8)}
+    levels[f"l{member}"] = 200                  # the controller now steers away from it
+    leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": GROUP}, f"{ING}.dre.set_levels",
+                         levels)
+    leaf.sw.advance(300)                        # a gap longer than the 200 us timeout
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    (port, _), = leaf.out()
+    return first, port
+
+
+def test_without_departure_reports_a_gap_never_counts_as_drained():
+    first, port = _gap_without_feedback(gap_drain=True)
+    assert port == first                        # no feedback for the port: not proven
+
+
+def test_negative_control_without_the_gap_drain_test_the_gap_moves_it():
+    first, port = _gap_without_feedback(gap_drain=False)
+    assert port == 5 - first

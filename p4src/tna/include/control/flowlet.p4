@@ -36,11 +36,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * the last packet that left that queue of the member's port, from the
      * feedback packets (per queue: only one queue is FIFO).
      * Size: 256 groups x 8 members x 32 queues. */
-    Register<bit<16>, bit<16>>(65536, 0) departed;
+    Register<bit<32>, bit<16>>(65536, 0) departed;   /* bit 16: some departure recorded */
 
     bit<16> sig;
     bit<32> offer;    /* what a new or moved flow takes: sig | best member */
-    bit<16> fb_departed;
+    bit<32> fb_departed;
     bit<1>  drained;
 
     /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
@@ -90,14 +90,14 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         }
     };
-    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) record_departure = {
-        void apply(inout bit<16> v, out bit<16> rv) {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) record_departure = {
+        void apply(inout bit<32> v, out bit<32> rv) {
             v = fb_departed;
             rv = v;
         }
     };
-    RegisterAction<bit<16>, bit<16>, bit<16>>(departed) read_departure = {
-        void apply(inout bit<16> v, out bit<16> rv) {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) read_departure = {
+        void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
         }
     };
@@ -105,7 +105,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     apply {
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
-            fb_departed = hdr.feedback.departed_ts;
+            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
             record_departure.execute(meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0]);
             return;
         }
@@ -141,11 +141,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * Stamps are 64 ns units, so a
              * packet that arrived up to 64 ns before the flow's previous one
              * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
-            bit<16> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
-            bit<16> since = d - meta.resub.prev_ts;
+            bit<32> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
+            bit<16> since = d[15:0] - meta.resub.prev_ts;
             bit<16> waited = meta.now[21:6] - meta.resub.prev_ts;
             drained = 0;
-            if (since < 16w0x8000 && waited >= margin_units) {
+            if (d[16:16] == 1 && since < 16w0x8000 && waited >= margin_units) {
                 drained = 1;
             }
             r = move_if_drained.execute(meta.flow_hash[12:0]);
@@ -173,9 +173,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             meta.chosen = meta.old;
             bit<1> gap_ok = 1;
             if (gap_drain == 1) {
-                bit<16> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
-                bit<16> since = d - r[31:16];
-                if (since >= 16w0x8000) {
+                bit<32> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
+                bit<16> since = d[15:0] - r[31:16];
+                if (d[16:16] == 0 || since >= 16w0x8000) {   /* never reported: not proven */
                     gap_ok = 0;
                 }
             }
