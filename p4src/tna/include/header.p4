@@ -60,6 +60,7 @@ header resubmit_h {
 struct tna_headers_t {
     bridged_h          bridged;
     ethernet_h         ethernet;
+    vlan_h             vlan;
     feedback_h         feedback;
     pktgen_port_down_header_t port_down;
     ipv4_h             ipv4;
@@ -72,6 +73,7 @@ struct tna_egress_headers_t {
     bridged_h          bridged;
     feedback_mirror_h  fb_mirror;
     ethernet_h         ethernet;
+    vlan_h             vlan;
     feedback_h         feedback;
     ipv4_h             ipv4;
     udp_h              udp;

@@ -12,6 +12,8 @@ struct tna_ingress_metadata_t {
     bit<1>   drop;
     bit<8>   drop_reason;
     bit<8>   malformed;      /* MALFORMED_* */
+    bit<1>   ipv4_options;   /* IHL > 5: options left in the payload */
+    bit<16>  ipv4_residual;  /* the checksum of what ingress does not change */
     /* routing */
     group_t  group;
     bit<4>   count;          /* members in the group */
@@ -49,6 +51,8 @@ struct tna_ingress_metadata_t {
 
 struct tna_egress_metadata_t {
     bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
+    bit<1>   ipv4_options;
+    bit<16>  ipv4_residual;  /* the checksum of what egress does not change */
     bit<32>  qdelay_ns;
     bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
