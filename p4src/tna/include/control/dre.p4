@@ -48,6 +48,7 @@ struct dre_pair_t {
  * Size of each level table: DRE_LEVEL_SIZE. */
 #define DRE_MEMBER_STATE(k)                                                     \
     bit<32> add##k;                                                             \
+    bit<32> est##k;    /* bytes, this and the previous window */               \
     bit<16> q##k;                                                               \
     bit<16> score##k;                                                           \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
@@ -159,14 +160,22 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         } else if (elapsed == 1) {
             roll = 1;
         }
-        q0 = update0.execute(meta.group)[21:6];
-        q1 = update1.execute(meta.group)[21:6];
-        q2 = update2.execute(meta.group)[21:6];
-        q3 = update3.execute(meta.group)[21:6];
-        q4 = update4.execute(meta.group)[21:6];
-        q5 = update5.execute(meta.group)[21:6];
-        q6 = update6.execute(meta.group)[21:6];
-        q7 = update7.execute(meta.group)[21:6];
+        est0 = update0.execute(meta.group);
+        q0 = est0[21:6];
+        est1 = update1.execute(meta.group);
+        q1 = est1[21:6];
+        est2 = update2.execute(meta.group);
+        q2 = est2[21:6];
+        est3 = update3.execute(meta.group);
+        q3 = est3[21:6];
+        est4 = update4.execute(meta.group);
+        q4 = est4[21:6];
+        est5 = update5.execute(meta.group);
+        q5 = est5[21:6];
+        est6 = update6.execute(meta.group);
+        q6 = est6[21:6];
+        est7 = update7.execute(meta.group);
+        q7 = est7[21:6];
         if (meta.choose == 0) {
             return;
         }
