@@ -16,7 +16,13 @@
  * Times are nanoseconds.  Shares ../include/ (headers, constants, sizes).
  */
 #include <core.p4>
+#if __TARGET_TOFINO__ == 2
+/* Tofino2: its own architecture file (32-bit enq_tstamp/deq_timedelta, 7-bit
+ * queue ids, 192 bits of port metadata); the program is the same (README.md). */
+#include <t2na.p4>
+#else
 #include <tna.p4>
+#endif
 
 #include "../include/define.p4"
 #include "../include/size.p4"

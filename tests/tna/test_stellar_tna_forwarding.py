@@ -14,6 +14,7 @@ def _ip(frame: bytes):
 def test_tna_stellar_compiles_for_tofino_and_tofino2():
     assert program(1).ir.arch == "tna" and program(1).ir.tofino_target == 1
     assert program(2).ir.tofino_target == 2
+    assert program(2).ir.arch == "t2na"          # Tofino2 builds include t2na.p4
 
 
 def test_routes_to_the_uplinks_decrements_ttl_and_rewrites_the_checksum():
