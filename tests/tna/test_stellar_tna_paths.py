@@ -309,3 +309,30 @@ def test_without_departure_reports_a_gap_never_counts_as_drained():
 def test_negative_control_without_the_gap_drain_test_the_gap_moves_it():
     first, port = _gap_without_feedback(gap_drain=False)
     assert port == 5 - first
+
+
+def _dre_bytes(leaf) -> int:
+    """The estimate (bytes, this and the previous window) summed over group 1's members."""
+    return sum(leaf.sw.register_read(f"{ING}.dre.dre{m}", GROUP) & 0xFFFFFFFF for m in range(8))
+
+
+def test_a_packet_taking_a_drain_test_pass_counts_its_bytes_once():
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100)
+    sw = leaf.sw
+    _queue_two_then_prefer_other(leaf)          # psn 0..2 on P, Q now the best member
+    before = sw.stats["resubmitted"]
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # kept on P: a drain-test pass (not drained)
+    assert sw.stats["resubmitted"] == before + 1
+    size = len(roce("10.0.1.1", DST, 7, 3)) - 14  # IPv4 total length
+    assert _dre_bytes(leaf) == 4 * size
+
+
+def test_negative_control_a_packet_without_a_second_pass_counts_once_too():
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=False)
+    sw = leaf.sw
+    _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    size = len(roce("10.0.1.1", DST, 7, 3)) - 14
+    assert _dre_bytes(leaf) == 4 * size

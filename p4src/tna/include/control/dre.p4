@@ -138,10 +138,11 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
-        /* this packet's bytes go to its member's cell, unless it is choosing
-         * now (first pass): then they go in with its second pass */
+        /* this packet's bytes go to its member's cell, unless this pass asks
+         * for a second one (a choice or a drain test): then they go in there,
+         * once, on the member that pass settles */
         add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
-        if (meta.choose == 0) {
+        if (meta.choose == 0 && meta.drain_test == 0) {
             bit<32> len = (bit<32>) hdr.ipv4.total_len;
             if (meta.chosen == 0) { add0 = len; }
             if (meta.chosen == 1) { add1 = len; }

@@ -191,6 +191,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 /* an elephant kept on a worse member: test for drain in a
                  * second pass (its register accesses are that pass's) */
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
+                meta.drain_test = 1;
                 meta.resub.setValid();
                 meta.resub.kind = RESUB_DRAIN;
                 meta.resub.elephant = 1;
