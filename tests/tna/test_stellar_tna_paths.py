@@ -328,7 +328,7 @@ def test_a_packet_taking_a_drain_test_pass_counts_its_bytes_once():
     assert _dre_bytes(leaf) == 4 * size
 
 
-def test_negative_control_a_packet_without_a_second_pass_counts_once_too():
+def test_the_same_packets_without_drain_tests_count_the_same():
     leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=False)
     sw = leaf.sw
     _queue_two_then_prefer_other(leaf)

@@ -7,9 +7,15 @@
  * Tofino: one paired register {signature|member, last arrival} updated by
  * one RegisterAction, which decides in the stateful ALU:
  *   same flow, gap < flowlet timeout  -> keep its member
- *   same flow, gap >= timeout         -> take the best member  (gap move)
+ *   same flow, gap >= timeout         -> keep it for now; a gap (below)
  *   empty or stale slot               -> take the best member  (new)
  *   another flow active in the slot   -> hash member, slot untouched
+ * A new flow with the DRE on, and a gap, are settled by a second pass
+ * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `assign` writes the
+ * member the first pass chose (dre.p4).  A gap moves only once the flow's
+ * last packet has left the old member's queue (`departed`, read in the first
+ * pass), so a flow never changes (port, queue) while a packet of it is queued
+ * here, even when the queue is longer than the timeout.
  * The flow CRC-32 is computed once (stellar.p4) and sliced: [12:0] is the
  * slot, [31:16] the signature, [2:0] the hash member; v1model computes CRC-32
  * and CRC-16 separately over the same key.
@@ -18,8 +24,10 @@
  * arrival): that pass reads the (group, member)'s last departure stamp -- the
  * arrival time of the last packet that left that port, which egress bridges
  * through and reports in the feedback packets -- and moves the flow if it
- * is later than the flow's previous packet.  One access per register per
- * pass: the first pass touches `flows`, the second `departed` and `flows`.
+ * is later than the flow's previous packet and the downstream skew margin
+ * has passed since that packet.  One access per register per pass: the first
+ * pass touches `flows` (and `departed` at a gap), the second `departed` and
+ * `flows`.
  */
 struct flow_pair_t {
     bit<32> tag;      /* signature (31:16) | member (2:0) */
