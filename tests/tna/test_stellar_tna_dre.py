@@ -6,7 +6,8 @@ dre.level<k> range tables (a 40 % port's levels are 40 % as wide), plus the cont
 of the member (dre.levels).  Flows that start at the same instant see each other: a choosing
 packet is resubmitted with its choice and its second pass adds its bytes before the next
 packet chooses.  The flows used here all hash to one member, so following the hash (estimator
-off: the negative control) piles them onto one uplink."""
+off: the negative control) piles them onto one uplink.  The last tests combine the estimate
+with the congestion feedback's best member (params.dre_delay_penalty levels for the others)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -144,3 +145,36 @@ def test_negative_control_level_zero_leaves_the_member_in_use():
     _levels(leaf, [0, 0, 0, 0])
     counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
     assert counts[PORTS[0]] >= 3
+
+
+def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
+    """The test leaf's group 1 (ports 2, 3) with DRE levels; feedback has named member 1
+    (port 3) the best; then eight 1 KB flows start together."""
+    from test_stellar_tna_paths import _feedback
+    from tna_leaf import GROUP
+    leaf = TnaLeaf(dre_delay_penalty=penalty)
+    sw = leaf.sw
+    for m in (0, 1):
+        for level in range(64):
+            sw.insert_entry(f"{ING}.dre.level{m}",
+                            {"meta.group": GROUP,
+                             f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + 15)},
+                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+    leaf.send(_feedback(3, 1000), port=68)
+    assert leaf.best() == 1
+    ports = []
+    for q in range(1, 9):
+        leaf.send(roce("10.0.1.1", "10.0.2.9", q, 0, payload=PAYLOAD))
+        ports += [p for p, _ in leaf.out()]
+    return Counter(ports)
+
+
+def test_queue_delay_and_utilisation_combine_feedback_best_takes_more_then_spills():
+    counts = _two_uplinks_with_feedback_best(penalty=4)
+    assert 5 <= counts[3] <= 7 and counts[2] >= 1, counts
+
+
+def test_negative_controls_delay_alone_piles_up_and_utilisation_alone_splits_evenly():
+    assert _two_uplinks_with_feedback_best(penalty=255) == Counter({3: 8})
+    even = _two_uplinks_with_feedback_best(penalty=0)
+    assert even[2] == even[3] == 4, even
