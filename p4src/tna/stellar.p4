@@ -71,12 +71,12 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  gap_drain = 1;
 
     action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
-                      bit<1> dre, bit<8> dre_delay_penalty, bit<32> drain_margin,
+                      bit<1> dre_choice, bit<8> dre_delay_penalty, bit<32> drain_margin,
                       bit<1> gap_needs_drain) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
-        dre_on = dre;
+        dre_on = dre_choice;
         delay_penalty = dre_delay_penalty;
         drain_margin_ns = drain_margin;
         gap_drain = gap_needs_drain;

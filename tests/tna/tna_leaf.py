@@ -61,7 +61,7 @@ class TnaLeaf:
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
-                               "elephant_threshold": elephant_bytes, "dre": int(dre),
+                               "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
                                "dre_delay_penalty": dre_delay_penalty,
                                "drain_margin": drain_margin_ns,
                                "gap_needs_drain": int(gap_drain)})
