@@ -16,7 +16,13 @@
  * Times are nanoseconds.  Shares ../include/ (headers, constants, sizes).
  */
 #include <core.p4>
+#if __TARGET_TOFINO__ == 2
+/* Tofino2: its own architecture file (32-bit enq_tstamp/deq_timedelta, 7-bit
+ * queue ids, 192 bits of port metadata); the program is the same (README.md). */
+#include <t2na.p4>
+#else
 #include <tna.p4>
+#endif
 
 #include "../include/define.p4"
 #include "../include/size.p4"
@@ -29,6 +35,7 @@
 #include "include/control/path_choice.p4"
 #include "include/control/flowlet.p4"
 #include "include/control/failover.p4"
+#include "include/control/dre.p4"
 #include "include/control/qos.p4"
 #include "include/control/elephant.p4"
 #include "include/control/telemetry.p4"
@@ -48,6 +55,7 @@ control StellarIngress(inout tna_headers_t hdr,
     PathChoice() path_choice;
     Flowlet() flowlet;
     Failover() failover;
+    Dre() dre;
     MemberPort() member_port;
     Qos() qos;
     Elephant() elephant;
@@ -57,16 +65,31 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
     bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
     bit<1>  drain_moves = 1;
+    bit<1>  dre_on = 1;
+    bit<8>  delay_penalty = TNA_DRE_DELAY_PENALTY;
+    bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
+    bit<1>  gap_drain = 1;
 
-    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain) {
+    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
+                      bit<1> dre_choice, bit<8> dre_delay_penalty, bit<32> drain_margin,
+                      bit<1> gap_needs_drain) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
+        dre_on = dre_choice;
+        delay_penalty = dre_delay_penalty;
+        drain_margin_ns = drain_margin;
+        gap_drain = gap_needs_drain;
     }
-    /* The controller's tunables (one row; the default is define.p4's). */
+    /* The controller's tunables (one row; the default is define.p4's):
+     * flowlet timeout, elephant bytes per window, drain moves on/off, the
+     * DRE choice on/off and its penalty for members feedback does not name
+     * best, the downstream skew margin of a drain move (ns, 64 ns units),
+     * whether a gap move must also prove drain. */
     table params {
         actions = { set_params; }
-        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1);
+        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1, 1,
+                                    TNA_DRE_DELAY_PENALTY, TNA_DRAIN_MARGIN_NS, 1);
         size = 1;
     }
 
@@ -94,35 +117,49 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
             }
             if (meta.drop == 0) {
+                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
+                if (hdr.bth.isValid()) {
+                    meta.is_roce = 1;
+                    meta.l4 = (bit<32>) hdr.bth.dest_qp;
+                } else if (hdr.udp.isValid()) {
+                    meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
+                } else if (hdr.tcp.isValid()) {
+                    meta.l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+                }
+                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, meta.l4});
                 routing.apply(hdr, meta);
             }
             if (meta.drop == 0) {
                 qos.apply(hdr, meta);
             }
             if (meta.drop == 0) {
-                elephant.apply(hdr, meta, elephant_bytes);
+                elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
                 queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
-            }
-            if (meta.drop == 0) {
-                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
-                bit<32> l4 = 0;
-                if (hdr.bth.isValid()) {
-                    meta.is_roce = 1;
-                    l4 = (bit<32>) hdr.bth.dest_qp;
-                } else if (hdr.udp.isValid()) {
-                    l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
-                } else if (hdr.tcp.isValid()) {
-                    l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
-                }
-                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                               hdr.ipv4.protocol, l4});
             }
         }
         if (meta.drop == 0) {
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
             /* data: flow state (and the drain test); feedback: departures */
-            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, ig_dprsr_md);
+            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
+                          drain_margin_ns[21:6], gap_drain, ig_dprsr_md);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
+            /* data: the packet's bytes into its member's estimate; a new or
+             * gap flow: the estimate's choice, taken in a second pass */
+            dre.apply(hdr, meta, dre_on, meta.feedback_known, delay_penalty);
+            if (meta.choose == 1) {
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
+                meta.resub.setValid();
+                meta.resub.kind = RESUB_CHOOSE;
+                meta.resub.elephant = meta.elephant;
+                meta.resub._pad0 = 0;
+                meta.resub.is_new = meta.is_new;
+                meta.resub.cur = meta.dre_pick;
+                meta.resub.old = meta.old;
+                meta.resub.prev_ts = 0;
+                meta.resub._pad1 = 0;
+                meta.resub._pad2 = 0;
+            }
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);
             }
@@ -138,6 +175,11 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged.group = meta.group;
             hdr.bridged.member = meta.chosen;
             hdr.bridged.ingress_ts = meta.now[21:6];
+            if (meta.eleph_report == 1) {
+                /* the first pass (the one that ran the sketch), also when it
+                 * is resubmitted: the digest is the deparser's, not the TM's */
+                ig_dprsr_md.digest_type = DIGEST_TYPE_ELEPHANT;
+            }
         } else {
             ig_dprsr_md.drop_ctl = 1;
         }

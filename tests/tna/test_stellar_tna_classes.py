@@ -87,3 +87,64 @@ def test_psn_regression_is_counted_at_egress():
     assert leaf.counter(f"{EGR}.reorder.regressions", 0) == 0   # in order: nothing
     leaf.send(roce("10.0.2.9", "10.0.1.1", 77, 2), port=2)
     assert leaf.counter(f"{EGR}.reorder.regressions", 0) == 1
+
+
+def _elephant_digests(leaf) -> list[dict]:
+    return [{name: v for name, _, v in d.fields} for d in leaf.sw.digests()
+            if d.name == "pipe.StellarIngressDeparser.elephant_digest"]
+
+
+def test_the_sketch_reports_a_new_elephant_once_by_digest():
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    for psn in range(40):                       # ~44 KB in one window: crosses 20 KB once
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    leaf.out()
+    (d,) = _elephant_digests(leaf)
+    assert (d["src_addr"], d["dst_addr"], d["protocol"], d["l4_id"]) == (0x0A000101, 0x0A000209, 17, 3)
+    assert 20_000 < d["bytes"] <= 20_000 + 1200  # the packet that crossed the threshold
+
+
+def test_negative_control_a_mouse_is_not_reported():
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    for psn in range(5):
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    leaf.out()
+    assert _elephant_digests(leaf) == []
+
+
+def _hint(leaf, action: str, src: int = 0x0A000101, qp: int = 3) -> None:
+    leaf.sw.insert_entry(f"{ING}.elephant.hint",
+                         {"hdr.ipv4.src_addr": (src, 0xFFFFFFFF),
+                          "hdr.ipv4.dst_addr": (0, 0), "meta.l4": (qp, 0xFFFFFFFF)},
+                         f"{ING}.elephant.{action}", {}, priority=10)
+
+
+def test_a_controller_hint_makes_a_flow_an_elephant_from_its_first_packet():
+    leaf = TnaLeaf(elephant_bytes=1 << 30)
+    _hint(leaf, "hint_elephant")
+    leaf.send(roce("10.0.1.1", DST, 3, 0))
+    leaf.send(roce("10.0.1.1", DST, 4, 0))      # negative control: not hinted, a mouse
+    leaf.out()
+    assert leaf.counter(f"{ING}.telemetry.elephants", 1) == 1
+    assert leaf.counter(f"{ING}.telemetry.elephants", 0) == 1
+    assert _elephant_digests(leaf) == []        # the controller knows it already
+
+
+def test_a_mouse_hint_overrides_the_sketch():
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    _hint(leaf, "hint_mouse")
+    for psn in range(40):
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    leaf.out()
+    assert leaf.counter(f"{ING}.telemetry.elephants", 1) == 0 and _elephant_digests(leaf) == []
+
+
+def test_the_sketch_counts_each_flow_in_its_own_cells():
+    # ten mice of 5 KB each (50 KB together) stay mice: the rows are indexed by the flow's CRC,
+    # computed before the sketch (a sketch indexed by an unset hash adds all flows together)
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    for psn in range(5):
+        for qp in range(10, 20):
+            leaf.send(roce("10.0.1.1", DST, qp, psn, payload=1000))
+    leaf.out()
+    assert leaf.counter(f"{ING}.telemetry.elephants", 1) == 0 and _elephant_digests(leaf) == []

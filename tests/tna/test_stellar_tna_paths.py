@@ -146,11 +146,14 @@ def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
     return P, Q
 
 
-def _drain_run(drain: bool, target: int = 1) -> tuple[list[tuple[int, int]], int, int, int]:
-    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left,
-    well within the 1 ms flowlet timeout.  Returns (port, psn) in departure order."""
+def _drain_run(drain: bool, target: int = 1,
+               margin_ns: int = 0) -> tuple[list[tuple[int, int]], int, int, int]:
+    """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left
+    (250 us after psn 3), well within the 1 ms flowlet timeout.  Returns (port, psn) in
+    departure order."""
     from scapy.all import Ether
-    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain)
+    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain,
+                   drain_margin_ns=margin_ns)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)                               # t=10 us
@@ -171,15 +174,52 @@ def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port(target):
     assert drain_moves == 1                             # counted as a drain move
 
 
+def test_a_drain_move_waits_for_the_downstream_skew_margin():
+    # drained here, but psn 3 (250 us earlier) may still be queued in the next switch: with
+    # a 300 us margin psn 4 stays; with 200 us it moves
+    order, P, Q, drain_moves = _drain_run(drain=True, margin_ns=300_000)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+    order, P, Q, drain_moves = _drain_run(drain=True, margin_ns=200_000)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
+
+
 def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
     order, P, Q, drain_moves = _drain_run(drain=False)
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
 
 
+def _gap_run(gap_drain: bool) -> tuple[list[tuple[int, int]], int, int, int]:
+    """A zero flowlet timeout: every packet is at a gap.  psn 3 arrives while psn 2 is
+    queued on P; psn 4 after both left."""
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    sw.advance(250)
+    leaf.send(roce("10.0.1.1", DST, 7, 4))
+    sw.advance(500)
+    order = [(p, Ether(f)["BTH"].psn) for p, f in leaf.out()]
+    return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_GAP)
+
+
+def test_a_gap_move_waits_until_the_flow_drained():
+    # a flow's packets never change (port, queue) while an earlier packet of the flow is
+    # queued here, even when its gap exceeds the flowlet timeout
+    order, P, Q, gap_moves = _gap_run(gap_drain=True)
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and gap_moves == 1
+
+
+def test_negative_control_a_gap_move_without_the_drain_test_reorders():
+    order, P, Q, gap_moves = _gap_run(gap_drain=False)
+    assert order[:3] == [(P, 1), (Q, 3), (P, 2)]
+
+
 def test_a_flow_moved_while_packets_are_queued_is_reordered():
     # the bad thing drain detection prevents: a zero flowlet timeout moves psn 3 past psn 2
     from scapy.all import Ether
-    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False)
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=False)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)
@@ -218,3 +258,81 @@ def test_a_later_departure_from_another_queue_of_the_port_is_not_a_drain():
     crit = out.index((P, 200, 0))
     assert out.index((P, 7, 2)) > crit          # the critical packet left first
     assert (P, 7, 3) in out                     # psn 3 was not moved past psn 2
+
+
+def _reserve_job_on_port_3(leaf) -> None:
+    sw = leaf.sw
+    sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 30, "meta.chosen": 0},
+                    f"{ING}.member_port.set_port", {"port": 3})
+    for i in range(8):
+        sw.insert_entry(f"{ING}.path_choice.hash_member",
+                        {"meta.group": 30, "meta.flow_hash[2:0]": i},
+                        f"{ING}.path_choice.set_hashed", {"member": 0})
+    sw.insert_entry(f"{ING}.routing.reservation",
+                    {"hdr.ipv4.src_addr": (0x0A000101, 0xFFFFFFFF),
+                     "hdr.ipv4.dst_addr": (0x0A000200, 0xFFFFFF00)},
+                    f"{ING}.routing.reserve_group", {"group": 30, "count": 1}, priority=10)
+
+
+def test_a_job_reservation_keeps_the_jobs_flows_on_its_reserved_uplink():
+    leaf = TnaLeaf(feedback=False)   # (with feedback, port 3's reports would draw the rest)
+    _reserve_job_on_port_3(leaf)
+    job = {leaf.flow_port(q) for q in range(16)}                          # 10.0.1.1 -> 10.0.2.9
+    others = {leaf.flow_port(q, src="10.0.1.7") for q in range(16)}      # not in the job
+    assert job == {3} and others == {2, 3}
+
+
+def test_negative_control_without_the_reservation_the_jobs_flows_spread():
+    leaf = TnaLeaf(feedback=False)
+    assert {leaf.flow_port(q) for q in range(16)} == {2, 3}
+
+
+def _gap_without_feedback(gap_drain: bool) -> tuple[int, int]:
+    leaf = TnaLeaf(feedback=False, gap_drain=gap_drain)
+    first = leaf.flow_port(7)
+    member = {2: 0, 3: 1}[first]
+    levels = {f"l{i}": 0 for i in range(8)}
+    levels[f"l{member}"] = 200                  # the controller now steers away from it
+    leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": GROUP}, f"{ING}.dre.set_levels",
+                         levels)
+    leaf.sw.advance(300)                        # a gap longer than the 200 us timeout
+    leaf.send(roce("10.0.1.1", DST, 7, 1))
+    (port, _), = leaf.out()
+    return first, port
+
+
+def test_without_departure_reports_a_gap_never_counts_as_drained():
+    first, port = _gap_without_feedback(gap_drain=True)
+    assert port == first                        # no feedback for the port: not proven
+
+
+def test_negative_control_without_the_gap_drain_test_the_gap_moves_it():
+    first, port = _gap_without_feedback(gap_drain=False)
+    assert port == 5 - first
+
+
+def _dre_bytes(leaf) -> int:
+    """The estimate (bytes, this and the previous window) summed over group 1's members."""
+    return sum(leaf.sw.register_read(f"{ING}.dre.dre{m}", GROUP) & 0xFFFFFFFF for m in range(8))
+
+
+def test_a_packet_taking_a_drain_test_pass_counts_its_bytes_once():
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100)
+    sw = leaf.sw
+    _queue_two_then_prefer_other(leaf)          # psn 0..2 on P, Q now the best member
+    before = sw.stats["resubmitted"]
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # kept on P: a drain-test pass (not drained)
+    assert sw.stats["resubmitted"] == before + 1
+    size = len(roce("10.0.1.1", DST, 7, 3)) - 14  # IPv4 total length
+    assert _dre_bytes(leaf) == 4 * size
+
+
+def test_the_same_packets_without_drain_tests_count_the_same():
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=False)
+    sw = leaf.sw
+    _queue_two_then_prefer_other(leaf)
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    size = len(roce("10.0.1.1", DST, 7, 3)) - 14
+    assert _dre_bytes(leaf) == 4 * size

@@ -51,3 +51,46 @@ def test_tna_program_programmed_over_p4runtime_forwards(tmp_path):
         sw.send(1, roce("10.0.1.1", "10.0.2.9", 3, 0))
         sw.advance(10)
         assert [p for p, _ in sw.output] == [4]
+
+
+def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
+    """Group 1 = {member 0: port 4, member 1: port 5}, every flow hashed to member 0; the
+    controller's member levels written as a table entry over P4Runtime (no register write)."""
+    compiler.compile_files(STELLAR_TNA, out_json=tmp_path / "s.json")
+    with EmbeddedSwitch(device_config=(tmp_path / "s.json").read_bytes(), priority_queues=8) as sw:
+        c = P4RuntimeClient(sw.address, device_id=1)
+        try:
+            c.connect()
+            p4info = c.get_p4info()
+            assert "pipe.StellarIngressDeparser.elephant_digest" in {
+                d.preamble.name for d in p4info.digests}
+            ups = [c.table_entry("pipe.StellarIngress.routing.lpm",
+                                 {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
+                                 "StellarIngress.routing.set_group", {"group": 1, "count": 2})]
+            for m, port in ((0, 4), (1, 5)):
+                ups.append(c.table_entry("pipe.StellarIngress.member_port.members",
+                                         {"meta.group": 1, "meta.chosen": m},
+                                         "StellarIngress.member_port.set_port", {"port": port}))
+            for i in range(8):
+                ups.append(c.table_entry("pipe.StellarIngress.path_choice.hash_member",
+                                         {"meta.group": 1, "meta.flow_hash[2:0]": i},
+                                         "StellarIngress.path_choice.set_hashed", {"member": 0}))
+            if levels is not None:
+                ups.append(c.table_entry("pipe.StellarIngress.dre.levels", {"meta.group": 1},
+                                         "StellarIngress.dre.set_levels",
+                                         {f"l{i}": v for i, v in enumerate(levels)}))
+            for e in ups:
+                c.write(update("INSERT", table_entry=e))
+        finally:
+            c.close()
+        sw.send(1, roce("10.0.1.1", "10.0.2.9", 3, 0))
+        sw.advance(10)
+        return [p for p, _ in sw.output]
+
+
+def test_the_controllers_member_levels_are_table_entries_over_p4runtime(tmp_path):
+    assert _levels_over_p4runtime(tmp_path, [100, 0, 0, 0, 0, 0, 0, 0]) == [5]
+
+
+def test_negative_control_without_the_levels_entry_the_flow_takes_its_hash_member(tmp_path):
+    assert _levels_over_p4runtime(tmp_path, None) == [4]

@@ -53,13 +53,18 @@ def udp(src: str, dst: str, sport: int = 1000, dport: int = 2000) -> bytes:
 class TnaLeaf:
     def __init__(self, target: int = 1, flowlet_timeout_ns: int = 200_000,
                  elephant_bytes: int = 1 << 31, feedback: bool = True,
-                 feedback_interval_ns: int = 0, drain: bool = True) -> None:
+                 feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
+                 dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
+                 gap_drain: bool = True) -> None:
         self.sw = p4sim.Switch(program(target), priority_queues=8)
         self._probe_groups: set[int] = set()
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
-                               "elephant_threshold": elephant_bytes})
+                               "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
+                               "dre_delay_penalty": dre_delay_penalty,
+                               "drain_margin": drain_margin_ns,
+                               "gap_needs_drain": int(gap_drain)})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                         f"{ING}.routing.set_group", {"group": GROUP, "count": 2})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000101, 32)},

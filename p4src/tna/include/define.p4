@@ -30,8 +30,13 @@ const bit<16> ETHERTYPE_STELLAR_FEEDBACK = 0x88B6;
 const MirrorType_t MIRROR_TYPE_FEEDBACK = 1;
 const MirrorId_t   MIRROR_SESSION_FEEDBACK = 1;
 
-/* Resubmit type of the drain-test pass (flowlet.p4). */
-const ResubmitType_t RESUBMIT_TYPE_DRAIN = 1;
+/* Resubmit type of the second passes: the drain test (flowlet.p4) and a
+ * DRE choice (dre.p4); the resubmit header's `kind` tells them apart. */
+const ResubmitType_t RESUBMIT_TYPE_SECOND_PASS = 1;
+const bit<2> RESUB_DRAIN  = 1;
+/* Ingress digest types (the deparser packs elephant_digest_t). */
+const bit<3> DIGEST_TYPE_ELEPHANT = 1;
+const bit<2> RESUB_CHOOSE = 2;
 
 /* Tofino-1 pipe 0: port 68 is the packet generator and recirculation port. */
 const PortId_t PKTGEN_PORT = 68;
@@ -47,6 +52,10 @@ const bit<16> TNA_FLOW_SIG_VALID = 0x8000;
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
 #define TNA_FEEDBACK_HYSTERESIS_NS 4000    /* a member must be 4 us better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
+#define TNA_DRE_DELAY_PENALTY 16           /* levels added to members feedback says are not the best */
+#define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
+/* Ranges per (group, member) in each dre.level<k> table. */
+#define DRE_LEVEL_SIZE 4096
 /* Sketch window: bits 47:20 of the ns clock, i.e. ~1.05 ms windows. */
 #define TNA_EPOCH(ts) ((bit<16>)(ts >> 20))
 

@@ -41,18 +41,26 @@ header feedback_h {
     bit<8>   qid;
 }
 
-/* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata):
- * the flow's member and its previous packet's arrival, for the drain test. */
+/* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata).
+ * Drain test (kind RESUB_DRAIN): the flow's member and its previous packet's
+ * arrival.  DRE choice (RESUB_CHOOSE): the member chosen, the flow's member
+ * before a gap, and whether the flow is new. */
 header resubmit_h {
     bit<16>  prev_ts;
-    bit<5>   _pad0;
-    member_t cur;
-    bit<40>  _pad1;
+    bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE */
+    bit<1>   elephant;       /* the first pass's verdict (the sketch counts once) */
+    bit<1>   is_new;
+    bit<1>   _pad0;
+    member_t cur;            /* drain: the flow's member; choose: the choice */
+    bit<5>   _pad2;
+    member_t old;            /* choose: the member before the gap */
+    bit<32>  _pad1;
 }
 
 struct tna_headers_t {
     bridged_h          bridged;
     ethernet_h         ethernet;
+    vlan_h             vlan;
     feedback_h         feedback;
     pktgen_port_down_header_t port_down;
     ipv4_h             ipv4;
@@ -65,6 +73,7 @@ struct tna_egress_headers_t {
     bridged_h          bridged;
     feedback_mirror_h  fb_mirror;
     ethernet_h         ethernet;
+    vlan_h             vlan;
     feedback_h         feedback;
     ipv4_h             ipv4;
     udp_h              udp;

@@ -7,11 +7,13 @@
 #define _STELLAR_TNA_METADATA_P4_
 
 struct tna_ingress_metadata_t {
-    resubmit_h resub;        /* valid on a resubmitted (drain-test) pass */
+    resubmit_h resub;        /* valid on a resubmitted pass (drain test or DRE choice) */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
     bit<8>   drop_reason;
     bit<8>   malformed;      /* MALFORMED_* */
+    bit<1>   ipv4_options;   /* IHL > 5: options left in the payload */
+    bit<16>  ipv4_residual;  /* the checksum of what ingress does not change */
     /* routing */
     group_t  group;
     bit<4>   count;          /* members in the group */
@@ -25,6 +27,12 @@ struct tna_ingress_metadata_t {
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<1>   chosen_alive;
     bit<8>   change_reason;  /* CHANGE_* or 0xFF = no change */
+    bit<1>   feedback_known; /* some member of the group has reported a delay */
+    bit<1>   choose;         /* a new flow or a gap: the DRE chooses (dre.p4) */
+    bit<1>   drain_test;     /* this pass asks for a drain-test pass: its bytes count there */
+    bit<1>   is_new;
+    member_t old;            /* a gap's member before the gap */
+    member_t dre_pick;
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;
@@ -34,16 +42,33 @@ struct tna_ingress_metadata_t {
     bit<5>   qid;            /* low 5 bits of the queue (queueing) */
     bit<32>  row0;
     bit<32>  row1;
+    bit<32>  l4;             /* the flow key's L4 part: dest QP, or source|dest port */
+    bit<1>   hint_elephant;
+    bit<1>   hint_mouse;
+    bit<1>   eleph_report;   /* the sketch classified the flow in this packet: digest */
+    bit<32>  eleph_bytes;    /* the sketch's estimate (the smaller row) */
     tstamp32_t now;
 }
 
 struct tna_egress_metadata_t {
     bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
+    bit<1>   ipv4_options;
+    bit<16>  ipv4_residual;  /* the checksum of what egress does not change */
     bit<32>  qdelay_ns;
     bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
     bit<16>  rand;
     bit<1>   regressed;
+}
+
+/* Reported (Digest) when the sketch first classifies a flow as an elephant
+ * in a window; the fields of the v1model program's digest. */
+struct elephant_digest_t {
+    bit<32> src_addr;
+    bit<32> dst_addr;
+    bit<8>  protocol;
+    bit<32> l4_id;
+    bit<32> bytes;
 }
 
 #endif  /* _STELLAR_TNA_METADATA_P4_ */

@@ -4,9 +4,10 @@
  * Ingress parser: the intrinsic metadata and port metadata first (the TNA
  * pattern), then either a packet-generator port-down packet (on the pktgen
  * port, app PKTGEN_APP_PORT_DOWN) or Ethernet, which may be a recirculated
- * congestion-feedback packet or IPv4 / UDP / TCP / RoCEv2 BTH.  IPv4 options
- * are not parsed on Tofino: such packets are counted and forwarded by
- * address only (see README.md).
+ * congestion-feedback packet or [802.1Q] IPv4 / UDP / TCP / RoCEv2 BTH.  IPv4
+ * options are not parsed on Tofino: such packets are counted and forwarded by
+ * address only, with the checksum updated incrementally from the parser's
+ * residual (see README.md).
  *
  * Egress parser: the egress intrinsic metadata, then the first byte says
  * whether a bridged header (a normal packet) or a feedback mirror header (the
@@ -19,6 +20,7 @@ parser StellarIngressParser(packet_in pkt,
                             out tna_headers_t hdr,
                             out tna_ingress_metadata_t meta,
                             out ingress_intrinsic_metadata_t ig_intr_md) {
+    Checksum() ipv4_residual;
     state start {
         pkt.extract(ig_intr_md);
         transition select(ig_intr_md.resubmit_flag) {
@@ -54,8 +56,16 @@ parser StellarIngressParser(packet_in pkt,
     state parse_ethernet {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_STELLAR_FEEDBACK: parse_feedback;
+            default: accept;
+        }
+    }
+    state parse_vlan {
+        pkt.extract(hdr.vlan);
+        transition select(hdr.vlan.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
     }
@@ -73,8 +83,16 @@ parser StellarIngressParser(packet_in pkt,
             default: bad_version;
         }
     }
+    /* Options stay in the payload, unparsed (no L4 key); ingress changes
+     * only the TTL, so the deparser updates the checksum incrementally from
+     * the residual of everything else, options included. */
     state options {
         meta.malformed = MALFORMED_IPV4_OPTIONS;
+        meta.ipv4_options = 1;
+        /* ~(checksum + the TTL/protocol word) = the ones'-complement sum of
+         * every other word of the header, options included */
+        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.ttl, hdr.ipv4.protocol});
+        meta.ipv4_residual = ipv4_residual.get();
         transition accept;
     }
     state bad_version {
@@ -103,12 +121,22 @@ control StellarIngressDeparser(packet_out pkt,
                                in tna_ingress_metadata_t meta,
                                in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_csum;
-    Resubmit() drain_test;
+    Checksum() ipv4_csum_options;
+    Resubmit() second_pass;   /* drain test or DRE choice (resubmit_h.kind) */
+    /* Elephants found by the sketch, to the controller. */
+    Digest<elephant_digest_t>() elephant_digest;
     apply {
-        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_DRAIN) {
-            drain_test.emit<resubmit_h>(meta.resub);
+        if (ig_dprsr_md.digest_type == DIGEST_TYPE_ELEPHANT) {
+            elephant_digest.pack({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                                  meta.l4, meta.eleph_bytes});
         }
-        if (hdr.ipv4.isValid()) {
+        if (ig_dprsr_md.resubmit_type == RESUBMIT_TYPE_SECOND_PASS) {
+            second_pass.emit<resubmit_h>(meta.resub);
+        }
+        if (meta.ipv4_options == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_csum_options.update({
+                hdr.ipv4.ttl, hdr.ipv4.protocol, meta.ipv4_residual});
+        } else if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
@@ -123,6 +151,7 @@ parser StellarEgressParser(packet_in pkt,
                            out tna_egress_headers_t hdr,
                            out tna_egress_metadata_t meta,
                            out egress_intrinsic_metadata_t eg_intr_md) {
+    Checksum() ipv4_residual;
     state start {
         pkt.extract(eg_intr_md);
         transition select(pkt.lookahead<bit<8>>()) {
@@ -140,6 +169,14 @@ parser StellarEgressParser(packet_in pkt,
         pkt.extract(hdr.bridged);
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_vlan {
+        pkt.extract(hdr.vlan);
+        transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
@@ -148,8 +185,18 @@ parser StellarEgressParser(packet_in pkt,
         pkt.extract(hdr.ipv4);
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (5, IP_PROTO_UDP): parse_udp;
-            default: accept;
+            (5, _): accept;
+            default: options;
         }
+    }
+    /* As in ingress: egress may rewrite only the ECN bits (the first word),
+     * the rest, options included, is the residual. */
+    state options {
+        meta.ipv4_options = 1;
+        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.version, hdr.ipv4.ihl,
+                           hdr.ipv4.dscp, hdr.ipv4.ecn});
+        meta.ipv4_residual = ipv4_residual.get();
+        transition accept;
     }
     state parse_udp {
         pkt.extract(hdr.udp);
@@ -170,6 +217,7 @@ control StellarEgressDeparser(packet_out pkt,
                               in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                               in egress_intrinsic_metadata_t eg_intr_md) {
     Checksum() ipv4_csum;
+    Checksum() ipv4_csum_options;
     Mirror() feedback;
     apply {
         /* the copy for ingress: the port and its queue delay */
@@ -178,7 +226,11 @@ control StellarEgressDeparser(packet_out pkt,
                 {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
                  (bit<8>) eg_intr_md.egress_qid});
         }
-        if (hdr.ipv4.isValid()) {
+        if (meta.ipv4_options == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_csum_options.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                meta.ipv4_residual});
+        } else if (hdr.ipv4.isValid()) {
             hdr.ipv4.hdr_checksum = ipv4_csum.update({
                 hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                 hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,

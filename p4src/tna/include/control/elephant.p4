@@ -7,7 +7,10 @@
  * {bytes, window}; one RegisterAction per row adds the packet's bytes, or
  * restarts the cell when its window is old.  The rows are indexed by two
  * disjoint 11-bit slices of the flow's one CRC-32 (v1model: two hashes).
- * A flow is an elephant when both rows are above the threshold.
+ * A flow is an elephant when both rows are above the threshold; the packet
+ * that takes the smaller row over it reports the flow (elephant_digest_t,
+ * once per window).  The controller's `hint` table (flow or job addresses)
+ * overrides the sketch both ways, as in the v1model program.
  */
 struct cms_pair_t {
     bit<32> bytes;
@@ -38,17 +41,45 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
+    action hint_elephant() { meta.hint_elephant = 1; }
+    action hint_mouse() { meta.hint_mouse = 1; }
+    /* Controller knowledge: flows or a job's address pairs known to be
+     * elephants (or to be kept mice).  Size: HINT_SIZE. */
+    table hint {
+        key = {
+            hdr.ipv4.src_addr: ternary;
+            hdr.ipv4.dst_addr: ternary;
+            meta.l4: ternary;
+        }
+        actions = { hint_elephant; hint_mouse; NoAction; }
+        default_action = NoAction();
+        size = HINT_SIZE;
+    }
+
     apply {
         if (meta.resub.isValid()) {
-            meta.elephant = 1;  /* only elephants take the drain-test pass; counted once */
+            meta.elephant = meta.resub.elephant;  /* the first pass's verdict; counted once */
             return;
         }
         epoch = (bit<32>) meta.now[31:20];
         len = (bit<32>) hdr.ipv4.total_len;
         meta.row0 = add0.execute(meta.flow_hash[10:0]);
         meta.row1 = add1.execute(meta.flow_hash[26:16]);
-        if (meta.row0 > threshold && meta.row1 > threshold) {
+        bit<32> low = meta.row0;
+        if (meta.row1 < meta.row0) {
+            low = meta.row1;
+        }
+        meta.eleph_bytes = low;
+        hint.apply();
+        if (meta.hint_mouse == 1) {
+            meta.elephant = 0;
+        } else if (meta.hint_elephant == 1) {
             meta.elephant = 1;
+        } else if (low > threshold) {
+            meta.elephant = 1;
+            if (low - len <= threshold) {
+                meta.eleph_report = 1;   /* this packet took it over the threshold */
+            }
         }
     }
 }

@@ -89,8 +89,10 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             bit<32> b = read_best.execute(meta.group);
             if (b[8:8] == 1) {
                 meta.best = meta.hashed;   /* nothing known: share by flow hash */
+                meta.feedback_known = 0;
             } else {
                 meta.best = (member_t) b[2:0];
+                meta.feedback_known = 1;
             }
         }
     }

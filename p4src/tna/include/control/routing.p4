@@ -8,6 +8,7 @@
  * (path_choice.p4, flowlet.p4).  The hash member (for ECMP and untracked
  * flows) comes from a table keyed by 3 bits of the flow CRC, which the
  * controller fills round-robin over the live members: no run-time modulo.
+ * A job reservation (src, dst ternary) replaces the destination's group.
  */
 control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action set_group(group_t group, bit<4> count) {
@@ -25,11 +26,29 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         default_action = drop_no_route();
         size = ROUTING_LPM_SIZE;
     }
+    action reserve_group(group_t group, bit<4> count) {
+        meta.group = group;
+        meta.count = count;
+    }
+    /* Job reservations: traffic between a job's hosts uses the member group
+     * (the uplinks) the controller reserved for it, instead of the
+     * destination's.  As the v1model program's routing.reservation, with a
+     * group where v1model has a path set.  Size: RESERVATION_SIZE. */
+    table reservation {
+        key = {
+            hdr.ipv4.src_addr: ternary;
+            hdr.ipv4.dst_addr: ternary;
+        }
+        actions = { reserve_group; NoAction; }
+        default_action = NoAction();
+        size = RESERVATION_SIZE;
+    }
     apply {
         if (hdr.ipv4.ttl <= 1) {
             meta.drop = 1;
             meta.drop_reason = DROP_TTL_EXPIRED;
         } else if (lpm.apply().hit) {
+            reservation.apply();
             hdr.ipv4.ttl = hdr.ipv4.ttl - 1;  /* the deparser recomputes the checksum */
         }
     }

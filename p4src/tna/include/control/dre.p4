@@ -1,0 +1,214 @@
+/*
+ * dre.p4 (TNA) -- the utilisation estimate (CONGA's DRE) and the choice of a
+ * member for a new flow or a flow at a flowlet gap.
+ *
+ * v1model: one DRE register per port (bytes, decayed by halving each window
+ * of 2^dre_shift us), updated at ingress when a packet is assigned; every
+ * choice reads the DRE of each of the path set's members, normalises it by
+ * the port's rate and adds the queue delay and the controller's level,
+ * weighted (a run-time multiply).
+ * Tofino:
+ *   - the estimate is kept per (group, member position): register dre<k>
+ *     holds member k's cell for every group, so a packet reads all members of
+ *     its group with one access to each of eight registers; groups that share
+ *     an uplink do not see each other's bytes (on a leaf all remote prefixes
+ *     use the one group of its uplinks);
+ *   - decay: a group's window (bits 31:14 of the ns clock, 16.4 us) is kept in
+ *     `window`; each cell is {bytes this window, bytes this and the previous
+ *     window}: at a window change the previous window's bytes still count for
+ *     one window, then drop out (a two-window moving sum).  v1model halves the
+ *     estimate instead; the stateful ALU has no shifter, so the halving would
+ *     need its math unit;
+ *   - normalisation: no multiply; per member position a range table
+ *     `level<k>` maps (group, estimate in 64-byte units) to a level, written
+ *     by the controller from the port's rate (a 40 % port's ranges are 40 %
+ *     as wide): a quantised division by the rate;
+ *   - score_k = level_k + the controller's congestion level of member k
+ *     (`levels`, table action data the controller writes) + a penalty when
+ *     congestion feedback names another member as the group's best
+ *     (path_choice.p4); members beyond the group's count or down
+ *     (failover.p4's bitmap) score 0xFFFF;
+ *   - the choice is the lowest score; ties go to the flow's hash member,
+ *     then to the lowest member (one extra bit below the score);
+ *   - "flows that start together see each other": the chosen member's cell
+ *     must grow before the next choice, but the choice reads the same cells.
+ *     One access per register per pass: a choosing packet reads the cells in
+ *     its first pass (adding nothing) and is resubmitted with its choice; the
+ *     second pass adds its bytes to the chosen cell and writes the member into
+ *     its flow slot (flowlet.p4).  Packets of established flows add their
+ *     bytes in their only pass.
+ */
+struct dre_pair_t {
+    bit<32> cur;      /* bytes this window */
+    bit<32> sum;      /* bytes this and the previous window (the estimate) */
+}
+
+/* Member k's cell, its update, and table level<k>: (group, estimate of
+ * member k in 64 B units) -> level, written from the port's rate.
+ * Size of each level table: DRE_LEVEL_SIZE. */
+#define DRE_MEMBER_STATE(k)                                                     \
+    bit<32> add##k;                                                             \
+    bit<32> est##k;    /* bytes, this and the previous window */               \
+    bit<16> q##k;                                                               \
+    bit<16> score##k;                                                           \
+    Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
+        void apply(inout dre_pair_t v, out bit<32> rv) {                        \
+            if (roll == 0) {                                                    \
+                v.sum = v.sum + add##k;                                         \
+                v.cur = v.cur + add##k;                                         \
+            } else if (roll == 1) {                                             \
+                v.sum = v.cur + add##k;                                         \
+                v.cur = add##k;                                                 \
+            } else {                                                            \
+                v.sum = add##k;                                                 \
+                v.cur = add##k;                                                 \
+            }                                                                   \
+            rv = v.sum;                                                         \
+        }                                                                       \
+    };                                                                          \
+    action set_level##k(bit<8> level) { lvl##k = level; }                      \
+    table level##k {                                                            \
+        key = { meta.group: exact; q##k: range; }                               \
+        actions = { set_level##k; }                                             \
+        default_action = set_level##k(0);                                       \
+        size = DRE_LEVEL_SIZE;                                                  \
+    }
+
+/* The estimate's part of the choice for member k (after the tables). */
+#define DRE_MEMBER_SCORE(k)                                                     \
+    score##k = ((bit<16>) lvl##k + (bit<16>) ctl##k);                           \
+    if (feedback_known == 1 && meta.best != k) {                                \
+        score##k = score##k + (bit<16>) delay_penalty;                          \
+    }                                                                           \
+    score##k = score##k << 1;                                                   \
+    if (meta.hashed != k) {                                                     \
+        score##k = score##k | 1;                                                \
+    }                                                                           \
+    if (meta.count <= k || meta.alive[k:k] == 0) {                              \
+        score##k = 0xFFFF;                                                      \
+    }
+
+control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
+            in bit<1> dre_on, in bit<1> feedback_known, in bit<8> delay_penalty) {
+    bit<32> now_win;
+    bit<32> elapsed;
+    bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
+
+    /* Per group: the DRE window of its last packet.  Size: 256 groups. */
+    Register<bit<32>, group_t>(256, 0) window;
+    RegisterAction<bit<32>, group_t, bit<32>>(window) roll_window = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = now_win - v;
+            v = now_win;
+        }
+    };
+
+    bit<8> lvl0; bit<8> lvl1; bit<8> lvl2; bit<8> lvl3;
+    bit<8> lvl4; bit<8> lvl5; bit<8> lvl6; bit<8> lvl7;
+    bit<8> ctl0; bit<8> ctl1; bit<8> ctl2; bit<8> ctl3;
+    bit<8> ctl4; bit<8> ctl5; bit<8> ctl6; bit<8> ctl7;
+
+    DRE_MEMBER_STATE(0)
+    DRE_MEMBER_STATE(1)
+    DRE_MEMBER_STATE(2)
+    DRE_MEMBER_STATE(3)
+    DRE_MEMBER_STATE(4)
+    DRE_MEMBER_STATE(5)
+    DRE_MEMBER_STATE(6)
+    DRE_MEMBER_STATE(7)
+
+    action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
+                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7) {
+        ctl0 = l0; ctl1 = l1; ctl2 = l2; ctl3 = l3;
+        ctl4 = l4; ctl5 = l5; ctl6 = l6; ctl7 = l7;
+    }
+    /* The controller's congestion level of each member of a group (from
+     * its congestion map: remote congestion this switch cannot see), as
+     * table action data -- controller-owned state is written as table
+     * entries, never as register writes.  Size: 256 groups. */
+    table levels {
+        key = { meta.group: exact; }
+        actions = { set_levels; }
+        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0);
+        size = 256;
+    }
+
+    apply {
+        if (meta.kind != KIND_DATA) {
+            return;
+        }
+        /* this packet's bytes go to its member's cell, unless this pass asks
+         * for a second one (a choice or a drain test): then they go in there,
+         * once, on the member that pass settles */
+        add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
+        if (meta.choose == 0 && meta.drain_test == 0) {
+            bit<32> len = (bit<32>) hdr.ipv4.total_len;
+            if (meta.chosen == 0) { add0 = len; }
+            if (meta.chosen == 1) { add1 = len; }
+            if (meta.chosen == 2) { add2 = len; }
+            if (meta.chosen == 3) { add3 = len; }
+            if (meta.chosen == 4) { add4 = len; }
+            if (meta.chosen == 5) { add5 = len; }
+            if (meta.chosen == 6) { add6 = len; }
+            if (meta.chosen == 7) { add7 = len; }
+        }
+        now_win = (bit<32>) meta.now[31:14];
+        elapsed = roll_window.execute(meta.group);
+        roll = 2;
+        if (elapsed == 0) {
+            roll = 0;
+        } else if (elapsed == 1) {
+            roll = 1;
+        }
+        est0 = update0.execute(meta.group);
+        q0 = est0[21:6];
+        est1 = update1.execute(meta.group);
+        q1 = est1[21:6];
+        est2 = update2.execute(meta.group);
+        q2 = est2[21:6];
+        est3 = update3.execute(meta.group);
+        q3 = est3[21:6];
+        est4 = update4.execute(meta.group);
+        q4 = est4[21:6];
+        est5 = update5.execute(meta.group);
+        q5 = est5[21:6];
+        est6 = update6.execute(meta.group);
+        q6 = est6[21:6];
+        est7 = update7.execute(meta.group);
+        q7 = est7[21:6];
+        if (meta.choose == 0) {
+            return;
+        }
+        if (dre_on == 0) {
+            meta.dre_pick = meta.best;   /* a gap move without the estimate */
+            return;
+        }
+        level0.apply(); level1.apply(); level2.apply(); level3.apply();
+        level4.apply(); level5.apply(); level6.apply(); level7.apply();
+        levels.apply();
+        DRE_MEMBER_SCORE(0)
+        DRE_MEMBER_SCORE(1)
+        DRE_MEMBER_SCORE(2)
+        DRE_MEMBER_SCORE(3)
+        DRE_MEMBER_SCORE(4)
+        DRE_MEMBER_SCORE(5)
+        DRE_MEMBER_SCORE(6)
+        DRE_MEMBER_SCORE(7)
+        /* the lowest score: a three-round tournament (no loops, no indexing) */
+        member_t m01 = 0; bit<16> s01 = score0;
+        if (score1 < score0) { m01 = 1; s01 = score1; }
+        member_t m23 = 2; bit<16> s23 = score2;
+        if (score3 < score2) { m23 = 3; s23 = score3; }
+        member_t m45 = 4; bit<16> s45 = score4;
+        if (score5 < score4) { m45 = 5; s45 = score5; }
+        member_t m67 = 6; bit<16> s67 = score6;
+        if (score7 < score6) { m67 = 7; s67 = score7; }
+        member_t ma = m01; bit<16> sa = s01;
+        if (s23 < s01) { ma = m23; sa = s23; }
+        member_t mb = m45; bit<16> sb = s45;
+        if (s67 < s45) { mb = m67; sb = s67; }
+        meta.dre_pick = ma;
+        if (sb < sa) { meta.dre_pick = mb; }
+    }
+}

@@ -1,0 +1,180 @@
+"""Stellar on Tofino: the utilisation estimate (DRE) and the controller's member levels.
+
+A group of four uplinks (ports 2..5).  New flows choose by the estimate of bytes each member
+was given in this and the previous 16 us window, normalised by the port's rate through the
+dre.level<k> range tables (a 40 % port's levels are 40 % as wide), plus the controller's level
+of the member (dre.levels).  Flows that start at the same instant see each other: a choosing
+packet is resubmitted with its choice and its second pass adds its bytes before the next
+packet chooses.  The flows used here all hash to one member, so following the hash (estimator
+off: the negative control) piles them onto one uplink.  The last tests combine the estimate
+with the congestion feedback's best member (params.dre_delay_penalty levels for the others)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tna_leaf import CHANGE_NEW, ING, TnaLeaf, roce
+
+G4 = 5
+PORTS = {0: 2, 1: 3, 2: 4, 3: 5}
+DST = "10.0.5.9"
+PAYLOAD = 1000            # IPv4 total length 1044 B: ~16 units of 64 B per packet
+UNITS_PER_LEVEL = 16      # a full-rate port's level is 16 units (1 KiB) wide
+
+
+def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
+                 target: int = 1) -> TnaLeaf:
+    leaf = TnaLeaf(target=target, feedback=False, dre=dre)
+    sw = leaf.sw
+    sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000500, 24)},
+                    f"{ING}.routing.set_group", {"group": G4, "count": 4})
+    for m, port in PORTS.items():
+        sw.insert_entry(f"{ING}.member_port.members", {"meta.group": G4, "meta.chosen": m},
+                        f"{ING}.member_port.set_port", {"port": port})
+    for i in range(8):
+        sw.insert_entry(f"{ING}.path_choice.hash_member",
+                        {"meta.group": G4, "meta.flow_hash[2:0]": i},
+                        f"{ING}.path_choice.set_hashed", {"member": i % 4})
+    rates = rates or {}
+    for m in PORTS:   # the controller's quantised division by the port's rate
+        width = max(1, round(UNITS_PER_LEVEL * rates.get(m, 1.0)))
+        for level in range(64):
+            sw.insert_entry(f"{ING}.dre.level{m}",
+                            {"meta.group": G4,
+                             f"q{m}": (level * width, level * width + width - 1)},
+                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+    return leaf
+
+
+def send_flow(leaf: TnaLeaf, qp: int, psn: int = 0) -> int:
+    leaf.send(roce("10.0.1.1", DST, qp, psn, payload=PAYLOAD))
+    (port, _), = leaf.out()
+    return port
+
+
+_HASHED: dict[int, list[int]] = {}
+
+
+def qps_hashing_to(member: int, n: int = 16) -> list[int]:
+    """QPs whose flow hash picks `member` (found on a leaf that follows the hash)."""
+    if member not in _HASHED:
+        leaf = four_uplinks(dre=False)
+        _HASHED[member] = [q for q in range(1, 400) if send_flow(leaf, q) == PORTS[member]][:n]
+    assert len(_HASHED[member]) == n
+    return _HASHED[member]
+
+
+@pytest.mark.parametrize("target", [1, 2], ids=["tofino", "tofino2"])
+def test_sixteen_flows_starting_together_spread_over_four_uplinks(target):
+    leaf = four_uplinks(target=target)
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))   # no clock advance
+    assert set(counts) == set(PORTS.values())
+    assert all(3 <= c <= 5 for c in counts.values()), counts
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_NEW) == 16
+    assert leaf.sw.stats["resubmitted"] == 16      # one second pass per new flow
+
+
+def test_negative_control_without_the_estimate_flows_follow_the_hash():
+    leaf = four_uplinks(dre=False)
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
+    assert counts == {PORTS[0]: 16}               # all on the hash member's uplink
+    assert leaf.sw.stats["resubmitted"] == 0
+
+
+def test_a_forty_percent_uplink_gets_proportionally_fewer_new_flows():
+    leaf = four_uplinks(rates={3: 0.4})
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(3))
+    slow = counts[PORTS[3]]
+    fast = [counts[PORTS[m]] for m in (0, 1, 2)]
+    # proportional share: 16 * 0.4 / 3.4 = 1.9 flows
+    assert 1 <= slow <= 3 and all(f > slow for f in fast), counts
+
+
+def test_negative_control_an_equal_rate_table_gives_the_slow_uplink_an_equal_share():
+    leaf = four_uplinks()                          # the controller did not write the 40 %
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(3))
+    assert counts[PORTS[3]] >= 4, counts
+
+
+def _load_member_1(leaf: TnaLeaf) -> None:
+    busy = qps_hashing_to(1)[0]
+    for psn in range(6):                           # one flow, kept on member 1: ~6 levels
+        assert send_flow(leaf, busy, psn) == PORTS[1]
+
+
+def test_the_estimate_decays_after_two_windows():
+    leaf = four_uplinks()
+    _load_member_1(leaf)
+    leaf.sw.advance(40)                            # two 16.4 us windows later: the bytes are gone
+    assert send_flow(leaf, qps_hashing_to(1)[1]) == PORTS[1]   # all equal: the hash member
+
+
+def test_negative_control_the_previous_window_still_counts():
+    leaf = four_uplinks()
+    _load_member_1(leaf)
+    leaf.sw.advance(20)                            # the next window: last window's bytes count
+    assert send_flow(leaf, qps_hashing_to(1)[1]) != PORTS[1]
+
+
+def test_established_flows_count_their_bytes():
+    leaf = four_uplinks()
+    _load_member_1(leaf)
+    assert send_flow(leaf, qps_hashing_to(1)[1]) != PORTS[1]   # member 1 is the busiest
+
+
+def test_negative_control_a_new_flow_alone_takes_its_hash_member():
+    leaf = four_uplinks()
+    assert send_flow(leaf, qps_hashing_to(1)[1]) == PORTS[1]
+
+
+def _levels(leaf: TnaLeaf, levels: list[int]) -> None:
+    leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": G4}, f"{ING}.dre.set_levels",
+                         {f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))})
+
+
+def test_the_controllers_level_keeps_new_flows_off_a_member():
+    leaf = four_uplinks()
+    _levels(leaf, [200, 0, 0, 0])                 # remote congestion behind member 0
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
+    assert PORTS[0] not in counts and sum(counts.values()) == 16
+
+
+def test_negative_control_level_zero_leaves_the_member_in_use():
+    leaf = four_uplinks()
+    _levels(leaf, [0, 0, 0, 0])
+    counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
+    assert counts[PORTS[0]] >= 3
+
+
+def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
+    """The test leaf's group 1 (ports 2, 3) with DRE levels; feedback has named member 1
+    (port 3) the best; then eight 1 KB flows start together."""
+    from test_stellar_tna_paths import _feedback
+    from tna_leaf import GROUP
+    leaf = TnaLeaf(dre_delay_penalty=penalty)
+    sw = leaf.sw
+    for m in (0, 1):
+        for level in range(64):
+            sw.insert_entry(f"{ING}.dre.level{m}",
+                            {"meta.group": GROUP,
+                             f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + 15)},
+                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+    leaf.send(_feedback(3, 1000), port=68)
+    assert leaf.best() == 1
+    ports = []
+    for q in range(1, 9):
+        leaf.send(roce("10.0.1.1", "10.0.2.9", q, 0, payload=PAYLOAD))
+        ports += [p for p, _ in leaf.out()]
+    return Counter(ports)
+
+
+def test_queue_delay_and_utilisation_combine_feedback_best_takes_more_then_spills():
+    counts = _two_uplinks_with_feedback_best(penalty=4)
+    assert 5 <= counts[3] <= 7 and counts[2] >= 1, counts
+
+
+def test_negative_controls_delay_alone_piles_up_and_utilisation_alone_splits_evenly():
+    assert _two_uplinks_with_feedback_best(penalty=255) == Counter({3: 8})
+    even = _two_uplinks_with_feedback_best(penalty=0)
+    assert even[2] == even[3] == 4, even
