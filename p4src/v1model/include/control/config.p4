@@ -4,23 +4,25 @@
  * A keyless table: its default action carries the parameters, so the
  * controller changes them with one default-entry MODIFY and the program has
  * working defaults (define.p4) before the controller has spoken.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_CONFIG_P4_
+#define _STELLAR_CONTROL_CONFIG_P4_
 
-    @name("config.set_params")
-    action config_set_params(bit<32> flowlet_timeout_us,
-                             bit<32> drain_margin_us,
-                             bit<32> hysteresis_us,
-                             bit<1>  gap_moves,
-                             bit<1>  drain_moves,
-                             bit<32> qdelay_max_age_us,
-                             bit<32> elephant_bytes,
-                             bit<32> elephant_window_us,
-                             bit<32> elephant_idle_us,
-                             bit<1>  malformed_l4_forward,
-                             bit<1>  report_path_changes) {
+control Config(inout headers_t hdr,
+               inout metadata_t meta,
+               inout standard_metadata_t standard_metadata) {
+
+    action set_params(bit<32> flowlet_timeout_us,
+                      bit<32> drain_margin_us,
+                      bit<32> hysteresis_us,
+                      bit<1>  gap_moves,
+                      bit<1>  drain_moves,
+                      bit<32> qdelay_max_age_us,
+                      bit<32> elephant_bytes,
+                      bit<32> elephant_window_us,
+                      bit<32> elephant_idle_us,
+                      bit<1>  malformed_l4_forward,
+                      bit<1>  report_path_changes) {
         meta.cfg.flowlet_timeout_us = flowlet_timeout_us;
         meta.cfg.drain_margin_us = drain_margin_us;
         meta.cfg.hysteresis_us = hysteresis_us;
@@ -35,12 +37,11 @@
     }
 
     /* One (default) entry: the parameters of this switch. */
-    @name("config.params")
-    table config_params {
+    table params {
         actions = {
-            config_set_params;
+            set_params;
         }
-        default_action = config_set_params(DEFAULT_FLOWLET_TIMEOUT_US,
+        default_action = set_params(DEFAULT_FLOWLET_TIMEOUT_US,
                                            DEFAULT_DRAIN_MARGIN_US,
                                            DEFAULT_HYSTERESIS_US,
                                            DEFAULT_GAP_MOVES,
@@ -53,8 +54,9 @@
                                            DEFAULT_REPORT_PATH_CHANGES);
     }
 
-#elif defined(STELLAR_STEP_CONFIG)
-    {
-        config_params.apply();
+    apply {
+        params.apply();
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_CONFIG_P4_ */

@@ -12,34 +12,27 @@
  * packets are never marked.  adapt = 0 keeps K at k_init_us (static K, the
  * comparison baseline).  The division is avoided by cross-multiplying:
  * mark iff rand * (Kmax - K) < pmax * (d - K), rand uniform in [0, 65535].
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_EGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_ECN_P4_
+#define _STELLAR_CONTROL_ECN_P4_
+
+control Ecn(inout headers_t hdr,
+            inout metadata_t meta,
+            inout standard_metadata_t standard_metadata) {
 
     /* All per port, size PORT_SLOTS; p4src/CONTRACT.md s.4. */
-    @name("ecn.k_us")
-    register<bit<32>>(PORT_SLOTS) ecn_k_us;
-    @name("ecn.initialised")
-    register<bit<1>>(PORT_SLOTS) ecn_initialised;
-    @name("ecn.win_start")
-    register<timestamp_t>(PORT_SLOTS) ecn_win_start;
-    @name("ecn.win_min_us")
-    register<bit<32>>(PORT_SLOTS) ecn_win_min_us;
-    @name("ecn.win_bytes")
-    register<bit<32>>(PORT_SLOTS) ecn_win_bytes;
-    @name("ecn.last_min_us")
-    register<bit<32>>(PORT_SLOTS) ecn_last_min_us;
-    @name("ecn.last_bytes")
-    register<bit<32>>(PORT_SLOTS) ecn_last_bytes;
-    @name("ecn.mean_us")
-    register<bit<32>>(PORT_SLOTS) ecn_mean_us;
+    register<bit<32>>(PORT_SLOTS) k_us;
+    register<bit<1>>(PORT_SLOTS) initialised;
+    register<timestamp_t>(PORT_SLOTS) win_start;
+    register<bit<32>>(PORT_SLOTS) win_min_us;
+    register<bit<32>>(PORT_SLOTS) win_bytes;
+    register<bit<32>>(PORT_SLOTS) last_min_us;
+    register<bit<32>>(PORT_SLOTS) last_bytes;
+    register<bit<32>>(PORT_SLOTS) mean_us;
     /* CE marks made here, per port. */
-    @name("ecn.marks")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) ecn_marks;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) marks;
 
-    @name("ecn.set_ecn_params")
-    action ecn_set_ecn_params(bit<32> window_us, bit<32> target_us,
+    action set_ecn_params(bit<32> window_us, bit<32> target_us,
                               bit<32> kmin_us, bit<32> kmax_us, bit<32> k_init_us,
                               bit<32> step_us, bit<32> pmax, bit<32> idle_bytes,
                               bit<1> adapt) {
@@ -55,23 +48,21 @@
         meta.ecn.adapt = adapt;
     }
 
-    @name("ecn.ecn_off")
-    action ecn_ecn_off() {
+    action ecn_off() {
         meta.ecn.enabled = 0;
     }
 
     /* Per-port parameters; the default (every port) is define.p4's.
      * Size: PORT_SLOTS. */
-    @name("ecn.config")
-    table ecn_config {
+    table config {
         key = {
             standard_metadata.egress_port: exact;
         }
         actions = {
-            ecn_set_ecn_params;
-            ecn_ecn_off;
+            set_ecn_params;
+            ecn_off;
         }
-        default_action = ecn_set_ecn_params(DEFAULT_ECN_WINDOW_US, DEFAULT_ECN_TARGET_US,
+        default_action = set_ecn_params(DEFAULT_ECN_WINDOW_US, DEFAULT_ECN_TARGET_US,
                                             DEFAULT_ECN_KMIN_US, DEFAULT_ECN_KMAX_US,
                                             DEFAULT_ECN_K_INIT_US, DEFAULT_ECN_STEP_US,
                                             DEFAULT_ECN_PMAX, DEFAULT_ECN_IDLE_BYTES,
@@ -79,9 +70,8 @@
         size = PORT_SLOTS;
     }
 
-#elif defined(STELLAR_STEP_ECN)
-    {
-        ecn_config.apply();
+    apply {
+        config.apply();
         if (meta.ecn.enabled == 1 && hdr.ipv4.isValid()) {
             bit<32> port = (bit<32>)standard_metadata.egress_port;
             timestamp_t now = standard_metadata.egress_global_timestamp;
@@ -94,12 +84,12 @@
             bit<32> wmin;
             bit<32> wbytes;
             bit<32> mean;
-            ecn_initialised.read(ready, port);
-            ecn_k_us.read(k, port);
-            ecn_win_start.read(opened, port);
-            ecn_win_min_us.read(wmin, port);
-            ecn_win_bytes.read(wbytes, port);
-            ecn_mean_us.read(mean, port);
+            initialised.read(ready, port);
+            k_us.read(k, port);
+            win_start.read(opened, port);
+            win_min_us.read(wmin, port);
+            win_bytes.read(wbytes, port);
+            mean_us.read(mean, port);
 
             if (ready == 0) {
                 /* First packet on this port: open the first window. */
@@ -124,8 +114,8 @@
                         k = k + meta.ecn.step_us;
                     }
                 }
-                ecn_last_min_us.write(port, wmin);
-                ecn_last_bytes.write(port, wbytes);
+                last_min_us.write(port, wmin);
+                last_bytes.write(port, wbytes);
                 opened = now;
                 wmin = delay;
                 wbytes = length;
@@ -147,12 +137,12 @@
             }
             mean = mean - (mean >> ECN_MEAN_SHIFT) + (delay >> ECN_MEAN_SHIFT);
 
-            ecn_initialised.write(port, ready);
-            ecn_k_us.write(port, k);
-            ecn_win_start.write(port, opened);
-            ecn_win_min_us.write(port, wmin);
-            ecn_win_bytes.write(port, wbytes);
-            ecn_mean_us.write(port, mean);
+            initialised.write(port, ready);
+            k_us.write(port, k);
+            win_start.write(port, opened);
+            win_min_us.write(port, wmin);
+            win_bytes.write(port, wbytes);
+            mean_us.write(port, mean);
 
             /* Mark ECT(0)/ECT(1) packets; never not-ECT, CE already marked. */
             if ((hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1) && delay >= k) {
@@ -173,9 +163,11 @@
                     hdr.ipv4.hdr_checksum = csum16_replace(
                         hdr.ipv4.hdr_checksum, old_word,
                         hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn);
-                    ecn_marks.count(port);
+                    marks.count(port);
                 }
             }
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_ECN_P4_ */

@@ -6,11 +6,14 @@
  * never chooses a member on that port and moves every flow still using it
  * (reason failover) -- without waiting for the controller to recompute and
  * push new path sets, which it does afterwards.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_STEP_FAILOVER)
-    {
+#ifndef _STELLAR_CONTROL_FAILOVER_P4_
+#define _STELLAR_CONTROL_FAILOVER_P4_
+
+control Failover(inout headers_t hdr,
+                 inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
+    apply {
         /* Only the set's members are looked up (alive bits beyond count stay 0). */
         bit<1> down;
         port_down.read(down, (bit<32>)meta.route.port0);
@@ -49,4 +52,6 @@
             meta.path.cur_alive = ~down;
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_FAILOVER_P4_ */

@@ -32,28 +32,14 @@
  *
  * Steps: FLOW_LOOKUP (before elephant detection and path choice, which need
  * the stored state), FLOWLET (decide and commit), DRAIN_RECORD (egress).
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_FLOWLET_P4_
+#define _STELLAR_CONTROL_FLOWLET_P4_
 
-    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
-     * placements.  Size: CHANGE_REASON_SLOTS. */
-    @name("flowlet.path_changes")
-    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) flowlet_path_changes;
-    /* Packets of flows whose slot another active flow holds (routed by hash,
-     * untracked); a persistent count means FLOW_SLOTS is too small. */
-    @name("flowlet.collisions")
-    counter(1, CounterType.packets_and_bytes) flowlet_collisions;
-
-    action flowlet_choose_best(in bit<8> reason) {
-        meta.path.chosen_port = meta.path.best_port;
-        meta.path.changed = 1;
-        meta.path.change_reason = reason;
-    }
-
-#elif defined(STELLAR_STEP_FLOW_LOOKUP)
-    {
+control FlowLookup(inout headers_t hdr,
+                   inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    apply {
         meta.flow.protocol = hdr.ipv4.protocol;
         if (hdr.bth.isValid()) {
             meta.flow.is_roce = 1;
@@ -117,23 +103,42 @@
             }
         }
     }
-#elif defined(STELLAR_STEP_FLOWLET)
-    {
+}
+
+control Flowlet(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
+     * placements.  Size: CHANGE_REASON_SLOTS. */
+    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) path_changes;
+    /* Packets of flows whose slot another active flow holds (routed by hash,
+     * untracked); a persistent count means FLOW_SLOTS is too small. */
+    counter(1, CounterType.packets_and_bytes) collisions;
+
+    action choose_best(in bit<8> reason) {
+        meta.path.chosen_port = meta.path.best_port;
+        meta.path.changed = 1;
+        meta.path.change_reason = reason;
+    }
+
+    apply {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
         meta.path.chosen_port = (port_t)meta.flow.cur_port;
 
         if (meta.path.best_rank == RANK_UNUSABLE) {
             /* Every member is down. */
-            drop_packet(DROP_NO_LIVE_MEMBER);
+            meta.drop = 1;
+            meta.drop_reason = DROP_NO_LIVE_MEMBER;
         } else if (meta.flow.slot_busy == 1) {
             meta.path.chosen_port = meta.path.hash_port;
-            flowlet_collisions.count(0);
+            collisions.count(0);
         } else if (meta.flow.known == 0) {
-            flowlet_choose_best(CHANGE_NEW);
+            choose_best(CHANGE_NEW);
         } else if (meta.path.cur_member == 0) {
-            flowlet_choose_best(CHANGE_MEMBERSHIP);
+            choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
-            flowlet_choose_best(CHANGE_FAILOVER);
+            choose_best(CHANGE_FAILOVER);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
@@ -153,9 +158,9 @@
                 meta.path.best_score < meta.path.cur_score &&
                 meta.path.cur_score - meta.path.best_score > meta.cfg.hysteresis_us) {
                 if (gap_ok == 1) {
-                    flowlet_choose_best(CHANGE_GAP);
+                    choose_best(CHANGE_GAP);
                 } else {
-                    flowlet_choose_best(CHANGE_DRAIN);
+                    choose_best(CHANGE_DRAIN);
                 }
             }
         }
@@ -172,12 +177,16 @@
             flow_last_seq.write(meta.flow.slot, meta.flow.seq);
             flow_state.write(meta.flow.slot, meta.flow.status);
             if (meta.path.changed == 1) {
-                flowlet_path_changes.count((bit<32>)meta.path.change_reason);
+                path_changes.count((bit<32>)meta.path.change_reason);
             }
         }
     }
-#elif defined(STELLAR_STEP_DRAIN_RECORD)
-    {
+}
+
+control DrainRecord(inout headers_t hdr,
+                    inout metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    apply {
         /* Egress half of drain detection: which of the flow's packets left
          * last, and when. */
         if (meta.flow.tracked == 1) {
@@ -185,4 +194,6 @@
             flow_departed_stamp.write(meta.flow.slot, standard_metadata.egress_global_timestamp);
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_FLOWLET_P4_ */

@@ -10,14 +10,16 @@
  * with ties shared out by flow hash.  In ECMP mode only liveness and the hash
  * count.  Members beyond the set's count are not read at all.  This step
  * finds the best member and the flow's current member; flowlet.p4 decides
- * which one the flow uses.  The eight members are
- * unrolled by hand: P4 has no loops, and p4sim does not instantiate
- * sub-controls (which would otherwise hold one member's logic).
- *
- * Block file: included once per section (see stellar.p4, "Block files").
+ * which one the flow uses.  The eight members are unrolled by hand (P4 has
+ * no loops over struct fields).  QdelayRecord is the egress half.
  */
-#if defined(STELLAR_STEP_PATH_CHOICE)
-    {
+#ifndef _STELLAR_CONTROL_PATH_CHOICE_P4_
+#define _STELLAR_CONTROL_PATH_CHOICE_P4_
+
+control PathChoice(inout headers_t hdr,
+                   inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    apply {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
         bit<3> rot = meta.flow.rot[2:0];
         bit<32> age = meta.cfg.qdelay_max_age_us;
@@ -181,12 +183,18 @@
             meta.path.cur_member = 0;
         }
     }
-#elif defined(STELLAR_STEP_QDELAY_RECORD)
-    {
+}
+
+control QdelayRecord(inout headers_t hdr,
+                     inout metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    apply {
         /* Egress half: remember each port's latest queue delay for ingress. */
         port_qdelay_us.write((bit<32>)standard_metadata.egress_port,
                              standard_metadata.deq_timedelta);
         port_qdelay_stamp.write((bit<32>)standard_metadata.egress_port,
                                 standard_metadata.egress_global_timestamp);
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_PATH_CHOICE_P4_ */

@@ -6,34 +6,32 @@
  * here are the per-port, per-class, per-reason counts and the digests.
  * BMv2 keeps one digest per packet, so the elephant report takes precedence
  * over a path-change report.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_TELEMETRY_P4_
+#define _STELLAR_CONTROL_TELEMETRY_P4_
+
+control TelemetryIngress(inout headers_t hdr,
+                         inout metadata_t meta,
+                         inout standard_metadata_t standard_metadata) {
 
     /* Received per ingress port.  Size: PORT_SLOTS. */
-    @name("telemetry.rx_port")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) telemetry_rx_port;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) rx_port;
     /* Dropped by reason (define.p4 DROP_*).  Size: REASON_SLOTS. */
-    @name("telemetry.drops")
-    counter(REASON_SLOTS, CounterType.packets_and_bytes) telemetry_drops;
+    counter(REASON_SLOTS, CounterType.packets_and_bytes) drops;
     /* Malformed/notable input by kind (define.p4 MALFORMED_*). */
-    @name("telemetry.malformed")
-    counter(REASON_SLOTS, CounterType.packets_and_bytes) telemetry_malformed;
+    counter(REASON_SLOTS, CounterType.packets_and_bytes) malformed;
     /* Forwarded per traffic class (after policing).  Size: CLASS_SLOTS. */
-    @name("telemetry.class_rx")
-    counter(CLASS_SLOTS, CounterType.packets_and_bytes) telemetry_class_rx;
+    counter(CLASS_SLOTS, CounterType.packets_and_bytes) class_rx;
 
-#elif defined(STELLAR_STEP_TELEMETRY_INGRESS)
-    {
-        telemetry_rx_port.count((bit<32>)standard_metadata.ingress_port);
+    apply {
+        rx_port.count((bit<32>)standard_metadata.ingress_port);
         if (meta.malformed != MALFORMED_NONE) {
-            telemetry_malformed.count((bit<32>)meta.malformed);
+            malformed.count((bit<32>)meta.malformed);
         }
         if (meta.drop == 1) {
-            telemetry_drops.count((bit<32>)meta.drop_reason);
+            drops.count((bit<32>)meta.drop_reason);
         } else {
-            telemetry_class_rx.count((bit<32>)meta.qos.traffic_class);
+            class_rx.count((bit<32>)meta.qos.traffic_class);
             if (meta.eleph.report == 1) {
                 meta.elephant_report.src_addr = hdr.ipv4.src_addr;
                 meta.elephant_report.dst_addr = hdr.ipv4.dst_addr;
@@ -54,19 +52,22 @@
             }
         }
     }
-#elif defined(STELLAR_EGRESS_DECLS)
+}
+
+control TelemetryEgress(inout headers_t hdr,
+                        inout metadata_t meta,
+                        inout standard_metadata_t standard_metadata) {
 
     /* Sent per egress port.  Size: PORT_SLOTS. */
-    @name("telemetry.tx_port")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) telemetry_tx_port;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) tx_port;
     /* Sent per (port, queue): index port * 8 + queue.  Size: PORT_QUEUE_SLOTS. */
-    @name("telemetry.tx_queue")
-    counter(PORT_QUEUE_SLOTS, CounterType.packets_and_bytes) telemetry_tx_queue;
+    counter(PORT_QUEUE_SLOTS, CounterType.packets_and_bytes) tx_queue;
 
-#elif defined(STELLAR_STEP_TELEMETRY_EGRESS)
-    {
-        telemetry_tx_port.count((bit<32>)standard_metadata.egress_port);
-        telemetry_tx_queue.count(((bit<32>)standard_metadata.egress_port << 3) |
+    apply {
+        tx_port.count((bit<32>)standard_metadata.egress_port);
+        tx_queue.count(((bit<32>)standard_metadata.egress_port << 3) |
                                  (bit<32>)meta.qos.queue);
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_TELEMETRY_P4_ */
