@@ -52,7 +52,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "StellarIngress.config.set_params": _params(
             ("flowlet_timeout_us", 32), ("drain_margin_us", 32), ("hysteresis_us", 32), ("gap_moves", 1),
             ("drain_moves", 1), ("qdelay_max_age_us", 32), ("elephant_bytes", 32), ("elephant_window_us", 32),
-            ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1)),
+            ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1),
+            ("order_guards", 4)),
     }, None, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
@@ -108,6 +109,7 @@ METERS: dict[str, tuple[str, int]] = {
 
 TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
 ECN_PROB_ONE = 65536  # pmax is in 1/65536
+ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of define.p4
 
 
 def sizes() -> dict[str, int]:

@@ -162,6 +162,8 @@ def _switch_params(fabric: Fabric) -> dict[str, int]:
         "elephant_idle_us": dp.elephant.idle_timeout_us,
         "malformed_l4_forward": int(dp.malformed_l4 == "forward"),
         "report_path_changes": int(dp.flowlet.report_path_changes),
+        # every ordering guard on (p4src/README.md "Ordering rule"); only tests turn one off
+        "order_guards": contract.ORDER_GUARDS_ALL,
     }
 
 

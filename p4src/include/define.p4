@@ -104,6 +104,7 @@ const bit<32> FLOW_SIG_VALID = 0x80000000;
 const bit<8> FLOW_STATE_ELEPHANT = 0x01;
 const bit<8> FLOW_STATE_REPORTED = 0x02;
 const bit<8> FLOW_STATE_HINTED   = 0x04;
+const bit<8> FLOW_STATE_DEMOTED  = 0x08;   /* tenant-meter demoted until drained */
 
 /* Salt mixed into the second count-min row's hash so that its index is
  * independent of the first row's. */
@@ -134,6 +135,20 @@ const bit<16> CMS_ROW1_SALT = 0x5A17;
 #define DEFAULT_MALFORMED_L4_FORWARD 0
 /* Digest every path change (1) or not (0). */
 #define DEFAULT_REPORT_PATH_CHANGES 0
+/* Ordering guards (config.order_guards), all on by default.  Each closes one
+ * way a flow's packets could change (port, queue) while an earlier packet of
+ * the flow is still queued here (p4src/README.md, "Ordering rule"); turning a
+ * bit off restores the unguarded behaviour, the tests' negative control.
+ *   GAP_DRAIN  a gap move also needs the local drain + margin + level
+ *   TAKEOVER   a flow taking over a slot stays on its hash port while packets
+ *              routed by hash for that slot are still queued
+ *   DEMOTION   tenant-meter demotion is per flow, sticky until drained
+ *   UNTRACKED  flows without a slot ignore the sketch (hints only) */
+const bit<4> ORDER_GUARD_GAP_DRAIN = 1;
+const bit<4> ORDER_GUARD_TAKEOVER  = 2;
+const bit<4> ORDER_GUARD_DEMOTION  = 4;
+const bit<4> ORDER_GUARD_UNTRACKED = 8;
+#define DEFAULT_ORDER_GUARDS 15
 
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us. */

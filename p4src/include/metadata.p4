@@ -23,6 +23,7 @@ struct config_md_t {
     bit<32> elephant_idle_us;
     bit<1>  malformed_l4_forward;
     bit<1>  report_path_changes;
+    bit<4>  order_guards;       /* ORDER_GUARD_* bits (define.p4) */
 }
 
 /* Routing result: the path set and its members. */
@@ -69,6 +70,9 @@ struct flow_md_t {
     bit<1>      elephant;
     bit<32>     seq;            /* sequence number of this packet */
     bit<1>      tracked;        /* egress records this packet's departure */
+    bit<1>      untracked;      /* forwarded by hash for a busy slot: egress counts it out */
+    bit<32>     untracked_in;   /* the slot's untracked packets forwarded / departed */
+    bit<32>     untracked_out;
 }
 
 /* Path choice: liveness, ranks, best member, current member. */
@@ -129,6 +133,7 @@ struct ecn_md_t {
 
 struct qos_md_t {
     traffic_class_t traffic_class;
+    bit<1>          yellow;     /* tenant meter said YELLOW for this packet */
     tenant_id_t     tenant;
     bit<2>          colour;
     queue_t         queue;

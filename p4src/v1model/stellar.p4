@@ -72,10 +72,10 @@ control StellarIngress(inout headers_t hdr,
             routing.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-            qos.apply(hdr, meta, standard_metadata);
+            flow_lookup.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-            flow_lookup.apply(hdr, meta, standard_metadata);
+            qos.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
             elephant.apply(hdr, meta, standard_metadata);

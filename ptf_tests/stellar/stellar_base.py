@@ -67,6 +67,7 @@ BASE_PARAMS: dict[str, int] = {
     "elephant_idle_us": 2000,
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
+    "order_guards": 15,
 }
 # Virtual time let pass in setUp: longer than every age/timeout above, so that queue-delay
 # readings, flowlet gaps and ECN windows left by an earlier test no longer count.

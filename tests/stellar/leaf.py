@@ -62,7 +62,10 @@ BASE_PARAMS: dict[str, int] = {
     "elephant_idle_us": 2000,
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
+    "order_guards": 15,             # every ordering guard on (ORDER_GUARD_* in define.p4)
 }
+# Bits of config.params order_guards (define.p4); a test clears one for its negative control.
+GUARD_GAP_DRAIN, GUARD_TAKEOVER, GUARD_DEMOTION, GUARD_UNTRACKED = 1, 2, 4, 8
 # ECN parameters (ecn.config); marking off by default in the tests that do not study it.
 BASE_ECN: dict[str, int] = {
     "window_us": 100,

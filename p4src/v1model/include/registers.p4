@@ -39,7 +39,14 @@ register<timestamp_t>(FLOW_SLOTS) flow_last_arrival;
 register<bit<32>>(FLOW_SLOTS) flow_last_seq;
 register<bit<32>>(FLOW_SLOTS) flow_departed_seq;
 register<timestamp_t>(FLOW_SLOTS) flow_departed_stamp;
-/* FLOW_STATE_* bits: elephant, reported, hinted. */
+/* Packets forwarded by hash, untracked, because another active flow held the
+ * slot (ingress counts them in, egress out): while the two differ, one of
+ * them is still queued, so a flow taking the slot over stays on its hash
+ * port (ORDER_GUARD_TAKEOVER).  Counts, not sequence numbers, because the
+ * untracked packets of several flows leave on different ports. */
+register<bit<32>>(FLOW_SLOTS) flow_untracked_in;
+register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
+/* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 
 #endif  /* _STELLAR_REGISTERS_P4_ */

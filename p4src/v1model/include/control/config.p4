@@ -22,7 +22,8 @@ control Config(inout headers_t hdr,
                       bit<32> elephant_window_us,
                       bit<32> elephant_idle_us,
                       bit<1>  malformed_l4_forward,
-                      bit<1>  report_path_changes) {
+                      bit<1>  report_path_changes,
+                      bit<4>  order_guards) {
         meta.cfg.flowlet_timeout_us = flowlet_timeout_us;
         meta.cfg.drain_margin_us = drain_margin_us;
         meta.cfg.hysteresis_us = hysteresis_us;
@@ -34,6 +35,7 @@ control Config(inout headers_t hdr,
         meta.cfg.elephant_idle_us = elephant_idle_us;
         meta.cfg.malformed_l4_forward = malformed_l4_forward;
         meta.cfg.report_path_changes = report_path_changes;
+        meta.cfg.order_guards = order_guards;
     }
 
     /* One (default) entry: the parameters of this switch. */
@@ -42,16 +44,17 @@ control Config(inout headers_t hdr,
             set_params;
         }
         default_action = set_params(DEFAULT_FLOWLET_TIMEOUT_US,
-                                           DEFAULT_DRAIN_MARGIN_US,
-                                           DEFAULT_HYSTERESIS_US,
-                                           DEFAULT_GAP_MOVES,
-                                           DEFAULT_DRAIN_MOVES,
-                                           DEFAULT_QDELAY_MAX_AGE_US,
-                                           DEFAULT_ELEPHANT_BYTES,
-                                           DEFAULT_ELEPHANT_WINDOW_US,
-                                           DEFAULT_ELEPHANT_IDLE_US,
-                                           DEFAULT_MALFORMED_L4_FORWARD,
-                                           DEFAULT_REPORT_PATH_CHANGES);
+                                    DEFAULT_DRAIN_MARGIN_US,
+                                    DEFAULT_HYSTERESIS_US,
+                                    DEFAULT_GAP_MOVES,
+                                    DEFAULT_DRAIN_MOVES,
+                                    DEFAULT_QDELAY_MAX_AGE_US,
+                                    DEFAULT_ELEPHANT_BYTES,
+                                    DEFAULT_ELEPHANT_WINDOW_US,
+                                    DEFAULT_ELEPHANT_IDLE_US,
+                                    DEFAULT_MALFORMED_L4_FORWARD,
+                                    DEFAULT_REPORT_PATH_CHANGES,
+                                    DEFAULT_ORDER_GUARDS);
     }
 
     apply {

@@ -115,6 +115,11 @@ control Elephant(inout headers_t hdr,
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
         } else if ((meta.flow.status & FLOW_STATE_ELEPHANT) != 0) {
             meta.flow.elephant = 1;
+        } else if (meta.flow.slot_busy == 1 &&
+                   (meta.cfg.order_guards & ORDER_GUARD_UNTRACKED) != 0) {
+            /* No state to keep the bit in: a per-window sketch verdict would
+             * move the flow between queues at every window.  Hints only. */
+            meta.flow.elephant = 0;
         } else if (meta.eleph.bytes_estimate >= meta.cfg.elephant_bytes) {
             meta.flow.elephant = 1;
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT;

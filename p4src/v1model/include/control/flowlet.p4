@@ -80,6 +80,8 @@ control FlowLookup(inout headers_t hdr,
         flow_departed_seq.read(meta.flow.departed_seq, meta.flow.slot);
         flow_departed_stamp.read(meta.flow.departed_stamp, meta.flow.slot);
         flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
+        flow_untracked_in.read(meta.flow.untracked_in, meta.flow.slot);
+        flow_untracked_out.read(meta.flow.untracked_out, meta.flow.slot);
         meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
         if (stored_sig == meta.flow.sig) {
             meta.flow.known = 1;
@@ -135,6 +137,12 @@ control Flowlet(inout headers_t hdr,
             collisions.count(0);
         } else if (meta.flow.known == 0) {
             choose_best(CHANGE_NEW);
+            if ((meta.cfg.order_guards & ORDER_GUARD_TAKEOVER) != 0 &&
+                meta.flow.untracked_in != meta.flow.untracked_out) {
+                /* Taking over a slot while packets routed by hash for it are
+                 * still queued: they may be ours, so stay where they went. */
+                meta.path.chosen_port = meta.path.hash_port;
+            }
         } else if (meta.path.cur_member == 0) {
             choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
@@ -142,14 +150,20 @@ control Flowlet(inout headers_t hdr,
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
-            if (meta.cfg.gap_moves == 1 &&
-                meta.flow.gap_us >= (timestamp_t)meta.cfg.flowlet_timeout_us) {
-                gap_ok = 1;
-            }
-            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 &&
-                meta.flow.departed_seq == meta.flow.last_seq &&
+            /* Drained: every packet of the flow has left this switch, at least
+             * the margin plus the old member's downstream level ago. */
+            bit<1> drained = 0;
+            if (meta.flow.departed_seq == meta.flow.last_seq &&
                 now - meta.flow.departed_stamp >=
                     (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
+                drained = 1;
+            }
+            if (meta.cfg.gap_moves == 1 &&
+                meta.flow.gap_us >= (timestamp_t)meta.cfg.flowlet_timeout_us &&
+                (drained == 1 || (meta.cfg.order_guards & ORDER_GUARD_GAP_DRAIN) == 0)) {
+                gap_ok = 1;
+            }
+            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 && drained == 1) {
                 drain_ok = 1;
             }
             /* Move only if the best member beats the current one by more
@@ -167,6 +181,10 @@ control Flowlet(inout headers_t hdr,
 
         if (meta.drop == 0) {
             standard_metadata.egress_spec = meta.path.chosen_port;
+        }
+        if (meta.drop == 0 && meta.flow.slot_busy == 1) {
+            meta.flow.untracked = 1;
+            flow_untracked_in.write(meta.flow.slot, meta.flow.untracked_in + 1);
         }
         if (meta.drop == 0 && meta.flow.slot_busy == 0) {
             meta.flow.seq = meta.flow.last_seq + 1;
@@ -192,6 +210,10 @@ control DrainRecord(inout headers_t hdr,
         if (meta.flow.tracked == 1) {
             flow_departed_seq.write(meta.flow.slot, meta.flow.seq);
             flow_departed_stamp.write(meta.flow.slot, standard_metadata.egress_global_timestamp);
+        } else if (meta.flow.untracked == 1) {
+            bit<32> out_count;
+            flow_untracked_out.read(out_count, meta.flow.slot);
+            flow_untracked_out.write(meta.flow.slot, out_count + 1);
         }
     }
 }

@@ -58,14 +58,36 @@ control Qos(inout headers_t hdr,
         dscp_class.apply();
         tenant.apply();
         if (meta.qos.tenant != TENANT_NONE) {
+            /* Demotion, per flow (ORDER_GUARD_DEMOTION): once a packet of the
+             * flow is YELLOW the flow stays demoted to background until it has
+             * drained here and a packet is GREEN again, so a green packet never
+             * overtakes a demoted one in the lower queue.  Needs the flow's
+             * state, hence after FlowLookup.  A flow without a slot (collision)
+             * is not demoted at all: it has nowhere to keep the bit.  With the
+             * guard off, every YELLOW packet alone is demoted (the old rule). */
             tenant_meter.execute_meter((bit<32>)meta.qos.tenant, meta.qos.colour);
             if (meta.qos.colour == METER_YELLOW) {
-                meta.qos.traffic_class = CLASS_BACKGROUND;
+                meta.qos.yellow = 1;
                 tenant_yellow.count((bit<32>)meta.qos.tenant);
             } else if (meta.qos.colour == METER_RED) {
                 meta.drop = 1;
                 meta.drop_reason = DROP_TENANT_RED;
                 tenant_red.count((bit<32>)meta.qos.tenant);
+            }
+        }
+        if ((meta.cfg.order_guards & ORDER_GUARD_DEMOTION) == 0) {
+            if (meta.qos.yellow == 1) {
+                meta.qos.traffic_class = CLASS_BACKGROUND;
+            }
+        } else if (meta.flow.slot_busy == 0) {
+            if (meta.qos.yellow == 1) {
+                meta.flow.status = meta.flow.status | FLOW_STATE_DEMOTED;
+            } else if ((meta.flow.status & FLOW_STATE_DEMOTED) != 0 &&
+                       meta.flow.departed_seq == meta.flow.last_seq) {
+                meta.flow.status = meta.flow.status & ~FLOW_STATE_DEMOTED;
+            }
+            if ((meta.flow.status & FLOW_STATE_DEMOTED) != 0) {
+                meta.qos.traffic_class = CLASS_BACKGROUND;
             }
         }
     }
