@@ -53,7 +53,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("flowlet_timeout_us", 32), ("drain_margin_us", 32), ("hysteresis_us", 32), ("gap_moves", 1),
             ("drain_moves", 1), ("qdelay_max_age_us", 32), ("elephant_bytes", 32), ("elephant_window_us", 32),
             ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1),
-            ("order_guards", 4)),
+            ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
+            ("level_weight", 16)),
     }, None, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
@@ -96,6 +97,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
     }, "PORT_SLOTS", 512),
+    Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
+        "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
+    }, "PORT_SLOTS", 512),
 )}
 
 # Register name -> (size constant, fallback size, width).  Only those the controller writes.
@@ -110,6 +114,14 @@ METERS: dict[str, tuple[str, int]] = {
 TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
 ECN_PROB_ONE = 65536  # pmax is in 1/65536
 ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of define.p4
+# config.params path-choice parameters (define.p4 DEFAULT_*): DRE halved every 2^5 us; weights of
+# utilisation, local queue delay and controller level, 1024 = 1.0.
+PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
+
+
+def ps_per_byte(capacity_gbps: float) -> int:
+    """placement.port_rate's parameter: picoseconds on the wire per byte at the port's rate."""
+    return max(1, min(0xFFFFFFFF, int(round(8000.0 / capacity_gbps))))
 
 
 def sizes() -> dict[str, int]:

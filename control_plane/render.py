@@ -164,6 +164,7 @@ def _switch_params(fabric: Fabric) -> dict[str, int]:
         "report_path_changes": int(dp.flowlet.report_path_changes),
         # every ordering guard on (p4src/README.md "Ordering rule"); only tests turn one off
         "order_guards": contract.ORDER_GUARDS_ALL,
+        **contract.PLACEMENT_DEFAULTS,
     }
 
 
@@ -183,7 +184,8 @@ def _ports(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
                       "pmax": int(round(ecn.pmax * contract.ECN_PROB_ONE)),
                       "idle_bytes": ecn.idle_bytes(port.capacity_gbps), "adapt": int(ecn.adaptive)}
         result.append({"port": number, "peer": peer, "capacity_gbps": port.capacity_gbps, "ecn": params,
-                       "src_mac": switch.mac, "dst_mac": dst_mac})
+                       "src_mac": switch.mac, "dst_mac": dst_mac,
+                       "ps_per_byte": contract.ps_per_byte(port.capacity_gbps)})
     return result
 
 

@@ -89,10 +89,16 @@ const bit<8> CHANGE_MEMBERSHIP = 4;
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
 #define MAX_PATH_MEMBERS 8
-/* Congestion scores are us of queue delay (+ controller level, in
- * us-equivalent).  They are clamped below 2^28 so that score << 3 | tiebreak
- * fits 32 bits; 2^28 us is ~4.5 minutes, far beyond any real queue. */
+/* Congestion scores are in ticks: WEIGHT_ONE ticks per us of queue delay or
+ * of controller level at weight 1.0 (so a tick is ~1 ns), see member_score.
+ * They are clamped below 2^28 so that score << 3 | tiebreak fits 32 bits
+ * (2^28 ticks is ~0.26 s, far beyond any real queue); each input is clamped
+ * to 2^16 us first so that input x weight (16 bits) fits 32 bits. */
 const bit<32> SCORE_CLAMP = 0x0FFFFFFF;
+const bit<32> SCORE_INPUT_CLAMP = 0xFFFF;
+#define WEIGHT_ONE 1024
+/* hysteresis_us is compared in ticks: << WEIGHT_SHIFT (x WEIGHT_ONE). */
+#define WEIGHT_SHIFT 10
 /* Rank of a member that must not be chosen (absent or down). */
 const bit<32> RANK_UNUSABLE = 0xFFFFFFFF;
 
@@ -149,6 +155,17 @@ const bit<4> ORDER_GUARD_TAKEOVER  = 2;
 const bit<4> ORDER_GUARD_DEMOTION  = 4;
 const bit<4> ORDER_GUARD_UNTRACKED = 8;
 #define DEFAULT_ORDER_GUARDS 15
+/* Utilisation estimator (DRE): halved every 2^dre_shift us.  32 us windows:
+ * a port busy at line rate settles near 64 us of wire time, several
+ * microseconds of new flows' first packets already move it. */
+#define DEFAULT_DRE_SHIFT 5
+/* Path-choice weights, WEIGHT_ONE = 1.0: utilisation (DRE), local queue
+ * delay, controller level. */
+#define DEFAULT_UTIL_WEIGHT 1024
+#define DEFAULT_QDELAY_WEIGHT 1024
+#define DEFAULT_LEVEL_WEIGHT 1024
+/* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
+#define DEFAULT_PS_PER_BYTE 80
 
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us. */

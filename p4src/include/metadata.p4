@@ -24,6 +24,10 @@ struct config_md_t {
     bit<1>  malformed_l4_forward;
     bit<1>  report_path_changes;
     bit<4>  order_guards;       /* ORDER_GUARD_* bits (define.p4) */
+    bit<8>  dre_shift;          /* DRE window = 2^dre_shift us */
+    bit<16> util_weight;        /* path-choice weights, WEIGHT_ONE = 1.0 */
+    bit<16> qdelay_weight;
+    bit<16> level_weight;
 }
 
 /* Routing result: the path set and its members. */
@@ -104,6 +108,7 @@ struct path_md_t {
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;
+    bit<32> ps_per_byte;        /* the chosen port's rate (placement.port_rate) */
 }
 
 /* Elephant detection scratch (hash indices and sketch reads). */

@@ -61,6 +61,7 @@ control StellarIngress(inout headers_t hdr,
     PathChoice() path_choice;
     Flowlet() flowlet;
     Queueing() queueing;
+    Placement() placement;
     TelemetryIngress() telemetry;
 
     apply {
@@ -91,6 +92,9 @@ control StellarIngress(inout headers_t hdr,
         }
         if (meta.drop == 0) {
             queueing.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
+            placement.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 1) {
             /* Blocks only record the reason; the drop itself happens once. */

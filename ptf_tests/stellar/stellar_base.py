@@ -68,6 +68,10 @@ BASE_PARAMS: dict[str, int] = {
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
     "order_guards": 15,
+    "dre_shift": 5,
+    "util_weight": 1024,
+    "qdelay_weight": 1024,
+    "level_weight": 1024,
 }
 # Virtual time let pass in setUp: longer than every age/timeout above, so that queue-delay
 # readings, flowlet gaps and ECN windows left by an earlier test no longer count.

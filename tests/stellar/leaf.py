@@ -63,6 +63,10 @@ BASE_PARAMS: dict[str, int] = {
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
     "order_guards": 15,             # every ordering guard on (ORDER_GUARD_* in define.p4)
+    "dre_shift": 5,                 # utilisation estimator: halved every 32 us
+    "util_weight": 1024,            # path-choice weights, 1024 = 1.0
+    "qdelay_weight": 1024,
+    "level_weight": 1024,
 }
 # Bits of config.params order_guards (define.p4); a test clears one for its negative control.
 GUARD_GAP_DRAIN, GUARD_TAKEOVER, GUARD_DEMOTION, GUARD_UNTRACKED = 1, 2, 4, 8

@@ -22,6 +22,13 @@ register<bit<1>>(PORT_SLOTS) port_down;
 register<bit<32>>(PORT_SLOTS) port_qdelay_us;
 register<timestamp_t>(PORT_SLOTS) port_qdelay_stamp;
 
+/* Utilisation estimator (CONGA's DRE): picoseconds on the wire of the bytes
+ * assigned to the port, halved per window of 2^dre_shift us, and the window
+ * it was last brought up to.  Written by ingress Placement on assignment,
+ * read by ingress PathChoice. */
+register<bit<32>>(PORT_SLOTS) port_dre_ps;
+register<bit<32>>(PORT_SLOTS) port_dre_window;
+
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
 /* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */

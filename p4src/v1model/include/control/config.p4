@@ -23,7 +23,11 @@ control Config(inout headers_t hdr,
                       bit<32> elephant_idle_us,
                       bit<1>  malformed_l4_forward,
                       bit<1>  report_path_changes,
-                      bit<4>  order_guards) {
+                      bit<4>  order_guards,
+                      bit<8>  dre_shift,
+                      bit<16> util_weight,
+                      bit<16> qdelay_weight,
+                      bit<16> level_weight) {
         meta.cfg.flowlet_timeout_us = flowlet_timeout_us;
         meta.cfg.drain_margin_us = drain_margin_us;
         meta.cfg.hysteresis_us = hysteresis_us;
@@ -36,6 +40,10 @@ control Config(inout headers_t hdr,
         meta.cfg.malformed_l4_forward = malformed_l4_forward;
         meta.cfg.report_path_changes = report_path_changes;
         meta.cfg.order_guards = order_guards;
+        meta.cfg.dre_shift = dre_shift;
+        meta.cfg.util_weight = util_weight;
+        meta.cfg.qdelay_weight = qdelay_weight;
+        meta.cfg.level_weight = level_weight;
     }
 
     /* One (default) entry: the parameters of this switch. */
@@ -54,7 +62,11 @@ control Config(inout headers_t hdr,
                                     DEFAULT_ELEPHANT_IDLE_US,
                                     DEFAULT_MALFORMED_L4_FORWARD,
                                     DEFAULT_REPORT_PATH_CHANGES,
-                                    DEFAULT_ORDER_GUARDS);
+                                    DEFAULT_ORDER_GUARDS,
+                                    DEFAULT_DRE_SHIFT,
+                                    DEFAULT_UTIL_WEIGHT,
+                                    DEFAULT_QDELAY_WEIGHT,
+                                    DEFAULT_LEVEL_WEIGHT);
     }
 
     apply {

@@ -170,7 +170,8 @@ control Flowlet(inout headers_t hdr,
              * than the hysteresis margin. */
             if ((gap_ok == 1 || drain_ok == 1) &&
                 meta.path.best_score < meta.path.cur_score &&
-                meta.path.cur_score - meta.path.best_score > meta.cfg.hysteresis_us) {
+                meta.path.cur_score - meta.path.best_score >
+                    meta.cfg.hysteresis_us << WEIGHT_SHIFT) {
                 if (gap_ok == 1) {
                     choose_best(CHANGE_GAP);
                 } else {
