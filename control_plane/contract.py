@@ -114,9 +114,26 @@ METERS: dict[str, tuple[str, int]] = {
 TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
 ECN_PROB_ONE = 65536  # pmax is in 1/65536
 ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of define.p4
+ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flowlet switching)
 # config.params path-choice parameters (define.p4 DEFAULT_*): DRE halved every 2^5 us; weights of
 # utilisation, local queue delay and controller level, 1024 = 1.0.
 PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
+
+
+# StellarEgress.telemetry.qdelay_hist: index port * 16 + bucket; the buckets' lower edges (us).
+QDELAY_HIST = "StellarEgress.telemetry.qdelay_hist"
+QDELAY_BUCKET_LOWER_US = (0, 1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
+
+
+def qdelay_bucket(delay_us: int) -> int:
+    """The histogram bucket the data plane counts a packet with this queue delay in."""
+    return max(i for i, lower in enumerate(QDELAY_BUCKET_LOWER_US) if delay_us >= lower)
+
+
+def qdelay_bucket_upper_us(bucket: int) -> int:
+    """A bucket's upper edge (the last, open-ended one: twice its lower edge)."""
+    edges = QDELAY_BUCKET_LOWER_US
+    return edges[bucket + 1] if bucket + 1 < len(edges) else 2 * edges[-1]
 
 
 def ps_per_byte(capacity_gbps: float) -> int:

@@ -82,6 +82,10 @@ control StellarIngress(inout headers_t hdr,
             elephant.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
+            /* The queue first: path choice reads the state of that queue. */
+            queueing.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
             failover.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
@@ -89,9 +93,6 @@ control StellarIngress(inout headers_t hdr,
         }
         if (meta.drop == 0) {
             flowlet.apply(hdr, meta, standard_metadata);
-        }
-        if (meta.drop == 0) {
-            queueing.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
             placement.apply(hdr, meta, standard_metadata);

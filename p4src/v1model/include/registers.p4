@@ -16,11 +16,22 @@
  * by ingress for every member, so a dead port is skipped immediately. */
 register<bit<1>>(PORT_SLOTS) port_down;
 
-/* Queue delay (deq_timedelta, us) of the last packet that left each port,
- * and when it left (egress_global_timestamp).  Written by egress, read by
- * ingress path choice. */
-register<bit<32>>(PORT_SLOTS) port_qdelay_us;
-register<timestamp_t>(PORT_SLOTS) port_qdelay_stamp;
+/* --- per (port, queue) (index = port << 3 | queue) ------------------------ */
+
+/* The last departure from each queue: its queue delay (deq_timedelta, us)
+ * and when it left (egress_global_timestamp).  Written by egress
+ * QdelayRecord, read by ingress PathChoice.  Per queue, so that a mouse
+ * leaving the fast queue cannot erase an elephant backlog in a slower one. */
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_qdelay_us;
+register<timestamp_t>(PORT_QUEUE_SLOTS) queue_depart_stamp;
+/* Stall detection: packets counted into the queue at ingress (Placement) and
+ * out at egress (QdelayRecord; a departure that empties the queue sets out =
+ * in, forgetting tail drops); when the first packet went into an empty queue.
+ * Packets waiting and no departure for qdelay_max_age_us = stalled.  Counts,
+ * not timestamps, because a packet and a departure share a microsecond. */
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_in;
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_out;
+register<timestamp_t>(PORT_QUEUE_SLOTS) queue_pending_since;
 
 /* Utilisation estimator (CONGA's DRE): picoseconds on the wire of the bytes
  * assigned to the port, halved per window of 2^dre_shift us, and the window

@@ -1,7 +1,7 @@
 /*
  * ecn.p4 -- time-window adaptive ECN marking (egress).
  *
- * Per egress port and window W (window_us) the block tracks the minimum
+ * Per egress (port, queue) and window W (window_us) the block tracks the minimum
  * queue delay (deq_timedelta) and the bytes sent.  When a window closes:
  *   - its minimum delay stayed above target_us (a standing queue that did
  *     not drain once in W)  -> K = max(K - step, Kmin): mark earlier;
@@ -20,15 +20,16 @@ control Ecn(inout headers_t hdr,
             inout metadata_t meta,
             inout standard_metadata_t standard_metadata) {
 
-    /* All per port, size PORT_SLOTS; p4src/CONTRACT.md s.4. */
-    register<bit<32>>(PORT_SLOTS) k_us;
-    register<bit<1>>(PORT_SLOTS) initialised;
-    register<timestamp_t>(PORT_SLOTS) win_start;
-    register<bit<32>>(PORT_SLOTS) win_min_us;
-    register<bit<32>>(PORT_SLOTS) win_bytes;
-    register<bit<32>>(PORT_SLOTS) last_min_us;
-    register<bit<32>>(PORT_SLOTS) last_bytes;
-    register<bit<32>>(PORT_SLOTS) mean_us;
+    /* All per (port, queue), index port << 3 | queue, size PORT_QUEUE_SLOTS;
+     * p4src/CONTRACT.md s.4.  The parameters (ecn.config) are per port. */
+    register<bit<32>>(PORT_QUEUE_SLOTS) k_us;
+    register<bit<1>>(PORT_QUEUE_SLOTS) initialised;
+    register<timestamp_t>(PORT_QUEUE_SLOTS) win_start;
+    register<bit<32>>(PORT_QUEUE_SLOTS) win_min_us;
+    register<bit<32>>(PORT_QUEUE_SLOTS) win_bytes;
+    register<bit<32>>(PORT_QUEUE_SLOTS) last_min_us;
+    register<bit<32>>(PORT_QUEUE_SLOTS) last_bytes;
+    register<bit<32>>(PORT_QUEUE_SLOTS) mean_us;
     /* CE marks made here, per port. */
     counter(PORT_SLOTS, CounterType.packets_and_bytes) marks;
 
@@ -74,6 +75,9 @@ control Ecn(inout headers_t hdr,
         config.apply();
         if (meta.ecn.enabled == 1 && hdr.ipv4.isValid()) {
             bit<32> port = (bit<32>)standard_metadata.egress_port;
+            /* The adaptive state is per (port, queue): a queue's marking
+             * follows its own standing queue, not its neighbours'. */
+            bit<32> qi = (port << 3) | (bit<32>)meta.qos.queue;
             timestamp_t now = standard_metadata.egress_global_timestamp;
             bit<32> delay = standard_metadata.deq_timedelta;
             bit<32> length = standard_metadata.packet_length;
@@ -84,12 +88,12 @@ control Ecn(inout headers_t hdr,
             bit<32> wmin;
             bit<32> wbytes;
             bit<32> mean;
-            initialised.read(ready, port);
-            k_us.read(k, port);
-            win_start.read(opened, port);
-            win_min_us.read(wmin, port);
-            win_bytes.read(wbytes, port);
-            mean_us.read(mean, port);
+            initialised.read(ready, qi);
+            k_us.read(k, qi);
+            win_start.read(opened, qi);
+            win_min_us.read(wmin, qi);
+            win_bytes.read(wbytes, qi);
+            mean_us.read(mean, qi);
 
             if (ready == 0) {
                 /* First packet on this port: open the first window. */
@@ -114,8 +118,8 @@ control Ecn(inout headers_t hdr,
                         k = k + meta.ecn.step_us;
                     }
                 }
-                last_min_us.write(port, wmin);
-                last_bytes.write(port, wbytes);
+                last_min_us.write(qi, wmin);
+                last_bytes.write(qi, wbytes);
                 opened = now;
                 wmin = delay;
                 wbytes = length;
@@ -137,12 +141,12 @@ control Ecn(inout headers_t hdr,
             }
             mean = mean - (mean >> ECN_MEAN_SHIFT) + (delay >> ECN_MEAN_SHIFT);
 
-            initialised.write(port, ready);
-            k_us.write(port, k);
-            win_start.write(port, opened);
-            win_min_us.write(port, wmin);
-            win_bytes.write(port, wbytes);
-            mean_us.write(port, mean);
+            initialised.write(qi, ready);
+            k_us.write(qi, k);
+            win_start.write(qi, opened);
+            win_min_us.write(qi, wmin);
+            win_bytes.write(qi, wbytes);
+            mean_us.write(qi, mean);
 
             /* Mark ECT(0)/ECT(1) packets; never not-ECT, CE already marked. */
             if ((hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1) && delay >= k) {

@@ -9,9 +9,13 @@
  *       2^dre_shift us, normalised by the port's configured rate
  *       (placement.port_rate).  Because it moves on assignment, not on
  *       departure, flows that start in the same microsecond see each other;
- *   (b) the queue delay its port showed the egress pipeline last
- *       (port_qdelay_us, written by QdelayRecord below; a port with no
- *       departure for config.qdelay_max_age_us counts as idle),
+ *   (b) the queue delay of the flow's (port, queue) (functions.p4:
+ *       queue_delay): the delay of the last packet that left it
+ *       (queue_qdelay_us, written by QdelayRecord below), or how long its
+ *       oldest waiting packet has waited when nothing left since; a queue
+ *       that holds packets but had no departure for config.qdelay_max_age_us
+ *       is stalled (paused, failed silently) and scores worst, never idle;
+ *       one with nothing waiting and no departure for that long is idle,
  *   (c) the controller's congestion level for that member (routing.path_set),
  *   (d) liveness (failover.p4),
  * with ties shared out by flow hash.  In ECMP mode only liveness and the hash
@@ -36,89 +40,127 @@ control PathChoice(inout headers_t hdr,
         bit<16> wu = meta.cfg.util_weight;
         bit<16> wq = meta.cfg.qdelay_weight;
         bit<16> wl = meta.cfg.level_weight;
+        /* Queue state is per (port, queue): the queue this flow will use. */
+        bit<32> q = (bit<32>)meta.qos.queue;
+        bit<32> qi;
         bit<32> qdelay;
         timestamp_t stamp;
+        bit<32> qin;
+        bit<32> qout;
+        timestamp_t pending;
         bit<32> dre;
         bit<32> dre_win;
         meta.path.rank0 = RANK_UNUSABLE;
         if (n > 0) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port0);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port0);
+            qi = ((bit<32>)meta.route.port0 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port0);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port0);
             meta.path.rank0 = member_rank(0, n, meta.path.alive0, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level0, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level0, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank1 = RANK_UNUSABLE;
         if (n > 1) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port1);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port1);
+            qi = ((bit<32>)meta.route.port1 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port1);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port1);
             meta.path.rank1 = member_rank(1, n, meta.path.alive1, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level1, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level1, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank2 = RANK_UNUSABLE;
         if (n > 2) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port2);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port2);
+            qi = ((bit<32>)meta.route.port2 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port2);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port2);
             meta.path.rank2 = member_rank(2, n, meta.path.alive2, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level2, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level2, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank3 = RANK_UNUSABLE;
         if (n > 3) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port3);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port3);
+            qi = ((bit<32>)meta.route.port3 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port3);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port3);
             meta.path.rank3 = member_rank(3, n, meta.path.alive3, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level3, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level3, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank4 = RANK_UNUSABLE;
         if (n > 4) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port4);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port4);
+            qi = ((bit<32>)meta.route.port4 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port4);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port4);
             meta.path.rank4 = member_rank(4, n, meta.path.alive4, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level4, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level4, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank5 = RANK_UNUSABLE;
         if (n > 5) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port5);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port5);
+            qi = ((bit<32>)meta.route.port5 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port5);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port5);
             meta.path.rank5 = member_rank(5, n, meta.path.alive5, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level5, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level5, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank6 = RANK_UNUSABLE;
         if (n > 6) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port6);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port6);
+            qi = ((bit<32>)meta.route.port6 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port6);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port6);
             meta.path.rank6 = member_rank(6, n, meta.path.alive6, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level6, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level6, dre, dre_win, now_win, wu, wq, wl), rot);
         }
         meta.path.rank7 = RANK_UNUSABLE;
         if (n > 7) {
-            port_qdelay_us.read(qdelay, (bit<32>)meta.route.port7);
-            port_qdelay_stamp.read(stamp, (bit<32>)meta.route.port7);
+            qi = ((bit<32>)meta.route.port7 << 3) | q;
+            queue_qdelay_us.read(qdelay, qi);
+            queue_depart_stamp.read(stamp, qi);
+            queue_in.read(qin, qi);
+            queue_out.read(qout, qi);
+            queue_pending_since.read(pending, qi);
             port_dre_ps.read(dre, (bit<32>)meta.route.port7);
             port_dre_window.read(dre_win, (bit<32>)meta.route.port7);
             meta.path.rank7 = member_rank(7, n, meta.path.alive7, meta.route.ecmp,
-                member_score(qdelay, stamp, now, age, meta.route.level7, dre, dre_win,
-                             now_win, wu, wq, wl), rot);
+                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                             meta.route.level7, dre, dre_win, now_win, wu, wq, wl), rot);
         }
 
         /* Best member: the lowest rank (ranks of usable members differ). */
@@ -256,6 +298,17 @@ control Placement(inout headers_t hdr,
     apply {
         port_rate.apply();
         bit<32> port = (bit<32>)standard_metadata.egress_spec;
+        /* Stall detection: count the packet into its (port, queue); the
+         * first one into an empty queue starts the wait (queue_pending_since). */
+        bit<32> qi = (port << 3) | (bit<32>)meta.qos.queue;
+        bit<32> qin;
+        bit<32> qout;
+        queue_in.read(qin, qi);
+        queue_out.read(qout, qi);
+        if (qin == qout) {
+            queue_pending_since.write(qi, standard_metadata.ingress_global_timestamp);
+        }
+        queue_in.write(qi, qin + 1);
         bit<32> now_win = (bit<32>)(standard_metadata.ingress_global_timestamp >> meta.cfg.dre_shift);
         bit<32> dre;
         bit<32> dre_win;
@@ -277,11 +330,22 @@ control QdelayRecord(inout headers_t hdr,
                      inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
     apply {
-        /* Egress half: remember each port's latest queue delay for ingress. */
-        port_qdelay_us.write((bit<32>)standard_metadata.egress_port,
-                             standard_metadata.deq_timedelta);
-        port_qdelay_stamp.write((bit<32>)standard_metadata.egress_port,
-                                standard_metadata.egress_global_timestamp);
+        /* Egress half: each (port, queue)'s latest departure for ingress:
+         * its queue delay and when it left; and the packet counted out.  A
+         * departure that leaves the queue empty (deq_qdepth 0) sets the out
+         * count to the in count, which forgets packets the traffic manager
+         * tail-dropped (counted in, never out). */
+        bit<32> qi = ((bit<32>)standard_metadata.egress_port << 3) | (bit<32>)meta.qos.queue;
+        queue_qdelay_us.write(qi, standard_metadata.deq_timedelta);
+        queue_depart_stamp.write(qi, standard_metadata.egress_global_timestamp);
+        bit<32> qout;
+        if (standard_metadata.deq_qdepth == 0) {
+            queue_in.read(qout, qi);
+        } else {
+            queue_out.read(qout, qi);
+            qout = qout + 1;
+        }
+        queue_out.write(qi, qout);
     }
 }
 

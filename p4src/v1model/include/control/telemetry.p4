@@ -62,9 +62,49 @@ control TelemetryEgress(inout headers_t hdr,
     counter(PORT_SLOTS, CounterType.packets_and_bytes) tx_port;
     /* Sent per (port, queue): index port * 8 + queue.  Size: PORT_QUEUE_SLOTS. */
     counter(PORT_QUEUE_SLOTS, CounterType.packets_and_bytes) tx_queue;
+    /* Queue-delay histogram per egress port: index port * 16 + bucket of the
+     * packet's deq_timedelta, buckets starting at 0, 1, 2, 4, 8, 12, 16, 24,
+     * 32, 48, 64, 96, 128, 192, 256, 512 us.  The controller's congestion
+     * map is built from it (counter deltas between polls): P4Runtime on BMv2
+     * reads counters, not registers.  Size: PORT_SLOTS * QDELAY_BUCKETS. */
+    counter(QDELAY_HIST_SLOTS, CounterType.packets_and_bytes) qdelay_hist;
 
     apply {
         tx_port.count((bit<32>)standard_metadata.egress_port);
+        bit<32> d = standard_metadata.deq_timedelta;
+        bit<32> bucket = 15;
+        if (d < 1) {
+            bucket = 0;
+        } else if (d < 2) {
+            bucket = 1;
+        } else if (d < 4) {
+            bucket = 2;
+        } else if (d < 8) {
+            bucket = 3;
+        } else if (d < 12) {
+            bucket = 4;
+        } else if (d < 16) {
+            bucket = 5;
+        } else if (d < 24) {
+            bucket = 6;
+        } else if (d < 32) {
+            bucket = 7;
+        } else if (d < 48) {
+            bucket = 8;
+        } else if (d < 64) {
+            bucket = 9;
+        } else if (d < 96) {
+            bucket = 10;
+        } else if (d < 128) {
+            bucket = 11;
+        } else if (d < 192) {
+            bucket = 12;
+        } else if (d < 256) {
+            bucket = 13;
+        } else if (d < 512) {
+            bucket = 14;
+        }
+        qdelay_hist.count(((bit<32>)standard_metadata.egress_port << 4) | bucket);
         tx_queue.count(((bit<32>)standard_metadata.egress_port << 3) |
                                  (bit<32>)meta.qos.queue);
     }
