@@ -100,12 +100,27 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
         "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
     }, "PORT_SLOTS", 512),
+    *(Table(f"StellarIngress.failover.liveness{i}", (KeyField(f"meta.route.port{i}", "exact", 9),), {
+        "StellarIngress.failover.port_up": (),
+        "StellarIngress.failover.port_down": (),
+    }, "PORT_SLOTS", 512) for i in range(8)),
 )}
 
-# Register name -> (size constant, fallback size, width).  Only those the controller writes.
-REGISTERS: dict[str, tuple[str, int, int]] = {
-    "port_down": ("PORT_SLOTS", 512, 1),
-}
+# Register name -> (size constant, fallback size, width).  Only those the controller writes: none.
+# Controller-owned state is table action data, which every P4Runtime server accepts (BMv2's PI
+# refuses register writes and reads); p4src/README.md, "Controller-owned state".
+REGISTERS: dict[str, tuple[str, int, int]] = {}
+
+# Port liveness: the same entry in each of the eight member-position tables (failover.p4).
+LIVENESS_TABLES = tuple(f"StellarIngress.failover.liveness{i}" for i in range(8))
+
+
+def liveness_entries(port: int, down: bool, comment: str = "") -> list[dict[str, Any]]:
+    """The eight entries that mark `port` up or down (MODIFY them: the render installs them)."""
+    action = "StellarIngress.failover.port_down" if down else "StellarIngress.failover.port_up"
+    return [dict({"table": t, "match": {f"meta.route.port{i}": port}, "action": action, "params": {}},
+                 **({"comment": comment} if comment else {}))
+            for i, t in enumerate(LIVENESS_TABLES)]
 # Meter name -> (size constant, fallback size).
 METERS: dict[str, tuple[str, int]] = {
     "StellarIngress.qos.tenant_meter": ("TENANT_SLOTS", 256),

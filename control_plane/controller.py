@@ -10,8 +10,9 @@ writes into each leaf's path-set entries the level of the remote hop behind each
 (``levelN`` of ``StellarIngress.routing.path_set``, µs-equivalent).  It only MODIFYs entries
 whose levels changed by at least a quantum, so a quiet fabric costs no writes.
 
-Link failures: the switches' own port-status handling marks the port dead in ``port_down`` at once
-(the data plane does not wait for us); the controller then recomputes only the path sets the link
+Link failures: the port is marked dead in the liveness tables (``StellarIngress.failover.liveness0..7``,
+one MODIFY each, table writes that every P4Runtime server accepts) at once (the data plane does not
+wait for the path sets); the controller then recomputes only the path sets the link
 was in (``failover_delta``: the failed leaf's sets towards every other leaf and every other
 leaf's set towards it, with the weights ``plan_fabric`` would give them) and pushes those entries,
 every switch's Write in flight at once, timing event -> first and last write acknowledged.
@@ -254,12 +255,13 @@ class Controller:
 
     # ------------------------------------------------------------------ failures
     def mark_ports_down(self, ports: list[tuple[str, int]]) -> None:
-        """What a switch's port-status handler does locally on loss of light."""
-        by_switch: dict[str, list[tuple[str, int, int]]] = {}
+        """What a switch's port-status handler does locally on loss of light: MODIFY the port's
+        liveness entries (table action data; BMv2's P4Runtime refuses register writes)."""
+        by_switch: dict[str, list[dict]] = {}
         for switch, port in ports:
-            by_switch.setdefault(switch, []).append(("port_down", port, 1))
-        for switch, cells in by_switch.items():
-            self.ops[switch].write_registers(cells)
+            by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=True))
+        for switch, entries in by_switch.items():
+            self.ops[switch].modify_entries(entries)
 
     def handle_link_failure(self, a: str, b: str, ports: list[tuple[str, int]],
                             mark_down: bool = True) -> FailoverReport:
@@ -275,10 +277,10 @@ class Controller:
         delta = failover_delta(self.fabric, self.plans, link)
         writes: list[tuple[str, str, list]] = []
         if mark_down:
-            by_switch: dict[str, list[tuple[str, int, int]]] = {}
+            by_switch: dict[str, list[dict]] = {}
             for switch, port in ports:
-                by_switch.setdefault(switch, []).append(("port_down", port, 1))
-            writes += [(switch, "registers", cells) for switch, cells in by_switch.items()]
+                by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=True))
+            writes += [(switch, "entries", entries) for switch, entries in by_switch.items()]
         changed_entries = 0
         for name, sets in delta.items():
             changed = []

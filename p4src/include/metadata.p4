@@ -90,6 +90,7 @@ struct path_md_t {
     bit<1>  alive6;
     bit<1>  alive7;
     bit<1>  cur_alive;          /* the flow's current port is up */
+    bit<1>  down;               /* scratch: the liveness table just applied said down */
     bit<32> rank0;
     bit<32> rank1;
     bit<32> rank2;

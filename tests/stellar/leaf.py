@@ -154,6 +154,7 @@ class Leaf:
         self.sw = p4sim_module.Switch(program, clock="virtual", priority_queues=priority_queues)
         self.params = dict(BASE_PARAMS)
         self.ecn_default = dict(BASE_ECN)
+        self._liveness: set[int] = set()
         self._install_base(queue_map)
 
     # ------------------------------------------------------------- configuration
@@ -228,7 +229,16 @@ class Leaf:
             f"{ING}.elephant.{action}", None, priority=priority)
 
     def port_down(self, port: int, down: bool = True) -> None:
-        self.sw.register_write("port_down", port, int(down))
+        """The controller's liveness write: the port's entry in each member-position liveness
+        table (failover.p4), inserted the first time, modified after that."""
+        action = f"{ING}.failover.{'port_down' if down else 'port_up'}"
+        for i in range(8):
+            table, match = f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port}
+            if port in self._liveness:
+                self.sw.modify_entry(table, match, action, {})
+            else:
+                self.sw.insert_entry(table, match, action, {})
+        self._liveness.add(port)
 
     # ------------------------------------------------------------------ traffic
     def send(self, port: int, frame: bytes) -> None:

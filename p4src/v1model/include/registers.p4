@@ -12,10 +12,6 @@
 
 /* --- per port (index = port number) -------------------------------------- */
 
-/* Failover: 1 = port dead.  Written by the controller (or an operator); read
- * by ingress for every member, so a dead port is skipped immediately. */
-register<bit<1>>(PORT_SLOTS) port_down;
-
 /* --- per (port, queue) (index = port << 3 | queue) ------------------------ */
 
 /* The last departure from each queue: its queue delay (deq_timedelta, us)

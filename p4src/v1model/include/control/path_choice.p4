@@ -241,27 +241,35 @@ control PathChoice(inout headers_t hdr,
         } else if (n > 0 && meta.route.port0 == cur) {
             meta.path.cur_score = meta.path.rank0 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level0;
+            meta.path.cur_alive = meta.path.alive0;
         } else if (n > 1 && meta.route.port1 == cur) {
             meta.path.cur_score = meta.path.rank1 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level1;
+            meta.path.cur_alive = meta.path.alive1;
         } else if (n > 2 && meta.route.port2 == cur) {
             meta.path.cur_score = meta.path.rank2 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level2;
+            meta.path.cur_alive = meta.path.alive2;
         } else if (n > 3 && meta.route.port3 == cur) {
             meta.path.cur_score = meta.path.rank3 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level3;
+            meta.path.cur_alive = meta.path.alive3;
         } else if (n > 4 && meta.route.port4 == cur) {
             meta.path.cur_score = meta.path.rank4 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level4;
+            meta.path.cur_alive = meta.path.alive4;
         } else if (n > 5 && meta.route.port5 == cur) {
             meta.path.cur_score = meta.path.rank5 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level5;
+            meta.path.cur_alive = meta.path.alive5;
         } else if (n > 6 && meta.route.port6 == cur) {
             meta.path.cur_score = meta.path.rank6 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level6;
+            meta.path.cur_alive = meta.path.alive6;
         } else if (n > 7 && meta.route.port7 == cur) {
             meta.path.cur_score = meta.path.rank7 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level7;
+            meta.path.cur_alive = meta.path.alive7;
         } else {
             meta.path.cur_member = 0;
         }
