@@ -30,8 +30,9 @@
  * timeout is routed by hash among the live members (stable, so not
  * reordered) and does not disturb the owner's state.
  *
- * Steps: FLOW_LOOKUP (before elephant detection and path choice, which need
- * the stored state), FLOWLET (decide and commit), DRAIN_RECORD (egress).
+ * Controls: FlowLookup (before tenant demotion, elephant detection and path
+ * choice, which need the stored state), Flowlet (decide and commit),
+ * DrainRecord (egress).
  */
 #ifndef _STELLAR_CONTROL_FLOWLET_P4_
 #define _STELLAR_CONTROL_FLOWLET_P4_
