@@ -521,3 +521,42 @@ def test_controller_failover_over_p4runtime_writes_every_switch_and_the_switches
     finally:
         for s in sessions.values():
             s.close()
+
+
+@pytest.fixture()
+def pi_refuses_registers(monkeypatch):
+    """The P4Runtime servers answer every register read or write as simple_switch_grpc's PI does
+    (UNIMPLEMENTED), so what passes here passes on BMv2 as far as registers go."""
+    from p4sim.p4rt import reads, writes
+    from p4sim.p4rt.errors import P4RTError
+
+    def refuse(*_args, **_kw):
+        raise P4RTError("UNIMPLEMENTED", "Register reads are not supported yet")
+
+    monkeypatch.setitem(writes._HANDLERS, "register_entry", refuse)
+    monkeypatch.setitem(reads._READERS, "register_entry", refuse)
+
+
+def test_push_congestion_map_and_fail_link_need_no_register_access(fabric, documents, lab, compiled,
+                                                                    pi_refuses_registers):
+    from control_plane.controller import Controller
+
+    assert push(fabric, documents, lab, compiled["files"]).ok      # the documents hold no registers
+    with session_for(lab, fabric, "leaf1") as s:                   # negative control: refused
+        with pytest.raises(P4RuntimePushError, match="UNIMPLEMENTED"):
+            s.read_registers(["queue_qdelay_us"], [0])
+    sessions = {n: session_for(lab, fabric, n, election_id=(0, 2)) for n in fabric.switches}
+    try:
+        rendered = render_fabric(fabric)
+        controller = Controller(fabric, sessions, rendered.plans, rendered.documents)
+        cmap = controller.step(now_us=0)                            # counters only
+        assert cmap.qdelay_us and set(cmap.qdelay_us.values()) == {0}
+        controller.mark_ports_down([("leaf1", 10)])                  # table writes only
+        assert liveness_of(sessions["leaf1"], 10) == {"port_down"}
+    finally:
+        for s in sessions.values():
+            s.close()
+    report = fail_link(fabric, "leaf1", "spine1", addresses=lab.addresses)
+    assert report.ok and report.port_down_ms is not None, report.text()
+    with session_for(lab, fabric, "spine1") as s:
+        assert liveness_of(s, 1) == {"port_down"}
