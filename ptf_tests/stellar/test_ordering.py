@@ -36,7 +36,9 @@ class _OrderingScenario(StellarTest):
     qp = 0   # each test its own flow (and reorder slot), so no state carries over
 
     def reorder_total(self) -> int:
-        return self.read_register(f"{EGR}.reorder.total", 0)
+        """Reorder events on the two uplinks: the per-port counter, which every target's
+        P4Runtime reads (BMv2's PI reads no registers)."""
+        return sum(self.packets(f"{EGR}.reorder.events", port) for port in (SLOW, FAST))
 
     def run_scenario(self, **params: int) -> Run:
         self.require_virtual_clock()
