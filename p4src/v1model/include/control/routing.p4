@@ -26,7 +26,9 @@ control Routing(inout headers_t hdr,
     }
 
     /* Destination prefixes.  Size: ROUTING_LPM_SIZE (size.p4). */
-    table lpm {
+    /* (named routes here: a table called lpm would shadow the match kind) */
+    @name("lpm")
+    table routes {
         key = {
             hdr.ipv4.dst_addr: lpm;
         }
@@ -105,7 +107,7 @@ control Routing(inout headers_t hdr,
         if (hdr.ipv4.ttl <= 1) {
             meta.drop = 1;
             meta.drop_reason = DROP_TTL_EXPIRED;
-        } else if (lpm.apply().hit) {
+        } else if (routes.apply().hit) {
             reservation.apply();
             path_set.apply();
             if (meta.drop == 0) {
