@@ -6,13 +6,21 @@ way: parser, checksum verify, LPM lookup with a direct counter, TTL rewrite, che
 deparser, traffic manager (unlimited rate) and output.  The reference point is BMv2
 simple_switch_grpc built -O2: no loss at 20 kpps on this machine class (REFERENCE.md).
 
-    .venv/bin/python bench/p4sim_pps.py [--packets N] [--runs R]
+    .venv/bin/python bench/p4sim_pps.py [--packets N] [--runs R] [--baseline CHECKOUT]
+
+``--baseline /work/main`` also runs that checkout's copy of this script (its program and entries)
+before and after this one's, in the same sitting, and prints the Stellar ratio: on a shared
+machine only a ratio measured side by side says whether a change made the pipeline slower.
+REFERENCE_PPS is the Stellar leaf's figure on a quiet machine before the sub-control split
+(issue 8: the pipeline may not become more than 25% slower than that).
 """
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +32,7 @@ import p4sim  # noqa: E402
 from scapy.all import IP, UDP, Ether, raw  # noqa: E402
 
 TABLE = "MyIngress.ipv4_lpm"
+REFERENCE_PPS = 26_700  # Stellar leaf before issue 8, quiet machine
 
 
 def build_switch(routes: int, seed: int = 1) -> tuple[p4sim.Switch, list[bytes]]:
@@ -96,7 +105,10 @@ def main() -> None:
     ap.add_argument("--packets", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--routes", type=int, default=1000)
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout whose Stellar figure to measure in the same sitting")
     a = ap.parse_args()
+    base_before = _baseline(a) if a.baseline else None
     medians = {}
     for label, (sw, pkts) in ((f"l3.p4 with {a.routes} LPM routes", build_switch(a.routes)),
                               ("stellar.p4, lab leaf1 entries, RoCEv2", build_stellar_leaf())):
@@ -112,6 +124,22 @@ def main() -> None:
         print(f"  median: {med:,.0f} packets/s, {1e6 / med:.1f} us/packet")
     (l3, l3v), (st, stv) = medians.items()
     print(f"Stellar pipeline costs {l3v / stv:.1f}x the L3 program per packet")
+    print(f"Stellar leaf: {stv:,.0f} packets/s here vs {REFERENCE_PPS:,} packets/s reference "
+          f"(quiet machine): {stv / REFERENCE_PPS:.2f}x")
+    if a.baseline:
+        base = statistics.median([base_before, _baseline(a)])
+        print(f"baseline {a.baseline}: Stellar leaf {base:,.0f} packets/s (median of its medians "
+              f"before and after); this checkout / baseline = {stv / base:.2f}")
+
+
+def _baseline(a: argparse.Namespace) -> float:
+    """The Stellar median printed by the other checkout's copy of this script."""
+    proc = subprocess.run([sys.executable, str(a.baseline / "bench" / "p4sim_pps.py"), "--packets",
+                           str(a.packets), "--runs", str(a.runs), "--routes", str(a.routes)],
+                          capture_output=True, text=True, cwd=a.baseline, check=True,
+                          env={"PYTHONPATH": str(a.baseline), "PATH": "/usr/bin:/bin"})
+    medians = re.findall(r"^  median: ([\d,]+) packets/s", proc.stdout, re.M)
+    return float(medians[-1].replace(",", ""))
 
 
 if __name__ == "__main__":

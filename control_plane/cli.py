@@ -11,7 +11,7 @@ Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
   stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
   stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
-  stellarctl fail-link FABRIC A B            port_down on both ends + path sets without the link
+  stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
 
 Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
 """

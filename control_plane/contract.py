@@ -52,7 +52,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "StellarIngress.config.set_params": _params(
             ("flowlet_timeout_us", 32), ("drain_margin_us", 32), ("hysteresis_us", 32), ("gap_moves", 1),
             ("drain_moves", 1), ("qdelay_max_age_us", 32), ("elephant_bytes", 32), ("elephant_window_us", 32),
-            ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1)),
+            ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1),
+            ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
+            ("level_weight", 16)),
     }, None, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
@@ -95,12 +97,30 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
     }, "PORT_SLOTS", 512),
+    Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
+        "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
+    }, "PORT_SLOTS", 512),
+    *(Table(f"StellarIngress.failover.liveness{i}", (KeyField(f"meta.route.port{i}", "exact", 9),), {
+        "StellarIngress.failover.port_up": (),
+        "StellarIngress.failover.port_down": (),
+    }, "PORT_SLOTS", 512) for i in range(8)),
 )}
 
-# Register name -> (size constant, fallback size, width).  Only those the controller writes.
-REGISTERS: dict[str, tuple[str, int, int]] = {
-    "port_down": ("PORT_SLOTS", 512, 1),
-}
+# Register name -> (size constant, fallback size, width).  Only those the controller writes: none.
+# Controller-owned state is table action data, which every P4Runtime server accepts (BMv2's PI
+# refuses register writes and reads); p4src/README.md, "Controller-owned state".
+REGISTERS: dict[str, tuple[str, int, int]] = {}
+
+# Port liveness: the same entry in each of the eight member-position tables (failover.p4).
+LIVENESS_TABLES = tuple(f"StellarIngress.failover.liveness{i}" for i in range(8))
+
+
+def liveness_entries(port: int, down: bool, comment: str = "") -> list[dict[str, Any]]:
+    """The eight entries that mark `port` up or down (MODIFY them: the render installs them)."""
+    action = "StellarIngress.failover.port_down" if down else "StellarIngress.failover.port_up"
+    return [dict({"table": t, "match": {f"meta.route.port{i}": port}, "action": action, "params": {}},
+                 **({"comment": comment} if comment else {}))
+            for i, t in enumerate(LIVENESS_TABLES)]
 # Meter name -> (size constant, fallback size).
 METERS: dict[str, tuple[str, int]] = {
     "StellarIngress.qos.tenant_meter": ("TENANT_SLOTS", 256),
@@ -108,6 +128,32 @@ METERS: dict[str, tuple[str, int]] = {
 
 TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
 ECN_PROB_ONE = 65536  # pmax is in 1/65536
+ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of define.p4
+ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flowlet switching)
+# config.params path-choice parameters (define.p4 DEFAULT_*): DRE halved every 2^5 us; weights of
+# utilisation, local queue delay and controller level, 1024 = 1.0.
+PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
+
+
+# StellarEgress.telemetry.qdelay_hist: index port * 16 + bucket; the buckets' lower edges (us).
+QDELAY_HIST = "StellarEgress.telemetry.qdelay_hist"
+QDELAY_BUCKET_LOWER_US = (0, 1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
+
+
+def qdelay_bucket(delay_us: int) -> int:
+    """The histogram bucket the data plane counts a packet with this queue delay in."""
+    return max(i for i, lower in enumerate(QDELAY_BUCKET_LOWER_US) if delay_us >= lower)
+
+
+def qdelay_bucket_upper_us(bucket: int) -> int:
+    """A bucket's upper edge (the last, open-ended one: twice its lower edge)."""
+    edges = QDELAY_BUCKET_LOWER_US
+    return edges[bucket + 1] if bucket + 1 < len(edges) else 2 * edges[-1]
+
+
+def ps_per_byte(capacity_gbps: float) -> int:
+    """placement.port_rate's parameter: picoseconds on the wire per byte at the port's rate."""
+    return max(1, min(0xFFFFFFFF, int(round(8000.0 / capacity_gbps))))
 
 
 def sizes() -> dict[str, int]:

@@ -2,14 +2,17 @@
 
 What the data plane cannot see by itself is *remote* congestion: a leaf knows the queue delay of
 its own uplinks, not of the spine's downlink towards the destination leaf.  The controller reads
-every switch's per-port queue-delay registers (``port_qdelay_us`` with its freshness stamp,
-CONTRACT.md §4), builds a congestion map of directed links, and writes into each leaf's path-set
-entries the level of the remote hop behind each member (``levelN`` of
-``StellarIngress.routing.path_set``, µs-equivalent).  It only MODIFYs entries whose levels changed
-by at least a quantum, so a quiet fabric costs no writes.
+every switch's per-port queue-delay histogram (counter ``StellarEgress.telemetry.qdelay_hist``,
+CONTRACT.md §5) -- counters, because BMv2's P4Runtime (PI) reads counters but not registers --
+and takes, per directed link, the 90th-percentile delay of the packets that left since the
+previous poll (a bucket's upper edge: it must not undershoot), builds a congestion map, and
+writes into each leaf's path-set entries the level of the remote hop behind each member
+(``levelN`` of ``StellarIngress.routing.path_set``, µs-equivalent).  It only MODIFYs entries
+whose levels changed by at least a quantum, so a quiet fabric costs no writes.
 
-Link failures: the switches' own port-status handling marks the port dead in ``port_down`` at once
-(the data plane does not wait for us); the controller then recomputes only the path sets the link
+Link failures: the port is marked dead in the liveness tables (``StellarIngress.failover.liveness0..7``,
+one MODIFY each, table writes that every P4Runtime server accepts) at once (the data plane does not
+wait for the path sets); the controller then recomputes only the path sets the link
 was in (``failover_delta``: the failed leaf's sets towards every other leaf and every other
 leaf's set towards it, with the weights ``plan_fabric`` would give them) and pushes those entries,
 every switch's Write in flight at once, timing event -> first and last write acknowledged.
@@ -23,6 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
+from control_plane import contract
 from control_plane.model import Fabric, Link, Port, Switch
 from control_plane.plan import Member, PathSet, SwitchPlan, weighted_slots
 
@@ -41,6 +45,8 @@ class SwitchOps(Protocol):
 
     def read_registers(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, int]]: ...
 
+    def read_counters(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, tuple[int, int]]]: ...
+
     def write_registers(self, cells: list[tuple[str, int, int]]) -> int: ...
 
     def modify_entries(self, entries: list[dict]) -> int: ...
@@ -55,6 +61,11 @@ class InProcessOps:
     def read_registers(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, int]]:
         return {n: {i: self.switch.register_read(n, i)
                     for i in (indexes if indexes is not None else range(self.switch.register_size(n)))}
+                for n in names}
+
+    def read_counters(self, names: list[str], indexes: Optional[list[int]] = None) -> dict[str, dict[int, tuple[int, int]]]:
+        return {n: {i: self.switch.counter_read(n, i)
+                    for i in (indexes if indexes is not None else range(self.switch.counter_size(n)))}
                 for n in names}
 
     def write_registers(self, cells: list[tuple[str, int, int]]) -> int:
@@ -80,6 +91,43 @@ class CongestionMap:
 
     def hottest(self, n: int = 5) -> list[tuple[tuple[str, int], int]]:
         return sorted(self.qdelay_us.items(), key=lambda kv: -kv[1])[:n]
+
+
+def qdelay_quantile_us(counts: list[int], quantile: float = 0.9) -> int:
+    """The queue delay (µs) under which `quantile` of the packets in a histogram delta left: the
+    upper edge of the bucket that holds that packet (0 for the sub-µs bucket; no packets: 0,
+    an idle link)."""
+    total = sum(counts)
+    if total <= 0:
+        return 0
+    seen = 0
+    for bucket, n in enumerate(counts):
+        seen += n
+        if seen >= quantile * total:
+            return 0 if bucket == 0 else contract.qdelay_bucket_upper_us(bucket)
+    return contract.qdelay_bucket_upper_us(len(counts) - 1)
+
+
+class HistogramReader:
+    """Per-port queue-delay histograms of switches, as deltas since the previous read (the first
+    read: since the switch started)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], list[int]] = {}
+
+    def read(self, name: str, ops: "SwitchOps", ports: list[int]) -> dict[int, int]:
+        """{port: 90th-percentile queue delay (µs) of the packets that left since the last read}."""
+        buckets = len(contract.QDELAY_BUCKET_LOWER_US)
+        cells = ops.read_counters([contract.QDELAY_HIST], [p * buckets + b for p in ports for b in range(buckets)])
+        cells = cells.get(contract.QDELAY_HIST, {})
+        out = {}
+        for port in ports:
+            now = [cells.get(port * buckets + b, (0, 0))[0] for b in range(buckets)]
+            before = self._last.get((name, port), [0] * buckets)
+            delta = [n - b if n >= b else n for n, b in zip(now, before)]  # a reset counter starts over
+            self._last[(name, port)] = now
+            out[port] = qdelay_quantile_us(delta)
+        return out
 
 
 @dataclass
@@ -118,6 +166,7 @@ class Controller:
         self.max_age_us = max_age_us
         self.writes = 0
         self.polls = 0
+        self._hist = HistogramReader()
         # The rendered path-set entries of every leaf, by path set id; levels start at 0.
         self._entries: dict[str, dict[int, dict]] = {
             name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
@@ -157,8 +206,9 @@ class Controller:
 
     # ------------------------------------------------------------------ the loop body
     def poll(self, now_us: float, only: Optional[set[str]] = None) -> CongestionMap:
-        """Read the per-port queue delay of every switch (or of ``only`` these); stale readings
-        (no departure for ``max_age_us``) count as an idle link."""
+        """Read the per-port queue delay of every switch (or of ``only`` these): the
+        90th-percentile delay of the packets that left each port since the previous poll (a
+        port with no departure since then counts as an idle link)."""
         cmap = CongestionMap(now_us)
         for name, switch in self.fabric.switches.items():
             if only is not None and name not in only:
@@ -166,11 +216,8 @@ class Controller:
             ports = [p.number for p in self._fabric_ports(switch)]
             if not ports:
                 continue
-            cells = self.ops[name].read_registers(["port_qdelay_us", "port_qdelay_stamp"], ports)
-            delays, stamps = cells.get("port_qdelay_us", {}), cells.get("port_qdelay_stamp", {})
-            for port in ports:
-                fresh = now_us - stamps.get(port, 0) <= self.max_age_us
-                cmap.qdelay_us[(name, port)] = delays.get(port, 0) if fresh else 0
+            for port, delay in self._hist.read(name, self.ops[name], ports).items():
+                cmap.qdelay_us[(name, port)] = delay
         self.polls += 1
         return cmap
 
@@ -208,12 +255,13 @@ class Controller:
 
     # ------------------------------------------------------------------ failures
     def mark_ports_down(self, ports: list[tuple[str, int]]) -> None:
-        """What a switch's port-status handler does locally on loss of light."""
-        by_switch: dict[str, list[tuple[str, int, int]]] = {}
+        """What a switch's port-status handler does locally on loss of light: MODIFY the port's
+        liveness entries (table action data; BMv2's P4Runtime refuses register writes)."""
+        by_switch: dict[str, list[dict]] = {}
         for switch, port in ports:
-            by_switch.setdefault(switch, []).append(("port_down", port, 1))
-        for switch, cells in by_switch.items():
-            self.ops[switch].write_registers(cells)
+            by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=True))
+        for switch, entries in by_switch.items():
+            self.ops[switch].modify_entries(entries)
 
     def handle_link_failure(self, a: str, b: str, ports: list[tuple[str, int]],
                             mark_down: bool = True) -> FailoverReport:
@@ -229,10 +277,10 @@ class Controller:
         delta = failover_delta(self.fabric, self.plans, link)
         writes: list[tuple[str, str, list]] = []
         if mark_down:
-            by_switch: dict[str, list[tuple[str, int, int]]] = {}
+            by_switch: dict[str, list[dict]] = {}
             for switch, port in ports:
-                by_switch.setdefault(switch, []).append(("port_down", port, 1))
-            writes += [(switch, "registers", cells) for switch, cells in by_switch.items()]
+                by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=True))
+            writes += [(switch, "entries", entries) for switch, entries in by_switch.items()]
         changed_entries = 0
         for name, sets in delta.items():
             changed = []
@@ -358,21 +406,18 @@ def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: i
           top: int = 10) -> None:
     """``stellarctl watch``: print the live congestion map every ``interval_s`` seconds.
 
-    P4Runtime does not carry the switch's clock, so a reading's freshness is judged against the
-    newest departure stamp of that switch (a port silent for ``max_age_us`` beyond it is idle)."""
-    controller = Controller(fabric, ops, {}, {})
+    Each map is the 90th-percentile queue delay per directed link of the packets that left
+    since the previous map (the first: since the switches started); a link nothing left on
+    in between is idle.  Counters only, which every target's P4Runtime reads."""
+    hist = HistogramReader()
     for i in range(count):
         cmap = CongestionMap(0.0)
         for name, switch in fabric.switches.items():
             ports = [p.number for p in switch.ports.values() if p.peer_switch is not None]
             if not ports:
                 continue
-            cells = ops[name].read_registers(["port_qdelay_us", "port_qdelay_stamp"], ports)
-            stamps = cells.get("port_qdelay_stamp", {})
-            newest = max(stamps.values(), default=0)
-            for port in ports:
-                fresh = newest - stamps.get(port, 0) <= controller.max_age_us
-                cmap.qdelay_us[(name, port)] = cells.get("port_qdelay_us", {}).get(port, 0) if fresh else 0
+            for port, delay in hist.read(name, ops[name], ports).items():
+                cmap.qdelay_us[(name, port)] = delay
         out.write(format_congestion(fabric, cmap, top))
         out.flush()
         if i + 1 < count:

@@ -38,6 +38,10 @@ PATH_MODES = ("adaptive", "ecmp")
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
 MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
+# Adaptive-ECN window (p4src/include/define.p4 DEFAULT_ECN_WINDOW_US): 8 us as in the design;
+# shorter than 5 us is refused (too few packets per window: the adaptation amplifies noise).
+ECN_WINDOW_DEFAULT_US = 8
+ECN_WINDOW_MIN_US = 5
 U32_MAX = 2**32 - 1
 MAX_PATH_MEMBERS = 8  # routing.path_set holds port0..port7
 _PEER_RE = re.compile(r"^([A-Za-z0-9_.\-]+):(\d+)$")
@@ -360,7 +364,7 @@ class _Builder:
         ecn = EcnParams(
             enabled=e.get_bool("enabled", True),
             adaptive=e.get_bool("adaptive", True),
-            window_us=e.get_int("window_us", default=100, minimum=1, maximum=MAX_US),
+            window_us=e.get_int("window_us", default=ECN_WINDOW_DEFAULT_US, minimum=1, maximum=MAX_US),
             target_delay_us=e.get_int("target_delay_us", default=4, minimum=0, maximum=MAX_US),
             kmin_us=e.get_int("kmin_us", default=4, minimum=0, maximum=MAX_US),
             kmax_us=e.get_int("kmax_us", default=32, minimum=1, maximum=MAX_US),
@@ -370,6 +374,11 @@ class _Builder:
             idle_fraction=e.get_number("idle_fraction", default=0.5, minimum=0.0, maximum=1.0,
                                        exclusive_minimum=True),
         )
+        if ecn.window_us < ECN_WINDOW_MIN_US:
+            e.error(("window_us",), f"window_us ({ecn.window_us}) is below {ECN_WINDOW_MIN_US} us: a window that "
+                                    "short holds too few packets to tell a standing queue from noise, and the "
+                                    "adaptation then amplifies the noise (the design's finding); use >= "
+                                    f"{ECN_WINDOW_MIN_US} us (default {ECN_WINDOW_DEFAULT_US})")
         if ecn.kmin_us >= ecn.kmax_us:
             e.error(("kmin_us",), f"kmin_us ({ecn.kmin_us}) must be below kmax_us ({ecn.kmax_us})")
         else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, TextIO
 
+from . import contract
 from .model import Fabric, Link
 from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
 from .render import RenderError, render_fabric
@@ -246,17 +247,15 @@ def fabric_without_link(fabric: Fabric, link: Link) -> Fabric:
 
 def failover_documents(fabric: Fabric, link: Link) -> dict[str, dict[str, Any]]:
     """Partial documents for after `link` failed: each switch's routing entries (routes, path
-    sets, reservations, hints) computed without the link, and `port_down` = 1 on the link's two
-    ports.  Reconcile them with `managed_tables=ROUTING_TABLES`: the other tables stay as they
-    are (rendering the intact fabric again would only reproduce them)."""
+    sets, reservations, hints) computed without the link.  Reconcile them with
+    `managed_tables=ROUTING_TABLES`: the other tables stay as they are (rendering the intact
+    fabric again would only reproduce them) -- among them the liveness tables, where
+    `fail_link` has already marked the link's two ports down."""
     after = render_documents(fabric_without_link(fabric, link))
-    down = {(link.leaf, link.leaf_port), (link.spine, link.spine_port)}
     docs = {}
     for name, doc in after.items():
-        registers = [{"name": "port_down", "index": port, "value": 1, "comment": "link failed"}
-                     for sw_name, port in sorted(down) if sw_name == name]
         docs[name] = {**doc, "entries": [e for e in doc["entries"] if e["table"] in ROUTING_TABLES],
-                      "meters": [], "registers": registers}
+                      "meters": [], "registers": []}
     return docs
 
 
@@ -317,7 +316,8 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
             return None, str(exc)
         sessions[name] = session
         try:
-            session.write_registers([("port_down", port, 1)])
+            # table writes (the liveness entries), which simple_switch_grpc accepts
+            session.modify_entries(contract.liveness_entries(port, down=True, comment="link failed"))
             return time.perf_counter(), None
         except P4RuntimePushError as exc:
             return None, str(exc)

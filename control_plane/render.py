@@ -30,7 +30,7 @@ from typing import Any, Optional
 import jinja2
 
 from . import contract
-from .model import CLASSES, Fabric, Switch
+from .model import CLASSES, ECN_WINDOW_MIN_US, Fabric, Switch
 from .paths import Assignment, assign_jobs
 from .plan import SwitchPlan, plan_fabric
 
@@ -162,11 +162,20 @@ def _switch_params(fabric: Fabric) -> dict[str, int]:
         "elephant_idle_us": dp.elephant.idle_timeout_us,
         "malformed_l4_forward": int(dp.malformed_l4 == "forward"),
         "report_path_changes": int(dp.flowlet.report_path_changes),
+        # every ordering guard on (p4src/README.md "Ordering rule"); a fabric without drain
+        # detection is plain flowlet switching (the baseline): its gap moves trust the timeout alone
+        "order_guards": contract.ORDER_GUARDS_ALL if dp.flowlet.drain_detection
+        else contract.ORDER_GUARDS_ALL & ~contract.ORDER_GUARD_GAP_DRAIN,
+        **contract.PLACEMENT_DEFAULTS,
     }
 
 
 def _ports(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
     ecn = fabric.dataplane.ecn
+    if ecn.enabled and ecn.window_us < ECN_WINDOW_MIN_US:
+        # load_fabric refuses it with file:line:key; a model built in code must not slip through
+        raise RenderError(f"{switch.name}: ECN window_us {ecn.window_us} is below {ECN_WINDOW_MIN_US} us "
+                          "(too few packets per window: the adaptation amplifies noise)")
     result = []
     for number, port in sorted(switch.ports.items()):
         if port.host is not None:
@@ -181,7 +190,8 @@ def _ports(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
                       "pmax": int(round(ecn.pmax * contract.ECN_PROB_ONE)),
                       "idle_bytes": ecn.idle_bytes(port.capacity_gbps), "adapt": int(ecn.adaptive)}
         result.append({"port": number, "peer": peer, "capacity_gbps": port.capacity_gbps, "ecn": params,
-                       "src_mac": switch.mac, "dst_mac": dst_mac})
+                       "src_mac": switch.mac, "dst_mac": dst_mac,
+                       "ps_per_byte": contract.ps_per_byte(port.capacity_gbps)})
     return result
 
 

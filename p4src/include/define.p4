@@ -89,10 +89,18 @@ const bit<8> CHANGE_MEMBERSHIP = 4;
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
 #define MAX_PATH_MEMBERS 8
-/* Congestion scores are us of queue delay (+ controller level, in
- * us-equivalent).  They are clamped below 2^28 so that score << 3 | tiebreak
- * fits 32 bits; 2^28 us is ~4.5 minutes, far beyond any real queue. */
+/* Congestion scores are in ticks: WEIGHT_ONE ticks per us of queue delay or
+ * of controller level at weight 1.0 (so a tick is ~1 ns), see member_score.
+ * They are clamped below 2^28 so that score << 3 | tiebreak fits 32 bits
+ * (2^28 ticks is ~0.26 s, far beyond any real queue); each input is clamped
+ * to 2^16 us first so that input x weight (16 bits) fits 32 bits. */
 const bit<32> SCORE_CLAMP = 0x0FFFFFFF;
+const bit<32> SCORE_INPUT_CLAMP = 0xFFFF;
+/* queue_delay's answer for a stalled queue (packets waiting, no departure). */
+const bit<32> QDELAY_STALLED = 0xFFFFFFFF;
+#define WEIGHT_ONE 1024
+/* hysteresis_us is compared in ticks: << WEIGHT_SHIFT (x WEIGHT_ONE). */
+#define WEIGHT_SHIFT 10
 /* Rank of a member that must not be chosen (absent or down). */
 const bit<32> RANK_UNUSABLE = 0xFFFFFFFF;
 
@@ -104,6 +112,7 @@ const bit<32> FLOW_SIG_VALID = 0x80000000;
 const bit<8> FLOW_STATE_ELEPHANT = 0x01;
 const bit<8> FLOW_STATE_REPORTED = 0x02;
 const bit<8> FLOW_STATE_HINTED   = 0x04;
+const bit<8> FLOW_STATE_DEMOTED  = 0x08;   /* tenant-meter demoted until drained */
 
 /* Salt mixed into the second count-min row's hash so that its index is
  * independent of the first row's. */
@@ -134,10 +143,37 @@ const bit<16> CMS_ROW1_SALT = 0x5A17;
 #define DEFAULT_MALFORMED_L4_FORWARD 0
 /* Digest every path change (1) or not (0). */
 #define DEFAULT_REPORT_PATH_CHANGES 0
+/* Ordering guards (config.order_guards), all on by default.  Each closes one
+ * way a flow's packets could change (port, queue) while an earlier packet of
+ * the flow is still queued here (p4src/README.md, "Ordering rule"); turning a
+ * bit off restores the unguarded behaviour, the tests' negative control.
+ *   GAP_DRAIN  a gap move also needs the local drain + margin + level
+ *   TAKEOVER   a flow taking over a slot stays on its hash port while packets
+ *              routed by hash for that slot are still queued
+ *   DEMOTION   tenant-meter demotion is per flow, sticky until drained
+ *   UNTRACKED  flows without a slot ignore the sketch (hints only) */
+const bit<4> ORDER_GUARD_GAP_DRAIN = 1;
+const bit<4> ORDER_GUARD_TAKEOVER  = 2;
+const bit<4> ORDER_GUARD_DEMOTION  = 4;
+const bit<4> ORDER_GUARD_UNTRACKED = 8;
+#define DEFAULT_ORDER_GUARDS 15
+/* Utilisation estimator (DRE): halved every 2^dre_shift us.  32 us windows:
+ * a port busy at line rate settles near 64 us of wire time, several
+ * microseconds of new flows' first packets already move it. */
+#define DEFAULT_DRE_SHIFT 5
+/* Path-choice weights, WEIGHT_ONE = 1.0: utilisation (DRE), local queue
+ * delay, controller level. */
+#define DEFAULT_UTIL_WEIGHT 1024
+#define DEFAULT_QDELAY_WEIGHT 1024
+#define DEFAULT_LEVEL_WEIGHT 1024
+/* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
+#define DEFAULT_PS_PER_BYTE 80
 
 /* --------------------------------------------- default tunables (ecn.config) */
-/* ECN adaptation window W, us. */
-#define DEFAULT_ECN_WINDOW_US 100
+/* ECN adaptation window W, us: 8 us as in the design.  The control plane
+ * refuses windows under 5 us (control_plane/model.py), which the design found
+ * to amplify noise: too few packets per window to tell a standing queue. */
+#define DEFAULT_ECN_WINDOW_US 8
 /* Queue-delay target, us: a window whose minimum delay stays above it has a
  * standing queue. */
 #define DEFAULT_ECN_TARGET_US 4
@@ -151,8 +187,8 @@ const bit<16> CMS_ROW1_SALT = 0x5A17;
 /* Marking probability at Kmax, 1/65536 (13107 = 0.2, DCQCN's Pmax). */
 #define DEFAULT_ECN_PMAX 13107
 /* "Light load": fewer bytes than this in a window (half of 100 Gb/s over
- * 100 us = 625 KB). */
-#define DEFAULT_ECN_IDLE_BYTES 625000
+ * 8 us = 50 KB). */
+#define DEFAULT_ECN_IDLE_BYTES 50000
 /* 1 = adapt K per window, 0 = static K (= k_init). */
 #define DEFAULT_ECN_ADAPT 1
 /* Probability scale: pmax = ECN_PROB_ONE means certainty. */

@@ -21,41 +21,99 @@ bit<16> csum16_replace(in bit<16> csum, in bit<16> old_word, in bit<16> new_word
 }
 
 /*
+ * Queue delay of one (port, queue), us, from what egress recorded at its last
+ * departure (delay, time), how many packets are in it (ingress counts them
+ * in, egress out) and when the first of them went into an empty queue
+ * (pending).  With packets waiting, the delay is at least the time since the
+ * later of the last departure and that first packet, and when that exceeds
+ * max_age_us the queue is stalled (paused, or failed silently):
+ * QDELAY_STALLED, the worst usable member.  Nothing waiting and no departure
+ * for max_age_us: idle, 0.
+ */
+bit<32> queue_delay(in bit<32> qdelay_us, in timestamp_t departed, in bit<32> waiting_pkts,
+                    in timestamp_t pending, in timestamp_t now, in bit<32> max_age_us) {
+    bit<32> delay = qdelay_us;
+    bit<1> waiting = 0;
+    timestamp_t since = departed;
+    if (pending > since) {
+        since = pending;
+    }
+    if (waiting_pkts != 0 && since < now) {
+        waiting = 1;
+    }
+    if (waiting == 1) {
+        if (now - since > (timestamp_t)max_age_us) {
+            delay = QDELAY_STALLED;
+        } else if ((bit<32>)(now - since) > delay) {
+            delay = (bit<32>)(now - since);
+        }
+    } else if (departed < now && now - departed > (timestamp_t)max_age_us) {
+        delay = 0;
+    }
+    return delay;
+}
+
+/*
+ * A DRE value after `age` windows of halving (CONGA's decay with alpha 1/2).
+ */
+bit<32> dre_decay(in bit<32> dre_ps, in bit<32> age) {
+    bit<32> value = 0;
+    if (age < 32) {
+        value = dre_ps >> (bit<8>)age;
+    }
+    return value;
+}
+
+/*
+ * Congestion score of one path-set member, in score ticks (WEIGHT_ONE ticks
+ * = 1 us at weight 1.0, so a tick is ~1 ns):
+ *   qdelay_weight x the queue delay of its (port, queue) (queue_delay; a
+ *                   stalled queue scores SCORE_CLAMP, the worst usable)
+ * + level_weight  x the controller's level (us-equivalent)
+ * + util_weight   x its DRE (ps on the wire, decayed), / 2^20 (ps -> ~ns
+ *                   at weight 1.0 = 1024)
+ * clamped to SCORE_CLAMP.  Weights are the controller's (config.params);
+ * util_weight 0 turns the estimator off.
+ */
+bit<32> member_score(in bit<32> qdelay_us, in bit<16> level, in bit<32> dre_ps,
+                     in bit<32> dre_window, in bit<32> now_window, in bit<16> util_weight,
+                     in bit<16> qdelay_weight, in bit<16> level_weight) {
+    bit<32> delay = qdelay_us;
+    if (delay == QDELAY_STALLED) {
+        return SCORE_CLAMP;
+    }
+    if (delay > SCORE_INPUT_CLAMP) {
+        delay = SCORE_INPUT_CLAMP;
+    }
+    bit<64> util = (bit<64>)dre_decay(dre_ps, now_window - dre_window) * (bit<64>)util_weight;
+    bit<64> score = (util >> 20) + (bit<64>)(delay * (bit<32>)qdelay_weight) +
+                    (bit<64>)((bit<32>)level * (bit<32>)level_weight);
+    if (score > (bit<64>)SCORE_CLAMP) {
+        score = (bit<64>)SCORE_CLAMP;
+    }
+    return (bit<32>)score;
+}
+
+/*
  * Rank of one path-set member; the lowest rank wins.
  *
- * rank = score << 3 | tiebreak.  score is the member's congestion in us: the
- * queue delay its port last showed the egress pipeline (qdelay_us, taken as
- * 0 when that reading is older than max_age_us: nothing has left the port
- * since, so its queue is empty) plus the controller's level, clamped below
- * 2^28.  tiebreak = (position - rotation) mod 8, where rotation is the
- * flow's hash modulo the member count, so among equal scores the first
- * member at or after `rotation` (cyclically) wins: equal paths are shared
- * out by flow hash, and in ECMP mode, where every score is 0, the rank is
- * plain hash-based ECMP.  Members at or beyond `count`, and dead ones, get
+ * rank = score << 3 | tiebreak, score from member_score (0 in ECMP mode).
+ * tiebreak = (position - rotation) mod 8, where rotation is the flow's hash
+ * modulo the member count, so among equal scores the first member at or
+ * after `rotation` (cyclically) wins: equal paths are shared out by flow
+ * hash, and in ECMP mode, where every score is 0, the rank is plain
+ * hash-based ECMP.  Members at or beyond `count`, and dead ones, get
  * RANK_UNUSABLE and are never chosen.
  */
 bit<32> member_rank(in bit<4> position, in bit<4> count, in bit<1> alive,
-                    in bit<1> ecmp, in bit<32> qdelay_us, in timestamp_t stamp,
-                    in timestamp_t now, in bit<32> max_age_us, in bit<16> level,
-                    in bit<3> rotation) {
+                    in bit<1> ecmp, in bit<32> score, in bit<3> rotation) {
     bit<32> rank = RANK_UNUSABLE;
     if (position < count && alive == 1) {
-        bit<32> delay = qdelay_us;
-        if (now > stamp && now - stamp > (timestamp_t)max_age_us) {
-            delay = 0;
+        bit<32> s = score;
+        if (ecmp == 1) {
+            s = 0;
         }
-        bit<32> score = 0;
-        if (ecmp == 0) {
-            if (delay >= SCORE_CLAMP) {
-                score = SCORE_CLAMP;
-            } else {
-                score = delay + (bit<32>)level;
-                if (score > SCORE_CLAMP) {
-                    score = SCORE_CLAMP;
-                }
-            }
-        }
-        rank = (score << 3) | (bit<32>)(position[2:0] - rotation);
+        rank = (s << 3) | (bit<32>)(position[2:0] - rotation);
     }
     return rank;
 }

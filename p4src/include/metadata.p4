@@ -23,6 +23,11 @@ struct config_md_t {
     bit<32> elephant_idle_us;
     bit<1>  malformed_l4_forward;
     bit<1>  report_path_changes;
+    bit<4>  order_guards;       /* ORDER_GUARD_* bits (define.p4) */
+    bit<8>  dre_shift;          /* DRE window = 2^dre_shift us */
+    bit<16> util_weight;        /* path-choice weights, WEIGHT_ONE = 1.0 */
+    bit<16> qdelay_weight;
+    bit<16> level_weight;
 }
 
 /* Routing result: the path set and its members. */
@@ -69,6 +74,9 @@ struct flow_md_t {
     bit<1>      elephant;
     bit<32>     seq;            /* sequence number of this packet */
     bit<1>      tracked;        /* egress records this packet's departure */
+    bit<1>      untracked;      /* forwarded by hash for a busy slot: egress counts it out */
+    bit<32>     untracked_in;   /* the slot's untracked packets forwarded / departed */
+    bit<32>     untracked_out;
 }
 
 /* Path choice: liveness, ranks, best member, current member. */
@@ -82,6 +90,7 @@ struct path_md_t {
     bit<1>  alive6;
     bit<1>  alive7;
     bit<1>  cur_alive;          /* the flow's current port is up */
+    bit<1>  down;               /* scratch: the liveness table just applied said down */
     bit<32> rank0;
     bit<32> rank1;
     bit<32> rank2;
@@ -100,6 +109,7 @@ struct path_md_t {
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;
+    bit<32> ps_per_byte;        /* the chosen port's rate (placement.port_rate) */
 }
 
 /* Elephant detection scratch (hash indices and sketch reads). */
@@ -129,6 +139,7 @@ struct ecn_md_t {
 
 struct qos_md_t {
     traffic_class_t traffic_class;
+    bit<1>          yellow;     /* tenant meter said YELLOW for this packet */
     tenant_id_t     tenant;
     bit<2>          colour;
     queue_t         queue;

@@ -13,6 +13,9 @@
 #define PORT_SLOTS 512
 /* Per (port, queue) counters: 512 ports x 8 priority queues. */
 #define PORT_QUEUE_SLOTS 4096
+/* Queue-delay histogram: 512 ports x 16 buckets (telemetry.qdelay_hist). */
+#define QDELAY_BUCKETS 16
+#define QDELAY_HIST_SLOTS 8192
 
 /* routing.lpm: one prefix per leaf/host subnet.  A 512-GPU cluster needs a
  * few hundred; 4096 leaves room for per-host routes. */

@@ -8,17 +8,14 @@
  * PSN-regression (reordering) detector.  The controller's view of it is
  * p4src/CONTRACT.md.
  *
- * Block files.  Each mechanism lives in one file under include/control/.
- * A block contributes declarations (tables, actions, counters, registers) to
- * StellarIngress/StellarEgress and one or more apply steps; the file is
- * included once per section, selected by a STELLAR_* macro:
- *   STELLAR_INGRESS_DECLS / STELLAR_EGRESS_DECLS  declarations in the control
- *   STELLAR_STEP_<NAME>                           one step of an apply block
- * Each step is a block statement, so its local variables stay its own.
- * Declarations carry @name("<block>.<object>"), which gives the P4Info names
- * StellarIngress.<block>.<object> that the contract lists.  (Blocks are not
- * sub-controls instantiated inside StellarIngress because p4sim, the
- * embedded target, runs only the six blocks the package instantiates.)
+ * Layout (ONF fabric-v1model style).  Each mechanism is one P4 control in
+ * include/control/<block>.p4 (a mechanism with an ingress and an egress half
+ * has one control per half); StellarIngress and StellarEgress instantiate
+ * them and apply them in order.  The instance names give the P4Info names
+ * StellarIngress.<instance>.<object> that p4src/CONTRACT.md lists.  State
+ * shared by ingress and egress (queue delay, drain detection) and per-flow
+ * state read by several blocks are top-level registers (include/registers.p4),
+ * which v1model allows every control to use.
  *
  * Kept inside what p4c's BMv2 back end and p4sim both accept: no varbit,
  * header unions, action profiles/selectors, value sets or generic functions;
@@ -38,110 +35,93 @@
 #include "include/registers.p4"
 #include "include/parser.p4"
 
+#include "include/control/config.p4"
+#include "include/control/sanity.p4"
+#include "include/control/routing.p4"
+#include "include/control/qos.p4"
+#include "include/control/flowlet.p4"
+#include "include/control/elephant.p4"
+#include "include/control/failover.p4"
+#include "include/control/path_choice.p4"
+#include "include/control/ecn.p4"
+#include "include/control/reorder.p4"
+#include "include/control/rewrite.p4"
+#include "include/control/telemetry.p4"
+
 control StellarIngress(inout headers_t hdr,
                        inout metadata_t meta,
                        inout standard_metadata_t standard_metadata) {
-
-    /* Every drop in ingress goes through here, so telemetry can count it. */
-    action drop_packet(in bit<8> reason) {
-        meta.drop = 1;
-        meta.drop_reason = reason;
-        mark_to_drop(standard_metadata);
-    }
-
-#define STELLAR_INGRESS_DECLS
-#include "include/control/config.p4"
-#include "include/control/routing.p4"
-#include "include/control/qos.p4"
-#include "include/control/flowlet.p4"
-#include "include/control/elephant.p4"
-#include "include/control/telemetry.p4"
-#undef STELLAR_INGRESS_DECLS
+    Config() config;
+    Sanity() sanity;
+    Routing() routing;
+    Qos() qos;
+    FlowLookup() flow_lookup;
+    Elephant() elephant;
+    Failover() failover;
+    PathChoice() path_choice;
+    Flowlet() flowlet;
+    Queueing() queueing;
+    Placement() placement;
+    TelemetryIngress() telemetry;
 
     apply {
-        /* Steps in order; once a packet is dropped only telemetry runs. */
-#define STELLAR_STEP_CONFIG
-#include "include/control/config.p4"
-#undef STELLAR_STEP_CONFIG
-#define STELLAR_STEP_SANITY
-#include "include/control/sanity.p4"
-#undef STELLAR_STEP_SANITY
+        /* In order; once a block has dropped the packet (meta.drop) only
+         * telemetry runs. */
+        config.apply(hdr, meta, standard_metadata);
+        sanity.apply(hdr, meta, standard_metadata);
         if (meta.drop == 0) {
-#define STELLAR_STEP_ROUTING
-#include "include/control/routing.p4"
-#undef STELLAR_STEP_ROUTING
+            routing.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_QOS
-#include "include/control/qos.p4"
-#undef STELLAR_STEP_QOS
+            flow_lookup.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_FLOW_LOOKUP
-#include "include/control/flowlet.p4"
-#undef STELLAR_STEP_FLOW_LOOKUP
+            qos.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_ELEPHANT
-#include "include/control/elephant.p4"
-#undef STELLAR_STEP_ELEPHANT
+            elephant.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_FAILOVER
-#include "include/control/failover.p4"
-#undef STELLAR_STEP_FAILOVER
+            /* The queue first: path choice reads the state of that queue. */
+            queueing.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_PATH_CHOICE
-#include "include/control/path_choice.p4"
-#undef STELLAR_STEP_PATH_CHOICE
+            failover.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_FLOWLET
-#include "include/control/flowlet.p4"
-#undef STELLAR_STEP_FLOWLET
+            path_choice.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
-#define STELLAR_STEP_QUEUEING
-#include "include/control/qos.p4"
-#undef STELLAR_STEP_QUEUEING
+            flowlet.apply(hdr, meta, standard_metadata);
         }
-#define STELLAR_STEP_TELEMETRY_INGRESS
-#include "include/control/telemetry.p4"
-#undef STELLAR_STEP_TELEMETRY_INGRESS
+        if (meta.drop == 0) {
+            placement.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 1) {
+            /* Blocks only record the reason; the drop itself happens once. */
+            mark_to_drop(standard_metadata);
+        }
+        telemetry.apply(hdr, meta, standard_metadata);
     }
 }
 
 control StellarEgress(inout headers_t hdr,
                       inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
-
-#define STELLAR_EGRESS_DECLS
-#include "include/control/ecn.p4"
-#include "include/control/reorder.p4"
-#include "include/control/rewrite.p4"
-#include "include/control/telemetry.p4"
-#undef STELLAR_EGRESS_DECLS
+    QdelayRecord() qdelay_record;
+    DrainRecord() drain_record;
+    Ecn() ecn;
+    Reorder() reorder;
+    Rewrite() rewrite;
+    TelemetryEgress() telemetry;
 
     apply {
-#define STELLAR_STEP_QDELAY_RECORD
-#include "include/control/path_choice.p4"
-#undef STELLAR_STEP_QDELAY_RECORD
-#define STELLAR_STEP_DRAIN_RECORD
-#include "include/control/flowlet.p4"
-#undef STELLAR_STEP_DRAIN_RECORD
-#define STELLAR_STEP_ECN
-#include "include/control/ecn.p4"
-#undef STELLAR_STEP_ECN
-#define STELLAR_STEP_REORDER
-#include "include/control/reorder.p4"
-#undef STELLAR_STEP_REORDER
-#define STELLAR_STEP_REWRITE
-#include "include/control/rewrite.p4"
-#undef STELLAR_STEP_REWRITE
-#define STELLAR_STEP_TELEMETRY_EGRESS
-#include "include/control/telemetry.p4"
-#undef STELLAR_STEP_TELEMETRY_EGRESS
+        qdelay_record.apply(hdr, meta, standard_metadata);
+        drain_record.apply(hdr, meta, standard_metadata);
+        ecn.apply(hdr, meta, standard_metadata);
+        reorder.apply(hdr, meta, standard_metadata);
+        rewrite.apply(hdr, meta, standard_metadata);
+        telemetry.apply(hdr, meta, standard_metadata);
     }
 }
 

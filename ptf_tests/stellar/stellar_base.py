@@ -67,6 +67,11 @@ BASE_PARAMS: dict[str, int] = {
     "elephant_idle_us": 2000,
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
+    "order_guards": 15,
+    "dre_shift": 5,
+    "util_weight": 1024,
+    "qdelay_weight": 1024,
+    "level_weight": 1024,
 }
 # Virtual time let pass in setUp: longer than every age/timeout above, so that queue-delay
 # readings, flowlet gaps and ECN windows left by an earlier test no longer count.
@@ -226,20 +231,19 @@ class StellarTest(P4RuntimeTest):
                      "meta.flow.l4_id": (qp, full)},
                     f"{ING}.elephant.hint_elephant", priority=10)
 
-    def _liveness(self, port: int, down: bool) -> p4runtime_pb2.Update:
-        re = p4runtime_pb2.RegisterEntry(register_id=self.p4rt.object_id("registers", "port_down"))
-        re.index.index = port
-        re.data.bitstring = b"\x01" if down else b"\x00"
-        return update("MODIFY", register_entry=re)
-
     def port_down(self, port: int) -> None:
-        """The controller's liveness write (register ``port_down``), undone after the test."""
-        self.require_register_access("port_down")
-        self.write_undoable(self._liveness(port, True), self._liveness(port, False))
+        """The controller's liveness write: the port's entry in each of the eight member-position
+        liveness tables (table writes, which every target's P4Runtime accepts -- BMv2's PI refuses
+        register writes), deleted after the test."""
+        for i in range(8):
+            self.insert(f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port},
+                        f"{ING}.failover.port_down")
 
     def port_up(self, port: int) -> None:
-        """The port is alive again (the after-test undo of port_down is then a no-op)."""
-        self.p4rt.write(self._liveness(port, False))
+        """The port is alive again: MODIFY its entries (the after-test DELETE still applies)."""
+        for i in range(8):
+            self.p4rt.write(update("MODIFY", table_entry=self.p4rt.table_entry(
+                f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port}, f"{ING}.failover.port_up")))
 
     # -- telemetry over P4Runtime -------------------------------------------------------------
     def packets(self, counter: str, index: int) -> int:

@@ -93,6 +93,8 @@ class EcnOffControlTest(StellarTest):
 K_REG = f"{EGR}.ecn.k_us"
 # Adaptation scenario: every packet of phase 1 waits exactly 10 µs (a one-packet standing
 # queue); K starts at 12 = Kmax, so only an adapted K (<= 8) can mark a 10 µs packet.
+# K is per (port, queue): index port << 3 | queue; this leaf installs no queue map (queue 0).
+K_INDEX = SINGLE_PORT << 3
 ADAPT = dict(kmin_us=4, kmax_us=12, k_init_us=12, step_us=2, window_us=100, target_us=4,
              pmax=65536, idle_bytes=600)
 STANDING_US, LIGHT_US, LIGHT_GAP_US = 1000, 1600, 50
@@ -120,16 +122,16 @@ class _EcnWindows(StellarTest):
                 self.advance_us(SPACING_US)
                 if t % ADAPT["window_us"] == 0:
                     phase1 += self.take()
-                    trace.append(self.read_register(K_REG, SINGLE_PORT))
+                    trace.append(self.read_register(K_REG, K_INDEX))
             self.advance_us(2 * SPACING_US)
             phase1 += self.take()
-            k_standing = self.read_register(K_REG, SINGLE_PORT)
+            k_standing = self.read_register(K_REG, K_INDEX)
             for _ in range(0, LIGHT_US, LIGHT_GAP_US):
                 self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn)])
                 psn += 1
                 self.advance_us(LIGHT_GAP_US)
             self.take()
-            k_light = self.read_register(K_REG, SINGLE_PORT)
+            k_light = self.read_register(K_REG, K_INDEX)
         finally:
             self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
         ce = sum(1 for _, p in phase1 if p[IP].tos & 3 == ECN_CE)

@@ -1,4 +1,4 @@
-"""Data-plane failover: a member the controller marks down (register port_down) is never used,
+"""Data-plane failover: a member the controller marks down (liveness tables) is never used,
 and the flows on it continue on the other member at once."""
 from __future__ import annotations
 

@@ -36,7 +36,9 @@ class _OrderingScenario(StellarTest):
     qp = 0   # each test its own flow (and reorder slot), so no state carries over
 
     def reorder_total(self) -> int:
-        return self.read_register(f"{EGR}.reorder.total", 0)
+        """Reorder events on the two uplinks: the per-port counter, which every target's
+        P4Runtime reads (BMv2's PI reads no registers)."""
+        return sum(self.packets(f"{EGR}.reorder.events", port) for port in (SLOW, FAST))
 
     def run_scenario(self, **params: int) -> Run:
         self.require_virtual_clock()
@@ -101,15 +103,29 @@ class DrainDetectionKeepsOrderTest(_OrderingScenario):
         self.assertLess(run.first_fast_send_us, SAFE_TIMEOUT_US)
 
 
+class ShortFlowletTimeoutWaitsForTheDrainTest(_OrderingScenario):
+    """A flowlet timeout (20 µs) shorter than the queue delay: the gap move also proves the
+    local drain (ordering guard bit 0), so it happens without reordering."""
+
+    qp = 0x4305
+
+    def runTest(self):
+        run = self.run_scenario(flowlet_timeout_us=20, drain_moves=0, gap_moves=1)
+        self.assertEqual(run.gap_moves, 1)
+        self.assertEqual(run.psns, sorted(run.psns))
+        self.assertEqual(run.reorders, 0)
+
+
 class ShortFlowletTimeoutReordersTest(_OrderingScenario):
-    """Negative control: drain detection off and a flowlet timeout (20 µs) shorter than the
-    queue delay -> the flow moves while its packets are still queued, and PSNs leave out of
-    order (seen by PTF and by the switch's reorder detector)."""
+    """Negative control: drain detection off, the gap-move drain guard off (order_guards bit
+    0), and a flowlet timeout (20 µs) shorter than the queue delay -> the flow moves while its
+    packets are still queued, and PSNs leave out of order (seen by PTF and by the switch's
+    reorder detector)."""
 
     qp = 0x4302
 
     def runTest(self):
-        run = self.run_scenario(flowlet_timeout_us=20, drain_moves=0, gap_moves=1)
+        run = self.run_scenario(flowlet_timeout_us=20, drain_moves=0, gap_moves=1, order_guards=0xE)
         self.assertGreaterEqual(run.gap_moves, 1)
         self.assertNotEqual(run.psns, sorted(run.psns), "expected reordering without drain check")
         self.assertGreater(run.reorders, 0)

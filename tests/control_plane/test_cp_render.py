@@ -339,7 +339,9 @@ def test_failed_link_delta_is_small_and_avoids_the_link(lab: Fabric, lab_render)
     for leaf in ("leaf1", "leaf2", "leaf3", "leaf4"):
         assert changed[leaf] <= {"StellarIngress.routing.path_set", "StellarIngress.routing.reservation",
                                  "StellarIngress.elephant.hint", "StellarEgress.ecn.config",
-                                 "StellarEgress.rewrite.port_mac"}, (leaf, changed[leaf])
+                                 "StellarEgress.rewrite.port_mac",
+                                 "StellarIngress.placement.port_rate",
+                                 *(f"StellarIngress.failover.liveness{i}" for i in range(8))}, (leaf, changed[leaf])
     assert "StellarIngress.routing.lpm" not in changed["leaf2"]
     assert changed["spine2"] == set()  # nothing about spine2 changed
     assert "StellarIngress.routing.lpm" in changed["spine1"]  # it lost its route to leaf1

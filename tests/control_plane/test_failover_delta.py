@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from control_plane import contract
 from control_plane.controller import Controller, InProcessOps, apply_delta, failover_delta
 from control_plane.model import load_fabric
 from control_plane.plan import plan_fabric
@@ -100,10 +101,17 @@ def test_controller_writes_exactly_the_delta_and_times_first_and_last_ack():
     link = fabric.link("leaf1", "spine2")
     want = full_replan_changes(fabric, plan_fabric(fabric, None), link)
     report = controller.handle_link_failure("leaf1", "spine2", [("leaf1", link.leaf_port), ("spine2", link.spine_port)])
-    written = {(n, e["match"]["meta.route.path_set_id"]) for n, o in ops.items() for e in o.modified}
+    written = {(n, e["match"]["meta.route.path_set_id"]) for n, o in ops.items() for e in o.modified
+               if "meta.route.path_set_id" in e["match"]}
     assert written == {(n, i) for n, sets in want.items() for i, slots in sets.items() if slots is not None}
     assert report.entries_written == len(written) == 6
-    assert ops["leaf1"].cells == [("port_down", link.leaf_port, 1)]
+    # The ports are marked down through the liveness tables (table writes, which BMv2's P4Runtime
+    # accepts), never through registers.
+    marks = {n: [(e["table"], e["match"], e["action"]) for e in o.modified
+                 if e["table"].startswith("StellarIngress.failover.liveness")] for n, o in ops.items()}
+    assert marks["leaf1"] == [(t, {f"meta.route.port{i}": link.leaf_port}, "StellarIngress.failover.port_down")
+                              for i, t in enumerate(contract.LIVENESS_TABLES)]
+    assert len(marks["spine2"]) == 8 and all(ops[n].cells == [] for n in ops)
     assert report.switches_written == 5  # leaf1 (sets + port), spine2 (port), leaf2..4 (one set each)
     assert report.first_ack_ms is not None and report.compute_ms <= report.first_ack_ms <= report.wall_ms
     assert controller.plans["leaf1"].path_set(2).slots == want["leaf1"][2]

@@ -17,6 +17,7 @@ import pytest
 from scapy.all import IP, UDP, Ether, Raw, raw
 from scapy.contrib.roce import BTH
 
+from control_plane import contract
 from control_plane.cli import main as stellarctl
 from control_plane.inprocess import apply_document
 from control_plane.model import Fabric, load_fabric
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "fabrics" / "lab.yaml"
 STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
 PATH_SET = "StellarIngress.routing.path_set"
+LIVENESS0 = "StellarIngress.failover.liveness0"
 LPM = "StellarIngress.routing.lpm"
 
 
@@ -167,7 +169,8 @@ def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, co
              "action": "StellarIngress.routing.set_path_set", "params": {"path_set_id": 3}}
     doc["entries"].append(added)
     doc["meters"][0] = dict(doc["meters"][0], cir=doc["meters"][0]["cir"] // 2)
-    doc["registers"][0] = dict(doc["registers"][0], value=1)
+    liveness = next(e for e in doc["entries"] if e["table"] == LIVENESS0)
+    liveness["action"] = "StellarIngress.failover.port_down"   # controller-owned state: a table
 
     with session_for(lab, fabric, "leaf1") as s:
         preview = s.reconcile(doc, dry_run=True)
@@ -179,7 +182,7 @@ def test_changed_document_produces_exactly_that_delta(fabric, documents, lab, co
         assert sorted((c.kind, c.describe()) for c in diff.modifies) == sorted([
             ("entry", f"{PATH_SET} meta.route.path_set_id=2"),
             ("meter", f"meter {doc['meters'][0]['name']}[{doc['meters'][0]['index']}]"),
-            ("register", f"register port_down[{doc['registers'][0]['index']}]")])
+            ("entry", f"{LIVENESS0} {next(iter(liveness['match']))}={next(iter(liveness['match'].values()))}")])
         assert diff.written == 5 and preview.summary() == diff.summary() == "+1 ~3 -1"
         assert f"~ {PATH_SET} meta.route.path_set_id=2: level0 0 => 12" in diff.lines()
         assert f"- {LPM} hdr.ipv4.dst_addr=10.0.4.0/24 -> StellarIngress.routing.set_path_set(path_set_id=4)" \
@@ -275,9 +278,11 @@ def test_controller_helpers_modify_levels_and_read_registers_and_counters(fabric
             s.modify_entries([missing])
         assert "leaf1" in str(exc.value) and "meta.route.path_set_id=999" in str(exc.value)
         assert "NOT_FOUND" in str(exc.value)
-        assert s.write_registers([("port_down", 10, 1)]) == 1
-        assert s.read_registers(["port_down"], [9, 10]) == {"port_down": {9: 0, 10: 1}}
-        assert len(s.read_registers(["port_down"])["port_down"]) == 512  # no indexes = every cell
+        # (the session's generic register helpers, on a p4sim server; Stellar's controller itself
+        # writes no registers: BMv2's PI refuses them)
+        assert s.write_registers([("queue_qdelay_us", 10, 7)]) == 1
+        assert s.read_registers(["queue_qdelay_us"], [9, 10]) == {"queue_qdelay_us": {9: 0, 10: 7}}
+        assert len(s.read_registers(["queue_qdelay_us"])["queue_qdelay_us"]) == 4096  # no indexes = every cell
         before = s.read_counters(["StellarIngress.telemetry.rx_port"], [1])
         assert before == {"StellarIngress.telemetry.rx_port": {1: (0, 0)}}
         s_host, d_host = fabric.hosts["l1g1"], fabric.hosts["l1g2"]
@@ -289,8 +294,8 @@ def test_controller_helpers_modify_levels_and_read_registers_and_counters(fabric
                                 {"StellarIngress.telemetry.rx_port": [1], "StellarEgress.telemetry.tx_port": [2]})
         assert after["StellarIngress.telemetry.rx_port"][1][0] == 1
         assert after["StellarEgress.telemetry.tx_port"][2][0] == 1
-        # a full reconcile puts the rendered levels and port state back
-        assert s.reconcile(documents["leaf1"]).summary() == "+0 ~2 -0"
+        # a full reconcile puts the rendered levels back (the documents name no registers)
+        assert s.reconcile(documents["leaf1"]).summary() == "+0 ~1 -0"
 
 
 def test_unreachable_switch_is_reported_and_the_others_are_pushed(fabric, documents, lab, compiled):
@@ -371,9 +376,9 @@ def test_failover_documents_route_around_the_link(fabric, documents):
         assert 9 not in ports, entry
     spine1_routes = [e for e in docs["spine1"]["entries"] if e["table"] == LPM]
     assert "10.0.1.0" not in {e["match"]["hdr.ipv4.dst_addr"]["value"] for e in spine1_routes}
-    assert [(r["name"], r["index"], r["value"]) for r in docs["leaf1"]["registers"]] == [("port_down", 9, 1)]
-    assert [(r["name"], r["index"], r["value"]) for r in docs["spine1"]["registers"]] == [("port_down", 1, 1)]
-    assert docs["leaf2"]["registers"] == []
+    # no register writes at all (BMv2's P4Runtime refuses them); fail_link marks the ports down
+    # in the liveness tables, which these routing-only documents leave alone
+    assert all(d["registers"] == [] for d in docs.values())
     # other leaves stop using spine1 towards leaf1 only
     leaf2_to_leaf1 = next(e for e in docs["leaf2"]["entries"]
                           if e["table"] == PATH_SET and e["match"]["meta.route.path_set_id"] == 1)
@@ -394,10 +399,20 @@ def test_fail_link_with_a_dead_end_still_reroutes_the_rest(fabric, documents, la
     assert not report.push.results["spine1"].ok
     assert all(r.ok for n, r in report.push.results.items() if n != "spine1")
     with session_for(lab, fabric, "leaf1") as s:
-        assert s.read_registers(["port_down"], [9]) == {"port_down": {9: 1}}
+        assert liveness_of(s, 9) == {"port_down"}
     with session_for(lab, fabric, "leaf3") as s:  # leaf3 reaches leaf1 through spine2 only now
         to_leaf1 = next(e for e in s.read_entries(PATH_SET) if e["match"]["meta.route.path_set_id"] == 1)
         assert (to_leaf1["params"]["count"], to_leaf1["params"]["port0"]) == (1, 10)
+
+
+def liveness_of(session, port: int) -> set[str]:
+    """The actions the port's entries in the eight liveness tables hold ({"port_down"}: dead)."""
+    found = []
+    for i, table in enumerate(contract.LIVENESS_TABLES):
+        found += [e["action"].rsplit(".", 1)[1] for e in session.read_entries(table)
+                  if e["match"] == {f"meta.route.port{i}": port}]
+    assert len(found) == 8, found
+    return set(found)
 
 
 def lab_yaml_at(tmp_path: Path, lab: LabServers, fabric: Fabric) -> Path:
@@ -452,7 +467,7 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
     assert code == 0, out + err
     assert "port_down set on leaf1 port 9 and spine1 port 1" in out and "ms after the command" in out
     with session_for(lab, fabric, "leaf1") as sess:
-        assert sess.read_registers(["port_down"], [9, 10]) == {"port_down": {9: 1, 10: 0}}
+        assert liveness_of(sess, 9) == {"port_down"} and liveness_of(sess, 10) == {"port_up"}
         sets = [e for e in sess.read_entries(PATH_SET) if e["params"]["port0"] in (9, 10)
                 and e["match"]["meta.route.path_set_id"] < 0x1000]
         assert sets and all(e["params"]["count"] == 1 and e["params"]["port0"] == 10 for e in sets)
@@ -460,7 +475,7 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
         assert len(sess.read_entries("StellarEgress.rewrite.port_mac")) == len(fabric.switches["leaf1"].ports)
         assert len(sess.read_entries("StellarEgress.ecn.config")) == len(fabric.switches["leaf1"].ports)
     with session_for(lab, fabric, "spine1") as sess:
-        assert sess.read_registers(["port_down"], [1]) == {"port_down": {1: 1}}
+        assert liveness_of(sess, 1) == {"port_down"}
     # the YAML still has the link, so the fabric is now out of sync with it
     code, out, err = run("diff", str(path))
     assert code == 1 and "differs" in out
@@ -491,8 +506,8 @@ def test_controller_failover_over_p4runtime_writes_every_switch_and_the_switches
             for ps in plan.path_sets:
                 params = held[ps.id]
                 assert [params[f"port{i}"] for i in range(params["count"])] == [m.port for m in ps.slots], (name, ps.id)
-        assert sessions["leaf1"].read_registers(["port_down"], [link.leaf_port]) == {"port_down": {link.leaf_port: 1}}
-        assert sessions["spine2"].read_registers(["port_down"], [link.spine_port]) == {"port_down": {link.spine_port: 1}}
+        assert liveness_of(sessions["leaf1"], link.leaf_port) == {"port_down"}
+        assert liveness_of(sessions["spine2"], link.spine_port) == {"port_down"}
 
         # a refused write in one switch's job is raised, naming that switch; the others went in
         good = next(e for e in documents["leaf2"]["entries"] if e["table"] == PATH_SET)
@@ -506,3 +521,42 @@ def test_controller_failover_over_p4runtime_writes_every_switch_and_the_switches
     finally:
         for s in sessions.values():
             s.close()
+
+
+@pytest.fixture()
+def pi_refuses_registers(monkeypatch):
+    """The P4Runtime servers answer every register read or write as simple_switch_grpc's PI does
+    (UNIMPLEMENTED), so what passes here passes on BMv2 as far as registers go."""
+    from p4sim.p4rt import reads, writes
+    from p4sim.p4rt.errors import P4RTError
+
+    def refuse(*_args, **_kw):
+        raise P4RTError("UNIMPLEMENTED", "Register reads are not supported yet")
+
+    monkeypatch.setitem(writes._HANDLERS, "register_entry", refuse)
+    monkeypatch.setitem(reads._READERS, "register_entry", refuse)
+
+
+def test_push_congestion_map_and_fail_link_need_no_register_access(fabric, documents, lab, compiled,
+                                                                    pi_refuses_registers):
+    from control_plane.controller import Controller
+
+    assert push(fabric, documents, lab, compiled["files"]).ok      # the documents hold no registers
+    with session_for(lab, fabric, "leaf1") as s:                   # negative control: refused
+        with pytest.raises(P4RuntimePushError, match="UNIMPLEMENTED"):
+            s.read_registers(["queue_qdelay_us"], [0])
+    sessions = {n: session_for(lab, fabric, n, election_id=(0, 2)) for n in fabric.switches}
+    try:
+        rendered = render_fabric(fabric)
+        controller = Controller(fabric, sessions, rendered.plans, rendered.documents)
+        cmap = controller.step(now_us=0)                            # counters only
+        assert cmap.qdelay_us and set(cmap.qdelay_us.values()) == {0}
+        controller.mark_ports_down([("leaf1", 10)])                  # table writes only
+        assert liveness_of(sessions["leaf1"], 10) == {"port_down"}
+    finally:
+        for s in sessions.values():
+            s.close()
+    report = fail_link(fabric, "leaf1", "spine1", addresses=lab.addresses)
+    assert report.ok and report.port_down_ms is not None, report.text()
+    with session_for(lab, fabric, "spine1") as s:
+        assert liveness_of(s, 1) == {"port_down"}

@@ -64,6 +64,9 @@ def test_a_failed_link_loses_the_flows_hashed_onto_it_when_nobody_marks_it_down(
 
 def test_port_down_makes_the_leaf_avoid_the_failed_link_at_once(lab_sim, lab_fabric):
     lab_sim.fail_link("leaf1", "spine1")
-    lab_sim.switch("leaf1").register_write("port_down", 9, 1)
+    from control_plane import contract
+    from control_plane.controller import InProcessOps
+
+    InProcessOps(lab_sim.switch("leaf1")).modify_entries(contract.liveness_entries(9, down=True))
     c, _ = _run(lab_sim, lab_fabric, L1_TO_L2)
     assert c.total("received") == c.total("sent") == 48

@@ -62,7 +62,14 @@ BASE_PARAMS: dict[str, int] = {
     "elephant_idle_us": 2000,
     "malformed_l4_forward": 0,
     "report_path_changes": 0,
+    "order_guards": 15,             # every ordering guard on (ORDER_GUARD_* in define.p4)
+    "dre_shift": 5,                 # utilisation estimator: halved every 32 us
+    "util_weight": 1024,            # path-choice weights, 1024 = 1.0
+    "qdelay_weight": 1024,
+    "level_weight": 1024,
 }
+# Bits of config.params order_guards (define.p4); a test clears one for its negative control.
+GUARD_GAP_DRAIN, GUARD_TAKEOVER, GUARD_DEMOTION, GUARD_UNTRACKED = 1, 2, 4, 8
 # ECN parameters (ecn.config); marking off by default in the tests that do not study it.
 BASE_ECN: dict[str, int] = {
     "window_us": 100,
@@ -147,6 +154,7 @@ class Leaf:
         self.sw = p4sim_module.Switch(program, clock="virtual", priority_queues=priority_queues)
         self.params = dict(BASE_PARAMS)
         self.ecn_default = dict(BASE_ECN)
+        self._liveness: set[int] = set()
         self._install_base(queue_map)
 
     # ------------------------------------------------------------- configuration
@@ -221,7 +229,16 @@ class Leaf:
             f"{ING}.elephant.{action}", None, priority=priority)
 
     def port_down(self, port: int, down: bool = True) -> None:
-        self.sw.register_write("port_down", port, int(down))
+        """The controller's liveness write: the port's entry in each member-position liveness
+        table (failover.p4), inserted the first time, modified after that."""
+        action = f"{ING}.failover.{'port_down' if down else 'port_up'}"
+        for i in range(8):
+            table, match = f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port}
+            if port in self._liveness:
+                self.sw.modify_entry(table, match, action, {})
+            else:
+                self.sw.insert_entry(table, match, action, {})
+        self._liveness.add(port)
 
     # ------------------------------------------------------------------ traffic
     def send(self, port: int, frame: bytes) -> None:

@@ -13,6 +13,9 @@ from tests.stellar.leaf import (ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, EGR, UP
 PORT = 3
 SRC, DST = "10.0.1.1", "10.0.2.5"
 K_REG = f"{EGR}.ecn.k_us"
+# The adaptive state is per (port, queue); the test traffic (DSCP 26) is an elastic mouse: queue 4.
+MOUSE_QUEUE = 4
+QI = PORT << 3 | MOUSE_QUEUE
 
 
 def _single_uplink(leaf, pps=100_000):
@@ -84,18 +87,18 @@ def _standing_queue_then_light_load(leaf, standing_us=2000, light_us=3000):
         psn += 1
         leaf.advance(10)
         if t % 100 == 0:
-            k_trace.append(leaf.register(K_REG, PORT))
+            k_trace.append(leaf.register(K_REG, QI))
     phase1 = leaf.drain_output(settle_us=20)
-    k_after_standing = leaf.register(K_REG, PORT)
+    k_after_standing = leaf.register(K_REG, QI)
     for t in range(0, light_us, 50):
         leaf.send(1, roce(SRC, DST, qp=2, psn=psn))
         psn += 1
         leaf.advance(50)
         if t % 100 == 0:
-            k_trace.append(leaf.register(K_REG, PORT))
+            k_trace.append(leaf.register(K_REG, QI))
     leaf.drain_output(settle_us=20)
     marks = sum(1 for d in phase1 if d.ecn == ECN_CE)
-    return k_trace, k_after_standing, leaf.register(K_REG, PORT), marks
+    return k_trace, k_after_standing, leaf.register(K_REG, QI), marks
 
 
 ADAPTIVE = dict(window_us=100, target_us=4, kmin_us=4, kmax_us=32, k_init_us=16, step_us=2,
@@ -129,5 +132,25 @@ def test_window_summary_is_published(leaf):
     _single_uplink(leaf)
     leaf.set_ecn_port(PORT, **ADAPTIVE)
     _standing_queue_then_light_load(leaf, standing_us=500, light_us=0)
-    assert leaf.register(f"{EGR}.ecn.last_min_us", PORT) == 10
-    assert leaf.register(f"{EGR}.ecn.last_bytes", PORT) > 0
+    assert leaf.register(f"{EGR}.ecn.last_min_us", QI) == 10
+    assert leaf.register(f"{EGR}.ecn.last_bytes", QI) > 0
+
+
+def test_adaptive_state_is_per_queue(leaf):
+    # A standing queue of an elephant (hinted: queue 3) lowers K of (port, 3) only; a mouse that
+    # shares the port in queue 4 keeps its own K: strict priority, so its packets wait at most
+    # one elephant packet (10 us), under the 12 us target, and its light windows raise K.
+    _single_uplink(leaf)
+    leaf.set_ecn_port(PORT, **dict(ADAPTIVE, target_us=12))
+    leaf.hint("hint_elephant", SRC, DST, 9)
+    elephant_qi = PORT << 3 | 3
+    for i in range(3):
+        leaf.send(1, roce(SRC, DST, qp=9, psn=i))
+    for t in range(100):                      # 2 elephant packets per 10 us: a standing queue
+        leaf.send(1, roce(SRC, DST, qp=9, psn=3 + 2 * t))
+        if t % 10 == 0:
+            leaf.send(1, roce(SRC, DST, qp=2, psn=t // 10))
+        leaf.advance(10)
+    leaf.drain_output()
+    assert leaf.register(K_REG, elephant_qi) == 4          # down to Kmin
+    assert leaf.register(K_REG, QI) >= 16                   # the mouse queue's K did not fall

@@ -9,15 +9,15 @@ Scenario, on the virtual clock:
 
 Drain detection moves the flow at the first burst after its last packet left port 3 (plus the
 margin): no reordering, and far sooner than a safe flowlet timeout (which never fires here,
-because the flow never idles).  Negative controls: a flowlet timeout shorter than the queue
-delay reorders; a safe timeout without drain detection never leaves the congested port.
+because the flow never idles).  A gap move with a timeout shorter than the queue delay waits
+for the drain too.  Negative controls: without that guard such a gap move reorders; a safe timeout without drain detection never leaves the congested port.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.stellar.leaf import (CHANGE_DRAIN, CHANGE_GAP, UPLINK_PATH_SET, Leaf, psns_in_order,
-                                roce)
+from tests.stellar.leaf import (CHANGE_DRAIN, CHANGE_GAP, GUARD_GAP_DRAIN, UPLINK_PATH_SET, Leaf,
+                                psns_in_order, roce)
 
 SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x4242
 SLOW_PORT, FAST_PORT = 3, 4
@@ -94,9 +94,27 @@ def test_drain_detection_moves_the_flow_without_reordering(leaf):
     assert run.first_fast_send_us < 1000
 
 
-def test_control_short_flowlet_timeout_without_drain_check_reorders(leaf):
-    # Timeout (20 us) shorter than the queue delay (up to ~200 us): moves while packets are queued.
+def test_gap_move_shorter_than_the_queue_waits_for_the_drain(leaf):
+    # Hole "gap moves ignore drain" (issue 8): a flowlet timeout (20 us) shorter than the old
+    # queue's delay (up to ~200 us).  A gap move must also prove the local drain plus the margin
+    # and the old member's level, exactly like a drain move: it then happens, but only once the
+    # backlog on the slow port is gone.
     leaf.set_params(flowlet_timeout_us=20, drain_moves=0, gap_moves=1)
+    run = _run(leaf)
+    assert run.gap_moves == 1
+    assert run.reorders == 0
+    assert run.psns == sorted(run.psns)
+    ports = run.ports()
+    assert max(i for i, p in enumerate(ports) if p == SLOW_PORT) < \
+        min(i for i, p in enumerate(ports) if p == FAST_PORT)
+    assert run.first_fast_send_us is not None and run.first_fast_send_us >= 300
+
+
+def test_control_gap_move_without_the_drain_guard_reorders(leaf):
+    # Negative control (the program before issue 8): the same short timeout, gap moves trusting
+    # the timeout alone, move while packets are still queued on the slow port.
+    leaf.set_params(flowlet_timeout_us=20, drain_moves=0, gap_moves=1,
+                    order_guards=0xF & ~GUARD_GAP_DRAIN)
     run = _run(leaf)
     assert run.gap_moves >= 1
     assert run.reorders > 0

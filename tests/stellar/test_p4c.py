@@ -1,6 +1,6 @@
 """The real compiler accepts our programs, and p4sim's P4Info equals p4c's.
 
-Runs only where `p4c-bm2-ss` is installed (on PATH or in /opt/p4c/bin, see /work/notes/P4C.md on
+Runs only where `p4c-bm2-ss` is installed (on PATH, in /opt/p4c/bin or /opt/p4tools/bin, see /work/notes/P4C.md on
 the build machine); elsewhere the tests are skipped with that reason.  Every P4 file must be valid
 for p4c, and controllers must work unchanged against either target, so both checks matter.
 """
@@ -17,7 +17,7 @@ from p4.config.v1 import p4info_pb2
 from tests.stellar.leaf import REPO
 
 P4C = shutil.which("p4c-bm2-ss") or next(
-    (p for p in ("/opt/p4c/bin/p4c-bm2-ss",) if Path(p).is_file()), None)
+    (p for p in ("/opt/p4c/bin/p4c-bm2-ss", "/opt/p4tools/bin/p4c-bm2-ss") if Path(p).is_file()), None)
 PROGRAMS = [REPO / "p4src" / "v1model" / "stellar.p4", REPO / "p4src" / "examples" / "l3.p4"]
 
 pytestmark = pytest.mark.skipif(P4C is None, reason="p4c-bm2-ss (real p4c) is not installed here")

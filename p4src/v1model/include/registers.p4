@@ -12,15 +12,29 @@
 
 /* --- per port (index = port number) -------------------------------------- */
 
-/* Failover: 1 = port dead.  Written by the controller (or an operator); read
- * by ingress for every member, so a dead port is skipped immediately. */
-register<bit<1>>(PORT_SLOTS) port_down;
+/* --- per (port, queue) (index = port << 3 | queue) ------------------------ */
 
-/* Queue delay (deq_timedelta, us) of the last packet that left each port,
- * and when it left (egress_global_timestamp).  Written by egress, read by
- * ingress path choice. */
-register<bit<32>>(PORT_SLOTS) port_qdelay_us;
-register<timestamp_t>(PORT_SLOTS) port_qdelay_stamp;
+/* The last departure from each queue: its queue delay (deq_timedelta, us)
+ * and when it left (egress_global_timestamp).  Written by egress
+ * QdelayRecord, read by ingress PathChoice.  Per queue, so that a mouse
+ * leaving the fast queue cannot erase an elephant backlog in a slower one. */
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_qdelay_us;
+register<timestamp_t>(PORT_QUEUE_SLOTS) queue_depart_stamp;
+/* Stall detection: packets counted into the queue at ingress (Placement) and
+ * out at egress (QdelayRecord; a departure that empties the queue sets out =
+ * in, forgetting tail drops); when the first packet went into an empty queue.
+ * Packets waiting and no departure for qdelay_max_age_us = stalled.  Counts,
+ * not timestamps, because a packet and a departure share a microsecond. */
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_in;
+register<bit<32>>(PORT_QUEUE_SLOTS) queue_out;
+register<timestamp_t>(PORT_QUEUE_SLOTS) queue_pending_since;
+
+/* Utilisation estimator (CONGA's DRE): picoseconds on the wire of the bytes
+ * assigned to the port, halved per window of 2^dre_shift us, and the window
+ * it was last brought up to.  Written by ingress Placement on assignment,
+ * read by ingress PathChoice. */
+register<bit<32>>(PORT_SLOTS) port_dre_ps;
+register<bit<32>>(PORT_SLOTS) port_dre_window;
 
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
@@ -39,7 +53,14 @@ register<timestamp_t>(FLOW_SLOTS) flow_last_arrival;
 register<bit<32>>(FLOW_SLOTS) flow_last_seq;
 register<bit<32>>(FLOW_SLOTS) flow_departed_seq;
 register<timestamp_t>(FLOW_SLOTS) flow_departed_stamp;
-/* FLOW_STATE_* bits: elephant, reported, hinted. */
+/* Packets forwarded by hash, untracked, because another active flow held the
+ * slot (ingress counts them in, egress out): while the two differ, one of
+ * them is still queued, so a flow taking the slot over stays on its hash
+ * port (ORDER_GUARD_TAKEOVER).  Counts, not sequence numbers, because the
+ * untracked packets of several flows leave on different ports. */
+register<bit<32>>(FLOW_SLOTS) flow_untracked_in;
+register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
+/* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 
 #endif  /* _STELLAR_REGISTERS_P4_ */

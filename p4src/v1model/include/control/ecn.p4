@@ -1,7 +1,7 @@
 /*
  * ecn.p4 -- time-window adaptive ECN marking (egress).
  *
- * Per egress port and window W (window_us) the block tracks the minimum
+ * Per egress (port, queue) and window W (window_us) the block tracks the minimum
  * queue delay (deq_timedelta) and the bytes sent.  When a window closes:
  *   - its minimum delay stayed above target_us (a standing queue that did
  *     not drain once in W)  -> K = max(K - step, Kmin): mark earlier;
@@ -12,34 +12,28 @@
  * packets are never marked.  adapt = 0 keeps K at k_init_us (static K, the
  * comparison baseline).  The division is avoided by cross-multiplying:
  * mark iff rand * (Kmax - K) < pmax * (d - K), rand uniform in [0, 65535].
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_EGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_ECN_P4_
+#define _STELLAR_CONTROL_ECN_P4_
 
-    /* All per port, size PORT_SLOTS; p4src/CONTRACT.md s.4. */
-    @name("ecn.k_us")
-    register<bit<32>>(PORT_SLOTS) ecn_k_us;
-    @name("ecn.initialised")
-    register<bit<1>>(PORT_SLOTS) ecn_initialised;
-    @name("ecn.win_start")
-    register<timestamp_t>(PORT_SLOTS) ecn_win_start;
-    @name("ecn.win_min_us")
-    register<bit<32>>(PORT_SLOTS) ecn_win_min_us;
-    @name("ecn.win_bytes")
-    register<bit<32>>(PORT_SLOTS) ecn_win_bytes;
-    @name("ecn.last_min_us")
-    register<bit<32>>(PORT_SLOTS) ecn_last_min_us;
-    @name("ecn.last_bytes")
-    register<bit<32>>(PORT_SLOTS) ecn_last_bytes;
-    @name("ecn.mean_us")
-    register<bit<32>>(PORT_SLOTS) ecn_mean_us;
+control Ecn(inout headers_t hdr,
+            inout metadata_t meta,
+            inout standard_metadata_t standard_metadata) {
+
+    /* All per (port, queue), index port << 3 | queue, size PORT_QUEUE_SLOTS;
+     * p4src/CONTRACT.md s.4.  The parameters (ecn.config) are per port. */
+    register<bit<32>>(PORT_QUEUE_SLOTS) k_us;
+    register<bit<1>>(PORT_QUEUE_SLOTS) initialised;
+    register<timestamp_t>(PORT_QUEUE_SLOTS) win_start;
+    register<bit<32>>(PORT_QUEUE_SLOTS) win_min_us;
+    register<bit<32>>(PORT_QUEUE_SLOTS) win_bytes;
+    register<bit<32>>(PORT_QUEUE_SLOTS) last_min_us;
+    register<bit<32>>(PORT_QUEUE_SLOTS) last_bytes;
+    register<bit<32>>(PORT_QUEUE_SLOTS) mean_us;
     /* CE marks made here, per port. */
-    @name("ecn.marks")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) ecn_marks;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) marks;
 
-    @name("ecn.set_ecn_params")
-    action ecn_set_ecn_params(bit<32> window_us, bit<32> target_us,
+    action set_ecn_params(bit<32> window_us, bit<32> target_us,
                               bit<32> kmin_us, bit<32> kmax_us, bit<32> k_init_us,
                               bit<32> step_us, bit<32> pmax, bit<32> idle_bytes,
                               bit<1> adapt) {
@@ -55,23 +49,21 @@
         meta.ecn.adapt = adapt;
     }
 
-    @name("ecn.ecn_off")
-    action ecn_ecn_off() {
+    action ecn_off() {
         meta.ecn.enabled = 0;
     }
 
     /* Per-port parameters; the default (every port) is define.p4's.
      * Size: PORT_SLOTS. */
-    @name("ecn.config")
-    table ecn_config {
+    table config {
         key = {
             standard_metadata.egress_port: exact;
         }
         actions = {
-            ecn_set_ecn_params;
-            ecn_ecn_off;
+            set_ecn_params;
+            ecn_off;
         }
-        default_action = ecn_set_ecn_params(DEFAULT_ECN_WINDOW_US, DEFAULT_ECN_TARGET_US,
+        default_action = set_ecn_params(DEFAULT_ECN_WINDOW_US, DEFAULT_ECN_TARGET_US,
                                             DEFAULT_ECN_KMIN_US, DEFAULT_ECN_KMAX_US,
                                             DEFAULT_ECN_K_INIT_US, DEFAULT_ECN_STEP_US,
                                             DEFAULT_ECN_PMAX, DEFAULT_ECN_IDLE_BYTES,
@@ -79,11 +71,13 @@
         size = PORT_SLOTS;
     }
 
-#elif defined(STELLAR_STEP_ECN)
-    {
-        ecn_config.apply();
+    apply {
+        config.apply();
         if (meta.ecn.enabled == 1 && hdr.ipv4.isValid()) {
             bit<32> port = (bit<32>)standard_metadata.egress_port;
+            /* The adaptive state is per (port, queue): a queue's marking
+             * follows its own standing queue, not its neighbours'. */
+            bit<32> qi = (port << 3) | (bit<32>)meta.qos.queue;
             timestamp_t now = standard_metadata.egress_global_timestamp;
             bit<32> delay = standard_metadata.deq_timedelta;
             bit<32> length = standard_metadata.packet_length;
@@ -94,12 +88,12 @@
             bit<32> wmin;
             bit<32> wbytes;
             bit<32> mean;
-            ecn_initialised.read(ready, port);
-            ecn_k_us.read(k, port);
-            ecn_win_start.read(opened, port);
-            ecn_win_min_us.read(wmin, port);
-            ecn_win_bytes.read(wbytes, port);
-            ecn_mean_us.read(mean, port);
+            initialised.read(ready, qi);
+            k_us.read(k, qi);
+            win_start.read(opened, qi);
+            win_min_us.read(wmin, qi);
+            win_bytes.read(wbytes, qi);
+            mean_us.read(mean, qi);
 
             if (ready == 0) {
                 /* First packet on this port: open the first window. */
@@ -124,8 +118,8 @@
                         k = k + meta.ecn.step_us;
                     }
                 }
-                ecn_last_min_us.write(port, wmin);
-                ecn_last_bytes.write(port, wbytes);
+                last_min_us.write(qi, wmin);
+                last_bytes.write(qi, wbytes);
                 opened = now;
                 wmin = delay;
                 wbytes = length;
@@ -147,12 +141,12 @@
             }
             mean = mean - (mean >> ECN_MEAN_SHIFT) + (delay >> ECN_MEAN_SHIFT);
 
-            ecn_initialised.write(port, ready);
-            ecn_k_us.write(port, k);
-            ecn_win_start.write(port, opened);
-            ecn_win_min_us.write(port, wmin);
-            ecn_win_bytes.write(port, wbytes);
-            ecn_mean_us.write(port, mean);
+            initialised.write(qi, ready);
+            k_us.write(qi, k);
+            win_start.write(qi, opened);
+            win_min_us.write(qi, wmin);
+            win_bytes.write(qi, wbytes);
+            mean_us.write(qi, mean);
 
             /* Mark ECT(0)/ECT(1) packets; never not-ECT, CE already marked. */
             if ((hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1) && delay >= k) {
@@ -173,9 +167,11 @@
                     hdr.ipv4.hdr_checksum = csum16_replace(
                         hdr.ipv4.hdr_checksum, old_word,
                         hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn);
-                    ecn_marks.count(port);
+                    marks.count(port);
                 }
             }
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_ECN_P4_ */

@@ -10,72 +10,64 @@
  * it is reported by digest once.  The controller's hint table overrides the
  * sketch both ways.  Elephants get a lower queue (queue_map) and may be moved
  * at drain points (flowlet.p4); mice stay pinned in a higher queue.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_ELEPHANT_P4_
+#define _STELLAR_CONTROL_ELEPHANT_P4_
+
+control Elephant(inout headers_t hdr,
+                 inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
 
     /* Sketch rows (bytes this window) and the window each cell belongs to.
      * Size: CMS_WIDTH each (size.p4). */
-    @name("elephant.cms_row0")
-    register<bit<32>>(CMS_WIDTH) elephant_cms_row0;
-    @name("elephant.cms_row1")
-    register<bit<32>>(CMS_WIDTH) elephant_cms_row1;
-    @name("elephant.cms_epoch0")
-    register<bit<32>>(CMS_WIDTH) elephant_cms_epoch0;
-    @name("elephant.cms_epoch1")
-    register<bit<32>>(CMS_WIDTH) elephant_cms_epoch1;
+    register<bit<32>>(CMS_WIDTH) cms_row0;
+    register<bit<32>>(CMS_WIDTH) cms_row1;
+    register<bit<32>>(CMS_WIDTH) cms_epoch0;
+    register<bit<32>>(CMS_WIDTH) cms_epoch1;
     /* Start and number of the current window (one switch-wide window). */
-    @name("elephant.window_start")
-    register<timestamp_t>(1) elephant_window_start;
-    @name("elephant.window_id")
-    register<bit<32>>(1) elephant_window_id;
+    register<timestamp_t>(1) window_start;
+    register<bit<32>>(1) window_id;
     /* Elephants found: index 0 by the sketch, 1 by a hint (once per flow). */
-    @name("elephant.detections")
-    counter(2, CounterType.packets_and_bytes) elephant_detections;
+    counter(2, CounterType.packets_and_bytes) detections;
 
-    @name("elephant.hint_elephant")
-    action elephant_hint_elephant() {
+    action hint_elephant() {
         meta.eleph.hint_elephant = 1;
     }
 
-    @name("elephant.hint_mouse")
-    action elephant_hint_mouse() {
+    action hint_mouse() {
         meta.eleph.hint_mouse = 1;
     }
 
     /* Controller knowledge: flows or job address pairs that are known
      * elephants (or must be treated as mice).  Size: HINT_SIZE. */
-    @name("elephant.hint")
-    table elephant_hint {
+    table hint {
         key = {
             hdr.ipv4.src_addr: ternary;
             hdr.ipv4.dst_addr: ternary;
             meta.flow.l4_id: ternary;
         }
         actions = {
-            elephant_hint_elephant;
-            elephant_hint_mouse;
+            hint_elephant;
+            hint_mouse;
             NoAction;
         }
         default_action = NoAction();
         size = HINT_SIZE;
     }
 
-#elif defined(STELLAR_STEP_ELEPHANT)
-    {
+    apply {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
 
         /* Roll the window. */
         timestamp_t opened;
         bit<32> epoch;
-        elephant_window_start.read(opened, 0);
-        elephant_window_id.read(epoch, 0);
+        window_start.read(opened, 0);
+        window_id.read(epoch, 0);
         if (now - opened >= (timestamp_t)meta.cfg.elephant_window_us) {
             opened = now;
             epoch = epoch + 1;
-            elephant_window_start.write(0, opened);
-            elephant_window_id.write(0, epoch);
+            window_start.write(0, opened);
+            window_id.write(0, epoch);
         }
 
         /* Add this packet to both rows; the estimate is the smaller cell. */
@@ -90,10 +82,10 @@
         bit<32> count1;
         bit<32> cell_epoch0;
         bit<32> cell_epoch1;
-        elephant_cms_row0.read(count0, meta.eleph.row0_index);
-        elephant_cms_epoch0.read(cell_epoch0, meta.eleph.row0_index);
-        elephant_cms_row1.read(count1, meta.eleph.row1_index);
-        elephant_cms_epoch1.read(cell_epoch1, meta.eleph.row1_index);
+        cms_row0.read(count0, meta.eleph.row0_index);
+        cms_epoch0.read(cell_epoch0, meta.eleph.row0_index);
+        cms_row1.read(count1, meta.eleph.row1_index);
+        cms_epoch1.read(cell_epoch1, meta.eleph.row1_index);
         if (cell_epoch0 != epoch) {
             count0 = 0;
         }
@@ -102,35 +94,42 @@
         }
         count0 = count0 + standard_metadata.packet_length;
         count1 = count1 + standard_metadata.packet_length;
-        elephant_cms_row0.write(meta.eleph.row0_index, count0);
-        elephant_cms_epoch0.write(meta.eleph.row0_index, epoch);
-        elephant_cms_row1.write(meta.eleph.row1_index, count1);
-        elephant_cms_epoch1.write(meta.eleph.row1_index, epoch);
+        cms_row0.write(meta.eleph.row0_index, count0);
+        cms_epoch0.write(meta.eleph.row0_index, epoch);
+        cms_row1.write(meta.eleph.row1_index, count1);
+        cms_epoch1.write(meta.eleph.row1_index, epoch);
         meta.eleph.bytes_estimate = count0;
         if (count1 < count0) {
             meta.eleph.bytes_estimate = count1;
         }
 
         /* Classify: hint first, then the sticky state, then the sketch. */
-        elephant_hint.apply();
+        hint.apply();
         if (meta.eleph.hint_mouse == 1) {
             meta.flow.elephant = 0;
         } else if (meta.eleph.hint_elephant == 1) {
             meta.flow.elephant = 1;
             if ((meta.flow.status & FLOW_STATE_HINTED) == 0 && meta.flow.slot_busy == 0) {
-                elephant_detections.count(1);
+                detections.count(1);
             }
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT | FLOW_STATE_HINTED;
         } else if ((meta.flow.status & FLOW_STATE_ELEPHANT) != 0) {
             meta.flow.elephant = 1;
+        } else if (meta.flow.slot_busy == 1 &&
+                   (meta.cfg.order_guards & ORDER_GUARD_UNTRACKED) != 0) {
+            /* No state to keep the bit in: a per-window sketch verdict would
+             * move the flow between queues at every window.  Hints only. */
+            meta.flow.elephant = 0;
         } else if (meta.eleph.bytes_estimate >= meta.cfg.elephant_bytes) {
             meta.flow.elephant = 1;
             meta.flow.status = meta.flow.status | FLOW_STATE_ELEPHANT;
             if ((meta.flow.status & FLOW_STATE_REPORTED) == 0 && meta.flow.slot_busy == 0) {
                 meta.flow.status = meta.flow.status | FLOW_STATE_REPORTED;
                 meta.eleph.report = 1;
-                elephant_detections.count(0);
+                detections.count(0);
             }
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_ELEPHANT_P4_ */

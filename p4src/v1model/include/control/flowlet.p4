@@ -30,30 +30,17 @@
  * timeout is routed by hash among the live members (stable, so not
  * reordered) and does not disturb the owner's state.
  *
- * Steps: FLOW_LOOKUP (before elephant detection and path choice, which need
- * the stored state), FLOWLET (decide and commit), DRAIN_RECORD (egress).
- *
- * Block file: included once per section (see stellar.p4, "Block files").
+ * Controls: FlowLookup (before tenant demotion, elephant detection and path
+ * choice, which need the stored state), Flowlet (decide and commit),
+ * DrainRecord (egress).
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_FLOWLET_P4_
+#define _STELLAR_CONTROL_FLOWLET_P4_
 
-    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
-     * placements.  Size: CHANGE_REASON_SLOTS. */
-    @name("flowlet.path_changes")
-    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) flowlet_path_changes;
-    /* Packets of flows whose slot another active flow holds (routed by hash,
-     * untracked); a persistent count means FLOW_SLOTS is too small. */
-    @name("flowlet.collisions")
-    counter(1, CounterType.packets_and_bytes) flowlet_collisions;
-
-    action flowlet_choose_best(in bit<8> reason) {
-        meta.path.chosen_port = meta.path.best_port;
-        meta.path.changed = 1;
-        meta.path.change_reason = reason;
-    }
-
-#elif defined(STELLAR_STEP_FLOW_LOOKUP)
-    {
+control FlowLookup(inout headers_t hdr,
+                   inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    apply {
         meta.flow.protocol = hdr.ipv4.protocol;
         if (hdr.bth.isValid()) {
             meta.flow.is_roce = 1;
@@ -94,6 +81,8 @@
         flow_departed_seq.read(meta.flow.departed_seq, meta.flow.slot);
         flow_departed_stamp.read(meta.flow.departed_stamp, meta.flow.slot);
         flow_last_arrival.read(meta.flow.last_arrival, meta.flow.slot);
+        flow_untracked_in.read(meta.flow.untracked_in, meta.flow.slot);
+        flow_untracked_out.read(meta.flow.untracked_out, meta.flow.slot);
         meta.flow.gap_us = standard_metadata.ingress_global_timestamp - meta.flow.last_arrival;
         if (stored_sig == meta.flow.sig) {
             meta.flow.known = 1;
@@ -117,51 +106,87 @@
             }
         }
     }
-#elif defined(STELLAR_STEP_FLOWLET)
-    {
+}
+
+control Flowlet(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    /* Path changes by reason (p4src/CONTRACT.md s.1); index 0 counts first
+     * placements.  Size: CHANGE_REASON_SLOTS. */
+    counter(CHANGE_REASON_SLOTS, CounterType.packets_and_bytes) path_changes;
+    /* Packets of flows whose slot another active flow holds (routed by hash,
+     * untracked); a persistent count means FLOW_SLOTS is too small. */
+    counter(1, CounterType.packets_and_bytes) collisions;
+
+    action choose_best(in bit<8> reason) {
+        meta.path.chosen_port = meta.path.best_port;
+        meta.path.changed = 1;
+        meta.path.change_reason = reason;
+    }
+
+    apply {
         timestamp_t now = standard_metadata.ingress_global_timestamp;
         meta.path.chosen_port = (port_t)meta.flow.cur_port;
 
         if (meta.path.best_rank == RANK_UNUSABLE) {
             /* Every member is down. */
-            drop_packet(DROP_NO_LIVE_MEMBER);
+            meta.drop = 1;
+            meta.drop_reason = DROP_NO_LIVE_MEMBER;
         } else if (meta.flow.slot_busy == 1) {
             meta.path.chosen_port = meta.path.hash_port;
-            flowlet_collisions.count(0);
+            collisions.count(0);
         } else if (meta.flow.known == 0) {
-            flowlet_choose_best(CHANGE_NEW);
+            choose_best(CHANGE_NEW);
+            if ((meta.cfg.order_guards & ORDER_GUARD_TAKEOVER) != 0 &&
+                meta.flow.untracked_in != meta.flow.untracked_out) {
+                /* Taking over a slot while packets routed by hash for it are
+                 * still queued: they may be ours, so stay where they went. */
+                meta.path.chosen_port = meta.path.hash_port;
+            }
         } else if (meta.path.cur_member == 0) {
-            flowlet_choose_best(CHANGE_MEMBERSHIP);
+            choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
-            flowlet_choose_best(CHANGE_FAILOVER);
+            choose_best(CHANGE_FAILOVER);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
-            if (meta.cfg.gap_moves == 1 &&
-                meta.flow.gap_us >= (timestamp_t)meta.cfg.flowlet_timeout_us) {
-                gap_ok = 1;
-            }
-            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 &&
-                meta.flow.departed_seq == meta.flow.last_seq &&
+            /* Drained: every packet of the flow has left this switch, at least
+             * the margin plus the old member's downstream level ago. */
+            bit<1> drained = 0;
+            if (meta.flow.departed_seq == meta.flow.last_seq &&
                 now - meta.flow.departed_stamp >=
                     (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
+                drained = 1;
+            }
+            if (meta.cfg.gap_moves == 1 &&
+                meta.flow.gap_us >= (timestamp_t)meta.cfg.flowlet_timeout_us &&
+                (drained == 1 || (meta.cfg.order_guards & ORDER_GUARD_GAP_DRAIN) == 0)) {
+                gap_ok = 1;
+            }
+            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 && drained == 1) {
                 drain_ok = 1;
             }
             /* Move only if the best member beats the current one by more
              * than the hysteresis margin. */
             if ((gap_ok == 1 || drain_ok == 1) &&
                 meta.path.best_score < meta.path.cur_score &&
-                meta.path.cur_score - meta.path.best_score > meta.cfg.hysteresis_us) {
+                meta.path.cur_score - meta.path.best_score >
+                    meta.cfg.hysteresis_us << WEIGHT_SHIFT) {
                 if (gap_ok == 1) {
-                    flowlet_choose_best(CHANGE_GAP);
+                    choose_best(CHANGE_GAP);
                 } else {
-                    flowlet_choose_best(CHANGE_DRAIN);
+                    choose_best(CHANGE_DRAIN);
                 }
             }
         }
 
         if (meta.drop == 0) {
             standard_metadata.egress_spec = meta.path.chosen_port;
+        }
+        if (meta.drop == 0 && meta.flow.slot_busy == 1) {
+            meta.flow.untracked = 1;
+            flow_untracked_in.write(meta.flow.slot, meta.flow.untracked_in + 1);
         }
         if (meta.drop == 0 && meta.flow.slot_busy == 0) {
             meta.flow.seq = meta.flow.last_seq + 1;
@@ -172,17 +197,27 @@
             flow_last_seq.write(meta.flow.slot, meta.flow.seq);
             flow_state.write(meta.flow.slot, meta.flow.status);
             if (meta.path.changed == 1) {
-                flowlet_path_changes.count((bit<32>)meta.path.change_reason);
+                path_changes.count((bit<32>)meta.path.change_reason);
             }
         }
     }
-#elif defined(STELLAR_STEP_DRAIN_RECORD)
-    {
+}
+
+control DrainRecord(inout headers_t hdr,
+                    inout metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    apply {
         /* Egress half of drain detection: which of the flow's packets left
          * last, and when. */
         if (meta.flow.tracked == 1) {
             flow_departed_seq.write(meta.flow.slot, meta.flow.seq);
             flow_departed_stamp.write(meta.flow.slot, standard_metadata.egress_global_timestamp);
+        } else if (meta.flow.untracked == 1) {
+            bit<32> out_count;
+            flow_untracked_out.read(out_count, meta.flow.slot);
+            flow_untracked_out.write(meta.flow.slot, out_count + 1);
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_FLOWLET_P4_ */

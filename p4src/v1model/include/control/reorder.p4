@@ -10,27 +10,26 @@
  * benchmarks use.  An equal PSN (retransmission or a duplicate) is not a
  * reorder.  A CRC-16 signature per slot keeps two flows that share a slot
  * from being compared with each other; the newer flow takes the slot over.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_EGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_REORDER_P4_
+#define _STELLAR_CONTROL_REORDER_P4_
+
+control Reorder(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
 
     /* PSN_SLOT_VALID | highest PSN.  Size: REORDER_SLOTS. */
-    @name("reorder.max_psn")
-    register<bit<32>>(REORDER_SLOTS) reorder_max_psn;
+    register<bit<32>>(REORDER_SLOTS) max_psn;
     /* FLOW_SIG_VALID | crc16 of the flow: which flow the slot tracks, so that two
      * flows sharing a slot never compare PSNs with each other (a false reorder). */
-    @name("reorder.flow_sig")
-    register<bit<32>>(REORDER_SLOTS) reorder_flow_sig;
+    @name("flow_sig")
+    register<bit<32>>(REORDER_SLOTS) owner_sig;
     /* Reorder events since start (index 0). */
-    @name("reorder.total")
-    register<bit<32>>(1) reorder_total;
+    register<bit<32>>(1) total;
     /* Reorder events per egress port.  Size: PORT_SLOTS. */
-    @name("reorder.events")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) reorder_events;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) events;
 
-#elif defined(STELLAR_STEP_REORDER)
-    {
+    apply {
         if (hdr.bth.isValid()) {
             hash(meta.reorder_slot, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp },
@@ -40,24 +39,26 @@
             meta.reorder_sig = meta.reorder_sig | FLOW_SIG_VALID;
             bit<32> owner;
             bit<32> stored;
-            reorder_flow_sig.read(owner, meta.reorder_slot);
-            reorder_max_psn.read(stored, meta.reorder_slot);
+            owner_sig.read(owner, meta.reorder_slot);
+            max_psn.read(stored, meta.reorder_slot);
             bit<32> current = PSN_SLOT_VALID | (bit<32>)hdr.bth.psn;
             if (owner != meta.reorder_sig || (stored & PSN_SLOT_VALID) == 0) {
                 /* A new flow for this slot (or the first one): start tracking it. */
-                reorder_flow_sig.write(meta.reorder_slot, meta.reorder_sig);
-                reorder_max_psn.write(meta.reorder_slot, current);
+                owner_sig.write(meta.reorder_slot, meta.reorder_sig);
+                max_psn.write(meta.reorder_slot, current);
             } else {
                 bit<24> ahead = hdr.bth.psn - stored[23:0];
                 if (ahead != 0 && ahead < PSN_HALF_RANGE) {
-                    reorder_max_psn.write(meta.reorder_slot, current);
+                    max_psn.write(meta.reorder_slot, current);
                 } else if (ahead >= PSN_HALF_RANGE) {
                     bit<32> events_so_far;
-                    reorder_total.read(events_so_far, 0);
-                    reorder_total.write(0, events_so_far + 1);
-                    reorder_events.count((bit<32>)standard_metadata.egress_port);
+                    total.read(events_so_far, 0);
+                    total.write(0, events_so_far + 1);
+                    events.count((bit<32>)standard_metadata.egress_port);
                 }
             }
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_REORDER_P4_ */

@@ -7,60 +7,59 @@
  * MAX_PATH_MEMBERS member ports with the controller's congestion level of
  * each and the set's mode (adaptive or plain ECMP).  Which member a flow
  * uses is decided later (path_choice.p4, flowlet.p4).
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_ROUTING_P4_
+#define _STELLAR_CONTROL_ROUTING_P4_
 
-    @name("routing.set_path_set")
-    action routing_set_path_set(path_set_id_t path_set_id) {
+control Routing(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    action set_path_set(path_set_id_t path_set_id) {
         meta.route.path_set_id = path_set_id;
     }
 
-    @name("routing.drop_no_route")
-    action routing_drop_no_route() {
+    action drop_no_route() {
         meta.drop = 1;
         meta.drop_reason = DROP_NO_ROUTE;
         mark_to_drop(standard_metadata);
     }
 
     /* Destination prefixes.  Size: ROUTING_LPM_SIZE (size.p4). */
-    @name("routing.lpm")
-    table routing_lpm {
+    /* (named routes here: a table called lpm would shadow the match kind) */
+    @name("lpm")
+    table routes {
         key = {
             hdr.ipv4.dst_addr: lpm;
         }
         actions = {
-            routing_set_path_set;
-            routing_drop_no_route;
+            set_path_set;
+            drop_no_route;
         }
-        default_action = routing_drop_no_route();
+        default_action = drop_no_route();
         size = ROUTING_LPM_SIZE;
     }
 
-    @name("routing.reserve_path_set")
-    action routing_reserve_path_set(path_set_id_t path_set_id) {
+    action reserve_path_set(path_set_id_t path_set_id) {
         meta.route.path_set_id = path_set_id;
     }
 
     /* Job reservations: traffic between a job's hosts uses the path set the
      * controller reserved for it.  Size: RESERVATION_SIZE. */
-    @name("routing.reservation")
-    table routing_reservation {
+    table reservation {
         key = {
             hdr.ipv4.src_addr: ternary;
             hdr.ipv4.dst_addr: ternary;
         }
         actions = {
-            routing_reserve_path_set;
+            reserve_path_set;
             NoAction;
         }
         default_action = NoAction();
         size = RESERVATION_SIZE;
     }
 
-    @name("routing.set_members")
-    action routing_set_members(bit<4> count, bit<1> ecmp,
+    action set_members(bit<4> count, bit<1> ecmp,
                                port_t port0, port_t port1, port_t port2, port_t port3,
                                port_t port4, port_t port5, port_t port6, port_t port7,
                                bit<16> level0, bit<16> level1, bit<16> level2, bit<16> level3,
@@ -85,37 +84,36 @@
         meta.route.level7 = level7;
     }
 
-    @name("routing.drop_no_path_set")
-    action routing_drop_no_path_set() {
+    action drop_no_path_set() {
         meta.drop = 1;
         meta.drop_reason = DROP_NO_PATH_SET;
         mark_to_drop(standard_metadata);
     }
 
     /* Path set members.  Size: PATH_SET_SIZE. */
-    @name("routing.path_set")
-    table routing_path_set {
+    table path_set {
         key = {
             meta.route.path_set_id: exact;
         }
         actions = {
-            routing_set_members;
-            routing_drop_no_path_set;
+            set_members;
+            drop_no_path_set;
         }
-        default_action = routing_drop_no_path_set();
+        default_action = drop_no_path_set();
         size = PATH_SET_SIZE;
     }
 
-#elif defined(STELLAR_STEP_ROUTING)
-    {
+    apply {
         if (hdr.ipv4.ttl <= 1) {
-            drop_packet(DROP_TTL_EXPIRED);
-        } else if (routing_lpm.apply().hit) {
-            routing_reservation.apply();
-            routing_path_set.apply();
+            meta.drop = 1;
+            meta.drop_reason = DROP_TTL_EXPIRED;
+        } else if (routes.apply().hit) {
+            reservation.apply();
+            path_set.apply();
             if (meta.drop == 0) {
                 if (meta.route.count == 0 || meta.route.count > MAX_PATH_MEMBERS) {
-                    drop_packet(DROP_NO_PATH_SET);
+                    meta.drop = 1;
+                    meta.drop_reason = DROP_NO_PATH_SET;
                 } else {
                     /* The TTL shares a checksum word with the protocol. */
                     bit<16> old_word = hdr.ipv4.ttl ++ hdr.ipv4.protocol;
@@ -126,4 +124,6 @@
             }
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_ROUTING_P4_ */

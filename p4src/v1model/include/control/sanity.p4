@@ -8,11 +8,14 @@
  * forwarded as non-RoCE traffic by policy (config.malformed_l4_forward).  It
  * also drops non-IPv4 traffic and IPv4 headers with a bad checksum.  Counting
  * happens in telemetry (meta.malformed, meta.drop_reason).
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_STEP_SANITY)
-    {
+#ifndef _STELLAR_CONTROL_SANITY_P4_
+#define _STELLAR_CONTROL_SANITY_P4_
+
+control Sanity(inout headers_t hdr,
+               inout metadata_t meta,
+               inout standard_metadata_t standard_metadata) {
+    apply {
         if (standard_metadata.parser_error != error.NoError) {
             /* Which header was cut short (or rejected)? */
             if (!hdr.ethernet.isValid()) {
@@ -50,15 +53,20 @@
                 l4_only = 1;
             }
             if (l4_only == 0 || meta.cfg.malformed_l4_forward == 0) {
-                drop_packet(DROP_MALFORMED);
+                meta.drop = 1;
+                meta.drop_reason = DROP_MALFORMED;
             }
         } else if (!hdr.ipv4.isValid()) {
-            drop_packet(DROP_NOT_IPV4);
+            meta.drop = 1;
+            meta.drop_reason = DROP_NOT_IPV4;
         } else if (standard_metadata.checksum_error == 1) {
-            drop_packet(DROP_BAD_CHECKSUM);
+            meta.drop = 1;
+            meta.drop_reason = DROP_BAD_CHECKSUM;
         } else if (hdr.ipv4.ihl != 5) {
             /* Legal, rare in RoCE fabrics: counted, forwarded intact. */
             meta.malformed = MALFORMED_IPV4_OPTIONS;
         }
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_SANITY_P4_ */

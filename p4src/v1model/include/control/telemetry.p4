@@ -6,34 +6,32 @@
  * here are the per-port, per-class, per-reason counts and the digests.
  * BMv2 keeps one digest per packet, so the elephant report takes precedence
  * over a path-change report.
- *
- * Block file: included once per section (see stellar.p4, "Block files").
  */
-#if defined(STELLAR_INGRESS_DECLS)
+#ifndef _STELLAR_CONTROL_TELEMETRY_P4_
+#define _STELLAR_CONTROL_TELEMETRY_P4_
+
+control TelemetryIngress(inout headers_t hdr,
+                         inout metadata_t meta,
+                         inout standard_metadata_t standard_metadata) {
 
     /* Received per ingress port.  Size: PORT_SLOTS. */
-    @name("telemetry.rx_port")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) telemetry_rx_port;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) rx_port;
     /* Dropped by reason (define.p4 DROP_*).  Size: REASON_SLOTS. */
-    @name("telemetry.drops")
-    counter(REASON_SLOTS, CounterType.packets_and_bytes) telemetry_drops;
+    counter(REASON_SLOTS, CounterType.packets_and_bytes) drops;
     /* Malformed/notable input by kind (define.p4 MALFORMED_*). */
-    @name("telemetry.malformed")
-    counter(REASON_SLOTS, CounterType.packets_and_bytes) telemetry_malformed;
+    counter(REASON_SLOTS, CounterType.packets_and_bytes) malformed;
     /* Forwarded per traffic class (after policing).  Size: CLASS_SLOTS. */
-    @name("telemetry.class_rx")
-    counter(CLASS_SLOTS, CounterType.packets_and_bytes) telemetry_class_rx;
+    counter(CLASS_SLOTS, CounterType.packets_and_bytes) class_rx;
 
-#elif defined(STELLAR_STEP_TELEMETRY_INGRESS)
-    {
-        telemetry_rx_port.count((bit<32>)standard_metadata.ingress_port);
+    apply {
+        rx_port.count((bit<32>)standard_metadata.ingress_port);
         if (meta.malformed != MALFORMED_NONE) {
-            telemetry_malformed.count((bit<32>)meta.malformed);
+            malformed.count((bit<32>)meta.malformed);
         }
         if (meta.drop == 1) {
-            telemetry_drops.count((bit<32>)meta.drop_reason);
+            drops.count((bit<32>)meta.drop_reason);
         } else {
-            telemetry_class_rx.count((bit<32>)meta.qos.traffic_class);
+            class_rx.count((bit<32>)meta.qos.traffic_class);
             if (meta.eleph.report == 1) {
                 meta.elephant_report.src_addr = hdr.ipv4.src_addr;
                 meta.elephant_report.dst_addr = hdr.ipv4.dst_addr;
@@ -54,19 +52,62 @@
             }
         }
     }
-#elif defined(STELLAR_EGRESS_DECLS)
+}
+
+control TelemetryEgress(inout headers_t hdr,
+                        inout metadata_t meta,
+                        inout standard_metadata_t standard_metadata) {
 
     /* Sent per egress port.  Size: PORT_SLOTS. */
-    @name("telemetry.tx_port")
-    counter(PORT_SLOTS, CounterType.packets_and_bytes) telemetry_tx_port;
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) tx_port;
     /* Sent per (port, queue): index port * 8 + queue.  Size: PORT_QUEUE_SLOTS. */
-    @name("telemetry.tx_queue")
-    counter(PORT_QUEUE_SLOTS, CounterType.packets_and_bytes) telemetry_tx_queue;
+    counter(PORT_QUEUE_SLOTS, CounterType.packets_and_bytes) tx_queue;
+    /* Queue-delay histogram per egress port: index port * 16 + bucket of the
+     * packet's deq_timedelta, buckets starting at 0, 1, 2, 4, 8, 12, 16, 24,
+     * 32, 48, 64, 96, 128, 192, 256, 512 us.  The controller's congestion
+     * map is built from it (counter deltas between polls): P4Runtime on BMv2
+     * reads counters, not registers.  Size: PORT_SLOTS * QDELAY_BUCKETS. */
+    counter(QDELAY_HIST_SLOTS, CounterType.packets_and_bytes) qdelay_hist;
 
-#elif defined(STELLAR_STEP_TELEMETRY_EGRESS)
-    {
-        telemetry_tx_port.count((bit<32>)standard_metadata.egress_port);
-        telemetry_tx_queue.count(((bit<32>)standard_metadata.egress_port << 3) |
+    apply {
+        tx_port.count((bit<32>)standard_metadata.egress_port);
+        bit<32> d = standard_metadata.deq_timedelta;
+        bit<32> bucket = 15;
+        if (d < 1) {
+            bucket = 0;
+        } else if (d < 2) {
+            bucket = 1;
+        } else if (d < 4) {
+            bucket = 2;
+        } else if (d < 8) {
+            bucket = 3;
+        } else if (d < 12) {
+            bucket = 4;
+        } else if (d < 16) {
+            bucket = 5;
+        } else if (d < 24) {
+            bucket = 6;
+        } else if (d < 32) {
+            bucket = 7;
+        } else if (d < 48) {
+            bucket = 8;
+        } else if (d < 64) {
+            bucket = 9;
+        } else if (d < 96) {
+            bucket = 10;
+        } else if (d < 128) {
+            bucket = 11;
+        } else if (d < 192) {
+            bucket = 12;
+        } else if (d < 256) {
+            bucket = 13;
+        } else if (d < 512) {
+            bucket = 14;
+        }
+        qdelay_hist.count(((bit<32>)standard_metadata.egress_port << 4) | bucket);
+        tx_queue.count(((bit<32>)standard_metadata.egress_port << 3) |
                                  (bit<32>)meta.qos.queue);
     }
-#endif
+}
+
+#endif  /* _STELLAR_CONTROL_TELEMETRY_P4_ */
