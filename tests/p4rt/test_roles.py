@@ -230,3 +230,30 @@ def test_notifications_carry_the_primary_role_config(harness, two_roles):
     answer = backup.connect()
     assert answer.status.code == code_pb2.ALREADY_EXISTS
     assert answer.role.name == "routing" and answer.role.config == routing.role_config
+
+
+def test_controller_session_speaks_for_its_role(harness, two_roles):
+    """control_plane's finsy session with a Transport role: arbitrates in that role, its Writes
+    carry it (allowed in its table, refused elsewhere by name)."""
+    from control_plane.p4rt import ReconcileError, SwitchSession, Transport
+
+    from control_plane.p4rt import Change
+
+    info = fake_p4info()  # finsy's P4Schema wants aliases, as p4c writes them
+    for kind in ("tables", "actions", "counters", "direct_counters", "meters", "direct_meters",
+                 "registers", "digests", "controller_packet_metadata"):
+        for obj in getattr(info, kind):
+            obj.preamble.alias = obj.preamble.name
+    t = Transport(role="routing", role_config=role_config_any(exclusive=[T_LPM]))
+    with SwitchSession(harness.address, 1, info, election_id=(0, 5), transport=t) as s:
+        assert s.primary
+        entry = {"table": "MyIngress.t_lpm", "match": {"hdr.ipv4.dst": {"value": 0x0A000000, "prefix_len": 8}},
+                 "action": "MyIngress.drop", "params": {}}
+
+        assert s.apply([Change("insert", "entry", entry)]) == []
+        bad = {"table": "MyIngress.t_exact", "match": {"hdr.eth.dst": 1, "meta.vrf": 1},
+               "action": "MyIngress.drop", "params": {}}
+        [err] = s.apply([Change("insert", "entry", bad)])
+        assert err.code == "PERMISSION_DENIED"
+    assert len(harness.switch.table_entries("MyIngress.t_lpm")) == 1
+    assert harness.switch.table_entries("MyIngress.t_exact") == []
