@@ -96,3 +96,29 @@ def test_hang_detection(program, monkeypatch):
     res = run_campaign(leaf, [(1, b"stuck", "loops"), (1, roce("10.0.1.1", "10.0.2.7", qp=1, psn=1), "ok")],
                        hang_s=0.3)
     assert len(res.hangs) == 1 and res.delivered == 1
+
+
+def test_differential_harness_against_the_in_process_leaf(program, tmp_path):
+    """bench/fuzz_diff.py's target side (a `p4sim run` process on nanomsg, the leaf's entries
+    replayed over P4Runtime, sentinel-delimited outputs) gives the in-process leaf's decisions;
+    with the routes left out it does not (negative control).  BMv2 runs through the same code
+    when installed (bench/fuzz_packets.py --bmv2)."""
+    from bench.fuzz_diff import classify, run_target
+    from tests.robustness.packets import mutated_frames
+
+    frames = list(mutated_frames(seed=3, count=60))
+    leaf = Leaf(p4sim, program)
+    expected = []
+    for port, data, what in frames:
+        leaf.send(port, data)
+        leaf.advance(50)
+        expected.append(classify([(p, bytes(f)) for p, f in leaf.sw.take_output()]))
+    assert sum(e != "drop" for e in expected) >= 5  # the sample forwards some frames
+    run = run_target("p4sim", frames, tmp_path / "ok")
+    assert run.lost_sentinels == 0 and run.decisions == expected
+    from tests.stellar.leaf import REMOTE_SUBNET
+
+    no_remote_route = lambda call: call[2] == {"hdr.ipv4.dst_addr": REMOTE_SUBNET}  # noqa: E731
+    broken = run_target("p4sim", frames, tmp_path / "broken", skip=no_remote_route)
+    assert broken.lost_sentinels == 0
+    assert broken.decisions != expected
