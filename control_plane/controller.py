@@ -119,11 +119,14 @@ class Controller:
         self.writes = 0
         self.polls = 0
         # The rendered path-set entries of every leaf, by path set id; levels start at 0.
-        self._entries: dict[str, dict[int, dict]] = {
-            name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
-                   for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
-            for name, doc in documents.items()}
+        self._entries = self._path_set_entries(documents)
         self._remote = self._remote_hops()
+
+    @staticmethod
+    def _path_set_entries(documents: dict[str, dict]) -> dict[str, dict[int, dict]]:
+        return {name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
+                       for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
+                for name, doc in documents.items()}
 
     # ------------------------------------------------------------------ topology knowledge
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
@@ -262,6 +265,34 @@ class Controller:
         return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
                               len({name for name, _, _ in writes}), cpu * 1e3)
+
+    def resync(self, documents: dict[str, dict], program=None, addresses: Optional[dict[str, str]] = None,
+               fabric: Optional[Fabric] = None, plans: Optional[dict[str, SwitchPlan]] = None):
+        """Converge every switch to ``documents`` by reconcile (read-diff-write), for what the
+        incremental path cannot repair: a switch that restarted (no pipeline, no entries; its
+        pipeline is pushed again when ``program`` is given), a lost stream, a link that came
+        back, or this controller's own restart.  Sessions that lost primacy are re-arbitrated
+        first.  ``fabric``/``plans``: the topology the documents were rendered for, which then
+        becomes the controller's model.  Returns the FabricPush (``ok`` when every switch is
+        in sync; a failing switch is named in its result and the others are still synced)."""
+        from control_plane.p4rt import P4RuntimePushError, push_fabric
+
+        for session in self.ops.values():
+            if hasattr(session, "reconnect") and not getattr(session, "primary", True):
+                try:
+                    session.reconnect()
+                except P4RuntimePushError:
+                    pass  # reported by the push below, with the others still synced
+        fabric = fabric or self.fabric
+        sessions = {n: s for n, s in self.ops.items() if getattr(s, "primary", False)}
+        push = push_fabric(fabric, documents, program, addresses, progress=None, label="resync",
+                           sessions=sessions, election_id=getattr(next(iter(self.ops.values()), None),
+                                                                  "election_id", (0, 1)))
+        if plans is not None:
+            self.fabric, self.plans = fabric, plans
+            self._entries = self._path_set_entries(documents)
+            self._remote = self._remote_hops()
+        return push
 
     def _link(self, a: str, b: str) -> Link:
         link = self.fabric.link(a, b) or self.fabric.link(b, a)

@@ -611,6 +611,19 @@ class SwitchSession:
         self._connected = True
         return self
 
+    def reconnect(self) -> "SwitchSession":
+        """A new channel and arbitration, keeping the P4Info: after the switch restarted (a
+        restarted switch knows no primary) or the stream broke.  Raises P4RuntimePushError."""
+        if self._connected:
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - the old channel may be half dead; it is dropped
+                pass
+        self._connected = False
+        self.primary = False
+        self.client = P4Client(self.address, self.transport.tls, wait_for_ready=False)
+        return self.connect()
+
     async def _open(self) -> None:
         await self.client.open()
         assert self.client.channel is not None
