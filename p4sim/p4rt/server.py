@@ -9,6 +9,12 @@ crash: anything unexpected is an INTERNAL status and the server keeps serving.
 Write atomicity: CONTINUE_ON_ERROR (default) applies each update on its own, all or nothing per
 update; ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply the batch under the switch lock and undo it
 at the first failure (that update reports its error, every other one ABORTED).
+
+Roles (``roles.py``): each request is judged for the role it names -- Writes and pipeline pushes
+only from that role's primary (a role with no primary is PERMISSION_DENIED: unknown), updates
+outside a restricted role's P4 ids PERMISSION_DENIED one by one, its reads filtered; packet-ins
+and digests go to the primary of every role that takes them.  Transport (``security.py``):
+plaintext, TLS or mutual TLS.
 """
 from __future__ import annotations
 
