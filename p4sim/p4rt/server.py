@@ -85,6 +85,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RTError("NOT_FOUND", f"unknown device id {device_id}")
 
     def _role(self, request) -> str:
+        if getattr(request, "role_id", 0) and not getattr(request, "role", ""):
+            # role_id (uint64) is deprecated since 1.4; taking it for the default role would give
+            # a restricted client full access.
+            raise P4RTError("INVALID_ARGUMENT", "role_id is deprecated since P4Runtime 1.4: name the role")
         return getattr(request, "role", "") or ""
 
     def _check_primary(self, request) -> RolePolicy:

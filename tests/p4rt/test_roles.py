@@ -257,3 +257,14 @@ def test_controller_session_speaks_for_its_role(harness, two_roles):
         assert err.code == "PERMISSION_DENIED"
     assert len(harness.switch.table_entries("MyIngress.t_lpm")) == 1
     assert harness.switch.table_entries("MyIngress.t_exact") == []
+
+
+def test_deprecated_numeric_role_id_is_refused(harness, two_roles):
+    _, routing, _ = two_roles
+    req = p4runtime_pb2.WriteRequest(device_id=1, role_id=7)
+    req.election_id.low = 1
+    req.updates.append(update("INSERT", table_entry=lpm(routing, 0x0A000000)))
+    with pytest.raises(grpc.RpcError) as ex:
+        routing.stub.Write(req)
+    assert ex.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert harness.switch.table_entries("MyIngress.t_lpm") == []
