@@ -235,7 +235,7 @@ def test_notifications_carry_the_primary_role_config(harness, two_roles):
 def test_controller_session_speaks_for_its_role(harness, two_roles):
     """control_plane's finsy session with a Transport role: arbitrates in that role, its Writes
     carry it (allowed in its table, refused elsewhere by name)."""
-    from control_plane.p4rt import ReconcileError, SwitchSession, Transport
+    from control_plane.p4rt import SwitchSession, Transport
 
     from control_plane.p4rt import Change
 

@@ -15,7 +15,6 @@ with the traceback text.
 from __future__ import annotations
 
 import copy
-import math
 import random
 import traceback
 from dataclasses import dataclass, field
@@ -195,4 +194,4 @@ def run(count: int, seed: int, work: Path, fabrics=SHIPPED, render_valid: bool =
     return res
 
 
-__all__ = ["run", "check_one", "mutate_document", "mutate_text", "math"]
+__all__ = ["run", "check_one", "mutate_document", "mutate_text"]

@@ -27,7 +27,7 @@ import grpc
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4sim.p4rt.client import P4RuntimeClient, WriteFailed, parse_write_error, update
+from p4sim.p4rt.client import P4RuntimeClient, parse_write_error, update
 from p4sim.p4rt.roles import role_config_any
 from tests.p4rt.conftest import FAKE_CONFIG
 from tests.p4rt.fake_switch import fake_p4info

@@ -4,7 +4,6 @@ cut mid-arbitration, and pipeline swaps under writes.  Small counts (CI);
 ``bench/fuzz_p4runtime.py --count N`` runs more."""
 from __future__ import annotations
 
-import random
 
 from p4sim.p4rt.client import load_p4info, update
 from tests.p4rt.fake_switch import fake_p4info
