@@ -35,6 +35,14 @@ def test_structure_aware_mutations(fuzz_leaf):
     assert len(res.malformed_by_kind) >= 5, res.malformed_by_kind
 
 
+def test_mutations_with_malformed_l4_forwarded(program):
+    """The other malformed-L4 policy (forward as non-RoCE): same guarantees."""
+    leaf = Leaf(p4sim, program)
+    leaf.set_params(malformed_l4_forward=1)
+    res = run_campaign(leaf, mutated_frames(seed=12, count=600))
+    assert res.ok, res.summary() + "\n" + "\n".join(res.crashes[:5] + res.hangs[:5] + res.accounting)
+
+
 def test_the_same_seed_gives_the_same_corpus():
     a = list(mutated_frames(seed=5, count=50))
     assert a == list(mutated_frames(seed=5, count=50))
