@@ -139,7 +139,7 @@ def test_switch_restart_mid_push(lab):
 def test_a_write_without_answer_times_out_and_resync_repairs_the_late_write(lab, monkeypatch):
     """leaf2 stalls one Write past the client's deadline (then applies it late); the push names
     leaf2 and finishes the others; the resync converges leaf2 to the rendered state."""
-    monkeypatch.setattr(p4rt, "RPC_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(p4rt, "RPC_TIMEOUT_S", 3.0)
     link = find_link(lab.fabric, "leaf2", "spine2")
     after, plans, docs = target(lab.fabric, [link])
     service = lab.sim.servers["leaf2"].service
