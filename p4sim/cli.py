@@ -171,8 +171,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.grpc_server_ssl:
             tls = ServerTLS.from_files(args.grpc_server_cert, args.grpc_server_key,
                                        args.grpc_server_cacert, bool(args.grpc_server_with_client_auth))
-        elif args.grpc_server_with_client_auth or args.grpc_server_cert:
-            raise TLSConfigError("TLS options given without --grpc-server-ssl")
+        else:  # as simple_switch_grpc: warned about and ignored
+            if args.grpc_server_cacert or args.grpc_server_cert or args.grpc_server_key:
+                print("p4sim run: SSL/TLS is disabled for gRPC server, so provided .pem files will be "
+                      "ignored", file=sys.stderr)
+            if args.grpc_server_with_client_auth:
+                print("p4sim run: SSL/TLS is disabled for gRPC server, so cannot request client auth",
+                      file=sys.stderr)
     except TLSConfigError as err:
         print(f"p4sim run: {err}", file=sys.stderr)
         ports.close()
