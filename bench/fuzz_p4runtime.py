@@ -4,7 +4,8 @@
 
 ``--count`` random malformed batches under random atomicity, half on the fake switch and half on
 the real p4sim core running tests/p4rt/p4/match_kinds.p4 (every all-or-none refusal checked by
-reading the whole switch back), then the scenarios once each at larger sizes: edge requests
+reading the whole switch back), count/4 mostly-valid CONTINUE_ON_ERROR batches compared with
+the same updates written one per Write to a twin switch (codes and final state), then the scenarios once each at larger sizes: edge requests
 (oversized, duplicate, out-of-range, out-of-order), two roles writing concurrently, streams cut
 mid-arbitration, a pipeline swap under writes.  Prints per-code counts and every violation;
 exit 1 if there is one.  The checks are those of tests/robustness/p4runtime.py.
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.p4rt.p4sim_process import REPO, compile_program
     from tests.robustness.p4runtime import (concurrent_roles, edge_requests,
                                             pipeline_swap_while_writing, random_batches,
-                                            streams_cut_mid_arbitration)
+                                            streams_cut_mid_arbitration, twin_batches)
 
     violations = 0
     t0 = time.perf_counter()
@@ -54,9 +55,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             h.close()
     print(f"random batches, p4sim core:   {real.summary()}")
-    for v in (fake.violations + real.violations)[:20]:
+    a, b = Harness(), Harness()
+    try:
+        twin = twin_batches(a.primary_with_pipeline(), b.primary_with_pipeline(), fake_p4info(),
+                            max(1, args.count // 4), args.seed + 2)
+    finally:
+        a.close()
+        b.close()
+    print(f"CONTINUE_ON_ERROR batch vs one Write per update: {twin.summary()}")
+    for v in (fake.violations + real.violations + twin.violations)[:20]:
         print(f"    {v}")
-    violations += len(fake.violations) + len(real.violations)
+    violations += len(fake.violations) + len(real.violations) + len(twin.violations)
 
     for name, run in (("edge requests", lambda h: edge_requests(h)),
                       ("two roles writing concurrently (500 each)", lambda h: concurrent_roles(h, 500)),
@@ -72,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems[:10]:
             print(f"    {p}")
         violations += len(problems)
-    print(f"total: {fake.batches + real.batches} random batches ({fake.updates + real.updates} updates) "
+    print(f"total: {fake.batches + real.batches + twin.batches} batches "
+          f"({fake.updates + real.updates + twin.updates} updates) "
           f"+ 4 scenarios, {violations} violations, {time.perf_counter() - t0:.1f} s")
     return 0 if violations == 0 else 1
 

@@ -343,3 +343,51 @@ def edge_requests(harness) -> list[str]:
            ("UNKNOWN", 3000, 30))
     expect("3000-update batch: applied", len(harness.switch.table_entries("MyIngress.t_lpm")), 1 + 2970)
     return problems
+
+
+def plausible_update(rng: random.Random, c: P4RuntimeClient, info) -> p4runtime_pb2.Update:
+    """Mostly well-formed updates on a small key space (so INSERT/MODIFY/DELETE collide), with
+    the malformed generator's output mixed in: batches where some updates apply and some not."""
+    roll = rng.random()
+    kind = rng.choice(["INSERT", "INSERT", "MODIFY", "DELETE"])
+    if roll < 0.45:
+        return update(kind, table_entry=lpm(c, (10 << 24) | (rng.randrange(6) << 16), 16, port=rng.randrange(1, 5)))
+    if roll < 0.65:
+        return update(kind, table_entry=exact(c, 0x020000000000 + rng.randrange(6), port=rng.randrange(1, 5)))
+    if roll < 0.75:
+        re = p4runtime_pb2.RegisterEntry(register_id=0x16000001)
+        re.index.index = rng.randrange(-1, 18)
+        re.data.bitstring = rng.randrange(1, 1 << 33).to_bytes(5, "big").lstrip(b"\0")
+        return update("MODIFY", register_entry=re)
+    if roll < 0.82:
+        ce = p4runtime_pb2.CounterEntry(counter_id=0x12000001)
+        ce.index.index = rng.randrange(0, 9)
+        ce.data.packet_count, ce.data.byte_count = rng.randrange(100), rng.randrange(10000)
+        return update("MODIFY", counter_entry=ce)
+    return random_update(rng, info)
+
+
+def twin_batches(a: P4RuntimeClient, b: P4RuntimeClient, info, count: int, seed: int) -> P4RTCampaign:
+    """CONTINUE_ON_ERROR means each update on its own: switch A gets every batch whole, twin B
+    the same updates one Write each.  Per-update codes and the final states must agree (a batch
+    that applied part of an update, or let one update's failure touch another, would differ)."""
+    rng = random.Random(seed)
+    res = P4RTCampaign()
+    for i in range(count):
+        updates = [plausible_update(rng, a, info) for _ in range(rng.randrange(1, 10))]
+        whole, codes = write_raw(a, updates)
+        singles = []
+        for u in updates:
+            w, cs = write_raw(b, [u])
+            singles.append(cs[0] if cs else f"rpc:{w}")
+        res.batches += 1
+        res.updates += len(updates)
+        res.codes.update(codes)
+        if codes != singles:
+            res.violations.append(f"batch {i} (seed {seed}): batch codes {codes} vs one by one {singles}")
+        if i % 10 == 9 and snapshot(a) != snapshot(b):
+            res.violations.append(f"after batch {i} (seed {seed}): the batched and one-by-one switches differ")
+            break
+    if snapshot(a) != snapshot(b):
+        res.violations.append("final state: batched and one-by-one switches differ")
+    return res

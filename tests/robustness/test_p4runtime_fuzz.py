@@ -52,3 +52,17 @@ def test_streams_cut_mid_arbitration(harness):
 
 def test_pipeline_swap_while_writing(harness):
     assert pipeline_swap_while_writing(harness, writes=150, swaps=6) == []
+
+
+def test_continue_on_error_batches_equal_one_write_per_update():
+    from tests.p4rt.conftest import Harness
+    from tests.robustness.p4runtime import twin_batches
+
+    a, b = Harness(), Harness()
+    try:
+        res = twin_batches(a.primary_with_pipeline(), b.primary_with_pipeline(), fake_p4info(), count=60, seed=9)
+    finally:
+        a.close()
+        b.close()
+    assert not res.violations, "\n".join(res.violations[:10])
+    assert res.codes["OK"] > 50 and len(set(res.codes) - {"OK"}) >= 3, res.codes  # a real mix
