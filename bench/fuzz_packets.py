@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hang-s", type=float, default=2.0, help="a frame taking longer is a hang")
     ap.add_argument("--bmv2", choices=["auto", "off", "required"], default="auto")
     ap.add_argument("--diff-count", type=int, default=2000, help="frames compared with BMv2")
+    ap.add_argument("--malformed-l4", choices=["drop", "forward"], default="drop",
+                    help="the leaf's policy for truncated UDP/TCP/BTH (config.params malformed_l4_forward)")
     args = ap.parse_args(argv)
 
     import p4sim
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     program = p4sim.compile(str(STELLAR_P4))
     leaf = Leaf(p4sim, program)
+    leaf.set_params(malformed_l4_forward=int(args.malformed_l4 == "forward"))
     t0 = time.perf_counter()
 
     def progress(n: int) -> None:
@@ -48,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     res = run_campaign(leaf, mutated_frames(args.seed, args.count), hang_s=args.hang_s,
                        progress=progress if args.count >= 20000 else None)
-    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (leaf of tests/stellar/leaf.py)")
+    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (leaf of tests/stellar/leaf.py), "
+          f"malformed L4: {args.malformed_l4}")
     print(f"  cases                {res.cases}")
     print(f"  crashes              {len(res.crashes)}")
     print(f"  hangs                {len(res.hangs)} (a frame over {args.hang_s:g} s)")
