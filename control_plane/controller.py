@@ -119,14 +119,11 @@ class Controller:
         self.writes = 0
         self.polls = 0
         # The rendered path-set entries of every leaf, by path set id; levels start at 0.
-        self._entries = self._path_set_entries(documents)
+        self._entries: dict[str, dict[int, dict]] = {
+            name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
+                   for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
+            for name, doc in documents.items()}
         self._remote = self._remote_hops()
-
-    @staticmethod
-    def _path_set_entries(documents: dict[str, dict]) -> dict[str, dict[int, dict]]:
-        return {name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
-                       for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
-                for name, doc in documents.items()}
 
     # ------------------------------------------------------------------ topology knowledge
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
@@ -290,7 +287,10 @@ class Controller:
                                                                   "election_id", (0, 1)))
         if plans is not None:
             self.fabric, self.plans = fabric, plans
-            self._entries = self._path_set_entries(documents)
+            self._entries = {name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
+                                    for e in doc["entries"]
+                                    if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
+                             for name, doc in documents.items()}
             self._remote = self._remote_hops()
         return push
 
