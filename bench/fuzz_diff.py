@@ -1,11 +1,11 @@
 """Differential check of the packet corpus: the same frames through two targets running
-stellar.p4 with the test leaf's entries, forwarding decisions compared frame by frame.
+stellar.p4 with the campaign leaf's entries, forwarding decisions compared frame by frame.
 
     python bench/fuzz_diff.py [--count 2000] [--seed 1] [--a p4sim] [--b bmv2]
 
 Each target is a separate process as a user starts it (``p4sim run`` or ``simple_switch_grpc``,
 ``--priority-queues 8``, ports over nanomsg as PTF's ``--platform nn``), programmed over
-P4Runtime with exactly the entries tests/stellar/leaf.py installs (recorded from the Leaf class,
+P4Runtime with exactly the entries of tests/robustness/packets.campaign_leaf (recorded from the Leaf class,
 not copied).  After every corpus frame a sentinel frame (UDP to host port 1, carrying the frame
 number) is sent; the frame's outputs are what arrives up to the sentinel plus a short grace, so
 a drop is known without waiting for a timeout.
@@ -73,12 +73,12 @@ class _Recorder:
 
 
 def leaf_calls() -> list[tuple]:
-    from tests.stellar.leaf import Leaf
+    from tests.robustness.packets import campaign_leaf
 
     class Module:
         Switch = _Recorder
 
-    return Leaf(Module, program=None).sw.calls
+    return campaign_leaf(Module, program=None).sw.calls
 
 
 def _int(v: Any) -> int:

@@ -37,11 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import p4sim
-    from tests.robustness.packets import mutated_frames, run_campaign
-    from tests.stellar.leaf import STELLAR_P4, Leaf
+    from tests.robustness.packets import campaign_leaf, mutated_frames, run_campaign
+    from tests.stellar.leaf import STELLAR_P4
 
     program = p4sim.compile(str(STELLAR_P4))
-    leaf = Leaf(p4sim, program)
+    leaf = campaign_leaf(p4sim, program)
     leaf.set_params(malformed_l4_forward=int(args.malformed_l4 == "forward"))
     t0 = time.perf_counter()
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     res = run_campaign(leaf, mutated_frames(args.seed, args.count), hang_s=args.hang_s,
                        progress=progress if args.count >= 20000 else None)
-    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (leaf of tests/stellar/leaf.py), "
+    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (tests/stellar/leaf.py + a dangling route), "
           f"malformed L4: {args.malformed_l4}")
     print(f"  cases                {res.cases}")
     print(f"  crashes              {len(res.crashes)}")

@@ -37,7 +37,19 @@ from tests.stellar.leaf import (ING, UPLINKS, Leaf, ip_checksum_ok, mac_of, neig
 ETH, VLAN, IPV4, UDP_LEN, BTH_LEN, TCP_LEN = 14, 4, 20, 8, 12, 20
 REASONS = 16  # REASON_SLOTS
 SEND_PORTS = (1, 2, 3, 4)
-DESTS = ("10.0.2.7", "10.0.2.200", "10.0.1.1", "10.0.1.2", "10.0.9.9", "10.0.1.77")
+DESTS = ("10.0.2.7", "10.0.2.200", "10.0.1.1", "10.0.1.2", "10.0.9.9", "10.0.1.77", "10.0.3.3")
+# A route to a path set the controller never wrote (a half-applied push): DROP_NO_PATH_SET.
+DANGLING_ROUTE = ("10.0.3.0", 24)
+DANGLING_PATH_SET = 9
+
+
+def campaign_leaf(p4sim_module, program) -> Leaf:
+    """The test leaf plus a route whose path set is missing, so the corpus reaches that drop
+    reason too (everything here is a table entry, so BMv2 can be given the same)."""
+    leaf = Leaf(p4sim_module, program)
+    leaf.sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": DANGLING_ROUTE},
+                         f"{ING}.routing.set_path_set", {"path_set_id": DANGLING_PATH_SET})
+    return leaf
 SOURCES = ("10.0.1.1", "10.0.1.2", "10.0.1.130", "10.0.2.7", "192.168.0.1")
 
 
@@ -303,4 +315,4 @@ def forwards_normally(leaf: Leaf) -> bool:
 
 
 __all__ = ["mutated_frames", "run_campaign", "forwards_normally", "base_frame", "mutate", "Frame",
-           "CampaignResult", "ING"]
+           "CampaignResult", "campaign_leaf"]
