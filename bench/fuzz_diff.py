@@ -137,7 +137,9 @@ def classify(outputs: list[tuple[int, bytes]]) -> Any:
 
 
 def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
-               skip: Optional[Callable[[tuple], bool]] = None) -> TargetRun:
+               skip: Optional[Callable[[tuple], bool]] = None, grace_s: float = GRACE_S) -> TargetRun:
+    """``grace_s``: how long after a frame's sentinel its own outputs may still arrive (BMv2
+    runs each egress port in its own thread, so an uplink copy can trail the sentinel)."""
     import pynng
 
     from bmv2_env.env import compile_program, free_port, wait_for_grpc
@@ -145,13 +147,17 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
     from tests.stellar.leaf import STELLAR_P4
 
     work.mkdir(parents=True, exist_ok=True)
+    saved_path = os.environ["PATH"]
     if target == "bmv2":
-        os.environ["PATH"] = f"{P4TOOLS_BIN}{os.pathsep}{os.environ['PATH']}"
-    config, info = compile_program(target, STELLAR_P4, work / "build", [], [])
+        os.environ["PATH"] = f"{P4TOOLS_BIN}{os.pathsep}{saved_path}"
+    try:
+        config, info = compile_program(target, STELLAR_P4, work / "build", [], [])
+    finally:
+        os.environ["PATH"] = saved_path
     grpc_addr = f"127.0.0.1:{free_port()}"
     ipc = f"ipc://{(work / 'ports.ipc').resolve()}"
     if target == "bmv2":
-        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", "1", "--packet-in", ipc,
+        cmd = [_which("simple_switch_grpc") or "simple_switch_grpc", "--no-p4", "--device-id", "1", "--packet-in", ipc,
                "--thrift-port", str(free_port()), "--", "--grpc-server-addr", grpc_addr,
                "--cpu-port", "255", "--priority-queues", "8"]
     else:
@@ -199,7 +205,7 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
                 marker = payload.find(SENTINEL)
                 if marker >= 0:
                     if struct.unpack_from("!I", payload, marker + len(SENTINEL))[0] == i:
-                        done_at = time.perf_counter() + GRACE_S
+                        done_at = time.perf_counter() + grace_s
                     continue
                 outs.append((oport, payload))
             run.decisions.append(classify(outs))
@@ -252,13 +258,14 @@ class DiffResult:
         return "\n".join(lines)
 
 
-def differential(seed: int, count: int, a: str = "p4sim", b: str = "bmv2") -> DiffResult:
+def differential(seed: int, count: int, a: str = "p4sim", b: str = "bmv2",
+                 grace_s: float = GRACE_S) -> DiffResult:
     from tests.robustness.packets import mutated_frames
 
     frames = list(mutated_frames(seed, count))
     with tempfile.TemporaryDirectory() as tmp:
-        ra = run_target(a, frames, Path(tmp) / a)
-        rb = run_target(b, frames, Path(tmp) / f"{b}-b")
+        ra = run_target(a, frames, Path(tmp) / a, grace_s=grace_s)
+        rb = run_target(b, frames, Path(tmp) / f"{b}-b", grace_s=grace_s)
     return DiffResult(ra, rb, frames)
 
 

@@ -130,3 +130,16 @@ def test_differential_harness_against_the_in_process_leaf(program, tmp_path):
     broken = run_target("p4sim", frames, tmp_path / "broken", skip=no_remote_route)
     assert broken.lost_sentinels == 0
     assert broken.decisions != expected
+
+
+def test_differential_against_bmv2(tmp_path):
+    """Where BMv2 is installed (PATH or /opt/p4tools/bin): the same corpus through p4sim run and
+    simple_switch_grpc, every forwarding decision equal.  Skipped with the reason otherwise."""
+    from bench.fuzz_diff import bmv2_missing, differential
+
+    missing = bmv2_missing()
+    if missing:
+        pytest.skip(f"differential vs BMv2: {missing}")
+    res = differential(seed=21, count=200, grace_s=0.05)  # a wide grace: CI machines are busy
+    assert res.a.lost_sentinels == 0 and res.b.lost_sentinels == 0
+    assert res.agreement == 1.0, res.text()
