@@ -136,6 +136,19 @@ def classify(outputs: list[tuple[int, bytes]]) -> Any:
     return tuple(sorted(("uplink" if p in UPLINKS else p, f[12:]) for p, f in outputs))
 
 
+def _owner(frames: list[tuple[int, bytes, str]], i: int, out: bytes, back: int = 8) -> int:
+    """Which frame an output belongs to: frame ``i`` (whose window it arrived in), unless it is
+    an earlier frame's late copy -- an uplink's egress thread can trail the sentinel.  An output
+    keeps its frame's length and tail (the switch rewrites MACs, TTL and checksum only), so the
+    newest of the last ``back`` frames with that length and the same last 16 bytes owns it."""
+    if len(out) >= 40:
+        for k in range(i, max(-1, i - back), -1):
+            data = frames[k][1]
+            if len(data) == len(out) and data[-16:] == out[-16:]:
+                return k
+    return i
+
+
 def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
                skip: Optional[Callable[[tuple], bool]] = None, grace_s: float = GRACE_S) -> TargetRun:
     """``grace_s``: how long after a frame's sentinel its own outputs may still arrive (BMv2
@@ -178,11 +191,13 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
         sock = pynng.Pair0(dial=ipc)
         sock.recv_timeout = 1000
         t0 = time.perf_counter()
+        per_frame: list[list[tuple[int, bytes]]] = []
         for i, (port, data, _what) in enumerate(frames):
             sock.send(HDR.pack(PACKET_IN, port, len(data)) + data)
             sent = _sentinel(i)
             sock.send(HDR.pack(PACKET_IN, 3, len(sent)) + sent)
             outs: list[tuple[int, bytes]] = []
+            per_frame.append(outs)
             done_at = None
             while True:
                 if done_at is not None:
@@ -207,8 +222,8 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
                     if struct.unpack_from("!I", payload, marker + len(SENTINEL))[0] == i:
                         done_at = time.perf_counter() + grace_s
                     continue
-                outs.append((oport, payload))
-            run.decisions.append(classify(outs))
+                per_frame[_owner(frames, i, payload)].append((oport, payload))
+        run.decisions = [classify(o) for o in per_frame]
         run.seconds = time.perf_counter() - t0
     finally:
         if sock is not None:
