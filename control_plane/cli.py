@@ -198,6 +198,13 @@ def explain_job(fabric: Fabric, assignment: Assignment, job_name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stellarctl", description="Stellar fabric control: validate, render, "
                                      "and explain job placement.")
+    tls = parser.add_argument_group("P4Runtime transport (switches served with TLS / mutual TLS, roles)")
+    tls.add_argument("--grpc-tls-ca", metavar="PEM", help="CA that signed the switches' certificates (enables TLS)")
+    tls.add_argument("--grpc-tls-cert", metavar="PEM", help="client certificate, for switches that require client auth")
+    tls.add_argument("--grpc-tls-key", metavar="PEM", help="private key of --grpc-tls-cert")
+    tls.add_argument("--grpc-tls-server-name", default="", metavar="NAME",
+                     help="name to check the switch certificate against (default: the address's host)")
+    tls.add_argument("--role", default="", help="P4Runtime role name (default: the default role, full access)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("validate", help="check a fabric file")
     p.add_argument("fabric", help="fabric YAML file")
@@ -254,6 +261,15 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def main(argv: Optional[list[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     args = build_parser().parse_args(argv)
+    if args.grpc_tls_ca or args.grpc_tls_cert or args.role:
+        from .p4rt import Transport, set_default_transport
+
+        try:
+            set_default_transport(Transport.from_files(args.grpc_tls_ca, args.grpc_tls_cert, args.grpc_tls_key,
+                                                       args.grpc_tls_server_name, args.role))
+        except ValueError as exc:
+            print(f"error: {exc}", file=err)
+            return 2
     handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     return handler(args, out, err)
 

@@ -76,8 +76,8 @@ def _main_run_parser() -> argparse.ArgumentParser:
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     # Also accepted before '--' for convenience; after '--' they win, as in simple_switch_grpc.
     p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
-                   help=f"P4Runtime address (default {DEFAULT_GRPC_ADDR}: loopback only, because "
-                        "the server has no authentication; BMv2 listens on 0.0.0.0)")
+                   help=f"P4Runtime address (default {DEFAULT_GRPC_ADDR}: loopback only; elsewhere "
+                        "use --grpc-server-ssl and client auth; BMv2 listens on 0.0.0.0)")
     p.add_argument("--cpu-port", type=int, default=None,
                    help="port whose traffic is P4Runtime packet-in/packet-out")
     p.add_argument("--priority-queues", type=int, default=None,
@@ -88,6 +88,13 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="HOST:PORT of the target-control side channel (p4sim.target_control)")
     p.add_argument("--seed", type=int, default=None, help="seed of the P4 random() extern, for repeatable runs")
     p.add_argument("--dp-grpc-server-addr", default=None, help="accepted for compatibility; unused")
+    # TLS, with simple_switch_grpc's option names (p4sim.p4rt.security).
+    p.add_argument("--grpc-server-ssl", action="store_true", default=None, help="serve P4Runtime over TLS")
+    p.add_argument("--grpc-server-cert", default=None, metavar="PEM", help="server certificate (chain)")
+    p.add_argument("--grpc-server-key", default=None, metavar="PEM", help="server private key")
+    p.add_argument("--grpc-server-cacert", default=None, metavar="PEM", help="CA that signs client certificates")
+    p.add_argument("--grpc-server-with-client-auth", action="store_true", default=None,
+                   help="mutual TLS: refuse clients without a certificate signed by --grpc-server-cacert")
 
 
 def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -157,8 +164,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"p4sim run: cannot open ports: {err}", file=sys.stderr)
         ports.close()
         return 1
+    from p4sim.p4rt.security import ServerTLS, TLSConfigError, exposure_warning
+
+    tls = None
     try:
-        server = P4RuntimeServer(device, args.grpc_server_addr)
+        if args.grpc_server_ssl:
+            tls = ServerTLS.from_files(args.grpc_server_cert, args.grpc_server_key,
+                                       args.grpc_server_cacert, bool(args.grpc_server_with_client_auth))
+        else:  # as simple_switch_grpc: warned about and ignored
+            if args.grpc_server_cacert or args.grpc_server_cert or args.grpc_server_key:
+                print("p4sim run: SSL/TLS is disabled for gRPC server, so provided .pem files will be "
+                      "ignored", file=sys.stderr)
+            if args.grpc_server_with_client_auth:
+                print("p4sim run: SSL/TLS is disabled for gRPC server, so cannot request client auth",
+                      file=sys.stderr)
+    except TLSConfigError as err:
+        print(f"p4sim run: {err}", file=sys.stderr)
+        ports.close()
+        return 1
+    warning = exposure_warning(args.grpc_server_addr, tls)
+    if warning:
+        print(f"p4sim run: {warning}", file=sys.stderr, flush=True)
+    try:
+        server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
     except (OSError, RuntimeError) as err:
         print(f"p4sim run: cannot listen on {args.grpc_server_addr}: {err}", file=sys.stderr)
         ports.close()
@@ -194,6 +222,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     port_desc = ", ".join(f"{p}@{t.ifname}" for p, t in ports.interfaces.items())
     print(f"p4sim: device {args.device_id} serving P4Runtime on {args.grpc_server_addr}"
+          + (" (mutual TLS)" if tls and tls.client_auth else " (TLS)" if tls else "")
           + (f", control on {control.server_address[0]}:{control.port}" if control else "")
           + (f", ports {port_desc}" if port_desc else "")
           + (f", nanomsg {args.packet_in}" if args.packet_in else "")

@@ -51,7 +51,9 @@ class P4simProcess:
 
 
 def start_p4sim(tmp: Path, *extra: str, device_id: int = 1, cpu_port: int = 255,
-                clock: str = "virtual", config: Path | None = None) -> P4simProcess:
+                clock: str = "virtual", config: Path | None = None,
+                channel_credentials: grpc.ChannelCredentials | None = None) -> P4simProcess:
+    """``channel_credentials``: how to reach a server started with TLS options in ``extra``."""
     grpc_addr = f"127.0.0.1:{free_port()}"
     control_addr = f"127.0.0.1:{free_port()}"
     ipc_addr = f"ipc://{tmp}/p4sim-{os.getpid()}-{free_port()}.ipc"
@@ -65,7 +67,8 @@ def start_p4sim(tmp: Path, *extra: str, device_id: int = 1, cpu_port: int = 255,
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     handle = P4simProcess(proc, grpc_addr, control_addr, ipc_addr, log_path)
-    channel = grpc.insecure_channel(grpc_addr)
+    channel = (grpc.insecure_channel(grpc_addr) if channel_credentials is None
+               else grpc.secure_channel(grpc_addr, channel_credentials))
     try:
         deadline = time.monotonic() + 60
         while True:  # bounded poll until the server accepts connections
