@@ -125,7 +125,7 @@ def make_switch_class():
                     raise RuntimeError(f"{self.name}: target exited with {self.proc.returncode}; "
                                        f"log {self.plan.log}:\n{self.plan.log.read_text()[-1500:]}")
                 with socket.socket() as s:
-                    if s.connect_ex((host, int(port))) == 0:
+                    if s.connect_ex((host, int(port))) == 0 and self.proc.poll() is None:
                         return
                 time.sleep(0.1)  # polling interval of the bounded wait
             raise RuntimeError(f"{self.name}: P4Runtime {self.plan.grpc_addr} did not come up in 60 s")

@@ -108,6 +108,14 @@ def test_stellarctl_diff_and_stats_work_against_the_fabric(network):
     assert leaf1["error"] is None and leaf1["rx"]["1"][0] > 0  # l1g1's pings entered port 1
 
 
+def test_stellarctl_watch_reads_the_fabric(network):
+    from bmv2_env.mininet_fabric import stellarctl
+
+    rc, out = stellarctl("watch", network.path, "--count", "1", "--interval", "0.1")
+    assert rc == 0, out
+    assert "leaf1" in out and "spine1" in out
+
+
 def _uplink_used(network, src: str, dst: str) -> int:
     """The leaf uplink (9 or 10) the src->dst ping leaves by, from the leaf's tx counters."""
     from bmv2_env.mininet_fabric import ping
@@ -145,3 +153,27 @@ def test_fail_link_moves_traffic_to_the_other_path(network):
     r = mf.ping(network, "l1g1", "l2g1")
     assert r.sent == r.received == 3, (r.output, text)
     assert set(r.ttls) == {64 - 3}
+
+
+def test_a_switch_failing_half_way_leaves_nothing_behind(tmp_path):
+    """spine2 cannot start (its Thrift port is taken): build_network raises with the switch's
+    log, and every process and interface started before it is gone."""
+    from bmv2_env import mininet_fabric as mf
+    from control_plane.model import load_fabric
+
+    text = (ROOT / "fabrics" / "lab.yaml").read_text()
+    text = re.sub(r"127\.0\.0\.1:9[56]\d\d", lambda _m: f"127.0.0.1:{_free_port()}", text)
+    (tmp_path / "lab.yaml").write_text(text)
+    fabric = load_fabric(tmp_path / "lab.yaml")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        base = taken.getsockname()[1] - 5  # switches by name: leaf1..leaf4, spine1, spine2
+        with pytest.raises(RuntimeError, match="spine2: target exited") as e:
+            mf.build_network(fabric, "p4sim", tmp_path / "logs", thrift_base=base)
+    assert f"Could not bind to port {base + 5}" in str(e.value)
+    assert [n for n in mf.fabric_interfaces(fabric) if os.path.exists(f"/sys/class/net/{n}")] == []
+    for s in fabric.switches.values():  # no switch process is left serving
+        host, port = s.p4runtime.rsplit(":", 1)
+        with socket.socket() as c:
+            assert c.connect_ex((host, int(port))) != 0, s.name
