@@ -193,6 +193,9 @@ class FabricNetwork:
             remove_interfaces(self.fabric)
         return [n for n in fabric_interfaces(self.fabric) if os.path.exists(f"/sys/class/net/{n}")]
 
+    def thrift_ports(self) -> dict[str, int]:
+        return {name: p.thrift_port for name, p in self.plans.items()}
+
     def __enter__(self) -> "FabricNetwork":
         return self
 
@@ -259,11 +262,48 @@ def stellarctl(*argv: str) -> tuple[int, str]:
     return rc, out.getvalue() + err.getvalue()
 
 
-def push(fabric_path: str, program, switches: tuple[str, ...] = ()) -> tuple[int, str]:
-    """``stellarctl push FABRIC --program-json ... --p4info ...`` for every (or the named) switch."""
+def push(fabric_path: str, program, target: str = "p4sim", thrift_ports: Optional[dict[str, int]] = None,
+         switches: tuple[str, ...] = ()) -> tuple[int, str]:
+    """Reconcile every (or the named) switch with the rendered entries.
+
+    p4sim: ``stellarctl push FABRIC --program-json ... --p4info ...``, run in-process.  BMv2:
+    the same reconcile (``push_fabric``, what ``stellarctl push`` runs) for entries and meters,
+    with each document's register cells (``port_down``) written over Thrift instead
+    (``simple_switch_CLI register_write``): BMv2's P4Runtime server neither reads nor writes
+    registers, so until that state moves into a table (the data-plane issue 8) Thrift is the one
+    way BMv2 takes it."""
     config, p4info = program.files()
-    extra = [a for s in switches for a in ("--switch", s)]
-    return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
+    if target != "bmv2":
+        extra = [a for s in switches for a in ("--switch", s)]
+        return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
+    from control_plane.model import load_fabric
+    from control_plane.ops import format_push, render_documents
+    from control_plane.p4rt import ProgramFiles, push_fabric
+
+    fabric = load_fabric(fabric_path)
+    docs = render_documents(fabric)
+    cells = {name: doc.get("registers", []) for name, doc in docs.items()}
+    docs = {name: {**doc, "registers": []} for name, doc in docs.items()}
+    result = push_fabric(fabric, docs, ProgramFiles.load(config, p4info), switches=list(switches) or None,
+                         progress=None)
+    text = format_push(result)
+    if not result.ok:
+        return 1, text
+    for name in (switches or sorted(cells)):
+        lines = [f"register_write {c['name']} {c['index']} {c['value']}" for c in cells[name]]
+        if lines:
+            thrift_cli((thrift_ports or {})[name], lines)
+    n = sum(len(cells[name]) for name in (switches or cells))
+    return 0, text + f"registers over Thrift (BMv2's P4Runtime has no register writes): {n} cells\n"
+
+
+def thrift_cli(thrift_port: int, commands: list[str], cli: str = "simple_switch_CLI") -> str:
+    """Feed commands to simple_switch_CLI; RuntimeError if it reports an error."""
+    res = subprocess.run([cli, "--thrift-port", str(thrift_port)], input="\n".join(commands) + "\n",
+                         capture_output=True, text=True, timeout=120)
+    if res.returncode != 0 or re.search(r"Error|Invalid|Exception", res.stdout + res.stderr):
+        raise RuntimeError(f"simple_switch_CLI --thrift-port {thrift_port}: {res.stdout}{res.stderr}")
+    return res.stdout
 
 
 @dataclass
@@ -322,25 +362,36 @@ def bmv2_mark_port_down(fnet: FabricNetwork, a: str, b: str, cli: str = "simple_
     link = find_link(fnet.fabric, a, b)
     done = []
     for name, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
-        res = subprocess.run([cli, "--thrift-port", str(fnet.plans[name].thrift_port)],
-                             input=f"register_write {PORT_DOWN_REGISTER} {port} 1\n", capture_output=True,
-                             text=True, timeout=60)
-        if res.returncode != 0 or "Error" in res.stdout:
-            raise RuntimeError(f"{name}: simple_switch_CLI register_write failed: {res.stdout}{res.stderr}")
+        thrift_cli(fnet.plans[name].thrift_port, [f"register_write {PORT_DOWN_REGISTER} {port} 1"], cli)
         done.append(f"{name} port {port}")
     return done
 
 
 def fail_link(fnet: FabricNetwork, fabric_path: str, a: str, b: str, log: Callable[[str], None] = print) -> int:
-    """Take the link down for real, then run ``stellarctl fail-link`` (port_down + path sets
-    without the link).  Returns stellarctl's status."""
+    """Take the a-b link down for real, then tell the switches: ``port_down`` on both ends (the
+    data plane skips the port at once) and path sets recomputed without the link.
+
+    p4sim: ``stellarctl fail-link FABRIC A B`` itself.  BMv2: ``port_down`` over Thrift (its
+    P4Runtime server refuses register writes; issue 8 moves that state into a table) and the
+    same re-push ``stellarctl fail-link`` makes (``failover_documents``, routing tables only).
+    Returns 0 when every switch acknowledged."""
     names = link_down(fnet, a, b)
     log(f"ip link set down: {', '.join(names)}")
-    if fnet.target == "bmv2" and shutil.which("simple_switch_CLI"):
-        log(f"port_down over Thrift: {', '.join(bmv2_mark_port_down(fnet, a, b))}")
-    rc, out = stellarctl("fail-link", fabric_path, a, b)
-    log(out.rstrip())
-    return rc
+    if fnet.target != "bmv2":
+        rc, out = stellarctl("fail-link", fabric_path, a, b)
+        log(out.rstrip())
+        return rc
+    from control_plane.model import load_fabric
+    from control_plane.ops import ROUTING_TABLES, failover_documents, find_link, format_push
+    from control_plane.p4rt import push_fabric
+
+    log(f"port_down over Thrift (simple_switch_CLI register_write): {', '.join(bmv2_mark_port_down(fnet, a, b))}")
+    fabric = load_fabric(fabric_path)
+    docs = {name: {**doc, "registers": []}
+            for name, doc in failover_documents(fabric, find_link(fabric, a, b)).items()}
+    result = push_fabric(fabric, docs, None, progress=None, label="fail-link", managed_tables=ROUTING_TABLES)
+    log("path sets re-pushed without the link:\n" + format_push(result, verbose=True).rstrip())
+    return 0 if result.ok else 1
 
 
 def suite_program(suite: str) -> tuple[Path, list[Path]]:
@@ -393,7 +444,7 @@ def run_ptf(fnet: FabricNetwork, fabric_path: str, suite: str, leaf: str, out_di
             host = fnet.net.get(hosts[port])
             subprocess.run(["ip", "link", "set", ifname, "netns", str(host.pid)], check=False)
             configure_host(host, fabric, fabric.hosts[hosts[port]])
-        prc, out = push(fabric_path, compile_for(fnet.target, out_dir), (leaf,))
+        prc, out = push(fabric_path, compile_for(fnet.target, out_dir), fnet.target, fnet.thrift_ports(), (leaf,))
         log(f"== {leaf} given back to the fabric (stellarctl push --switch {leaf}):\n{out.rstrip()}")
     return rc or prc
 
@@ -438,7 +489,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for name, plan in sorted(fnet.plans.items()):
             print(f"{name:>7}: {args.target} device {plan.device_id}, gRPC {plan.grpc_addr}, "
                   f"thrift {plan.thrift_port}, log {plan.log}")
-        rc, out = push(args.fabric, program)
+        rc, out = push(args.fabric, program, args.target, fnet.thrift_ports())
         print(out.rstrip())
         if rc != 0:
             return 1

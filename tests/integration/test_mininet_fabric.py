@@ -57,7 +57,7 @@ def network(request, tmp_path_factory):
     program = mf.compile_for(target, where / "build")
     fnet = mf.build_network(fabric, target, where / "logs")
     try:
-        rc, out = mf.push(str(fabric_path), program)
+        rc, out = mf.push(str(fabric_path), program, target, fnet.thrift_ports())
         assert rc == 0, out
         fnet.path = str(fabric_path)
         yield fnet
@@ -143,13 +143,9 @@ def test_fail_link_moves_traffic_to_the_other_path(network):
     logs: list[str] = []
     rc = mf.fail_link(network, network.path, "leaf1", spine, log=logs.append)
     text = "\n".join(logs)
-    if network.target == "p4sim":
-        assert rc == 0, text
-    else:
-        # BMv2's P4Runtime refuses the port_down register write (issue 8 moves that state into
-        # what BMv2 accepts); the path sets are re-pushed all the same, and port_down was set
-        # over Thrift.
-        assert "port_down over Thrift" in text and "path sets re-pushed" in text, text
+    assert rc == 0, text
+    # BMv2: port_down over Thrift, as its P4Runtime refuses register writes (issue 8)
+    assert ("port_down over Thrift" in text) == (network.target == "bmv2"), text
     r = mf.ping(network, "l1g1", "l2g1")
     assert r.sent == r.received == 3, (r.output, text)
     assert set(r.ttls) == {64 - 3}
