@@ -143,8 +143,9 @@ def _find(opts: Sequence[Opt], token: str) -> Opt:
         return matches[0]
     if not matches:
         raise _BoostError(f"unrecognised option '--{token}'")
-    alts = ", ".join(f"'--{o.name}'" for o in matches)
-    raise _BoostError(f"option '--{token}' is ambiguous and matches {alts}")
+    # boost's wording: the alternatives sorted, "and" before the last one
+    names = sorted(f"'--{o.name}'" for o in matches)
+    raise _BoostError(f"option '--{token}' is ambiguous and matches {', '.join(names[:-1])}, and {names[-1]}")
 
 
 def _known(opts: Sequence[Opt], token: str) -> bool:

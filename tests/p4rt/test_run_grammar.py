@@ -58,7 +58,7 @@ def test_boost_forms_of_values_are_accepted():
 def test_an_ambiguous_prefix_is_refused():
     general_error(["--no-p4", "--log", "x"])           # log-console, log-file, log-level ...
     target_error(["--no-p4", "--", "--grpc-server-c", "x"],
-                 "option '--grpc-server-c' is ambiguous and matches '--grpc-server-cacert', '--grpc-server-cert'")
+                 "option '--grpc-server-c' is ambiguous and matches '--grpc-server-cacert', and '--grpc-server-cert'")
     g.check(["--no-p4", "--", "--grpc-server-cert", "x"])  # control: the exact name wins
 
 
