@@ -105,7 +105,8 @@ def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
 class ThriftPortReservation:
     """p4sim has no Thrift server, but holds ``--thrift-port`` (default 9090) the way
     simple_switch_grpc does, so two switches given the same port fail here as they would on
-    BMv2 ("Could not bind to port 9090") instead of only there.  Loopback only; a connection is
+    BMv2 ("... when trying to bind to port 9090") instead of only there.  Loopback only; a
+    connection is
     accepted and closed at once (there is no runtime CLI behind it)."""
 
     def __init__(self, port: int) -> None:
@@ -195,7 +196,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         thrift = ThriftPortReservation(args.thrift_port)
     except OSError as err:
-        print(f"Could not bind to port {args.thrift_port} (--thrift-port: {err.strerror})", file=sys.stderr)
+        # simple_switch_grpc's own words (bm_runtime/server.cpp), exit status 1
+        print(f"Thrift returned an exception when trying to bind to port {args.thrift_port}\n"
+              f"The exception is: Could not bind: {err.strerror}\n"
+              "You may have another process already using this port, maybe another instance of bmv2.",
+              file=sys.stderr)
         ports.close()
         return 1
     server_kw: dict[str, Any] = {}

@@ -167,7 +167,7 @@ def test_a_switch_failing_half_way_leaves_nothing_behind(tmp_path):
         base = taken.getsockname()[1] - 5  # switches by name: leaf1..leaf4, spine1, spine2
         with pytest.raises(RuntimeError, match="spine2: target exited") as e:
             mf.build_network(fabric, "p4sim", tmp_path / "logs", thrift_base=base)
-    assert f"Could not bind to port {base + 5}" in str(e.value)
+    assert f"when trying to bind to port {base + 5}" in str(e.value)
     assert [n for n in mf.fabric_interfaces(fabric) if os.path.exists(f"/sys/class/net/{n}")] == []
     for s in fabric.switches.values():  # no switch process is left serving
         host, port = s.p4runtime.rsplit(":", 1)
