@@ -106,8 +106,7 @@ class ThriftPortReservation:
     """p4sim has no Thrift server, but holds ``--thrift-port`` (default 9090) the way
     simple_switch_grpc does, so two switches given the same port fail here as they would on
     BMv2 ("... when trying to bind to port 9090") instead of only there.  Loopback only; a
-    connection is
-    accepted and closed at once (there is no runtime CLI behind it)."""
+    connection is accepted and closed at once (there is no runtime CLI behind it)."""
 
     def __init__(self, port: int) -> None:
         import socket
