@@ -116,6 +116,18 @@ def test_stellarctl_watch_reads_the_fabric(network):
     assert "leaf1" in out and "spine1" in out
 
 
+def test_ptf_suite_runs_against_one_leaf_and_the_leaf_is_given_back(network, tmp_path):
+    from bmv2_env import mininet_fabric as mf
+
+    logs: list[str] = []
+    assert mf.run_ptf(network, network.path, "stellar", "leaf1", tmp_path, log=logs.append) == 0, logs
+    assert "leaf1 given back" in logs[-1] and "all in sync" in logs[-1]
+    ptf_log = (tmp_path / "ptf-stellar.log").read_text()
+    assert "ForwardingTest" in ptf_log
+    r = mf.ping(network, "l1g1", "l2g1")  # the leaf's hosts are back in their namespaces
+    assert r.sent == r.received == 3, r.output
+
+
 def _uplink_used(network, src: str, dst: str) -> int:
     """The leaf uplink (9 or 10) the src->dst ping leaves by, from the leaf's tx counters."""
     from bmv2_env.mininet_fabric import ping
