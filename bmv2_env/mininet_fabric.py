@@ -55,9 +55,13 @@ def gateway_ip(host_ip: str) -> str:
     return f"{a}.{b}.{c}.254"
 
 
-def intf_name(node: str, port: int) -> str:
-    """The Mininet interface of ``node``'s port ``port`` (hosts have one, eth0)."""
-    return f"{node}-eth{port}"
+def intf_name(node: str, port: int, tag: str = "") -> str:
+    """The Mininet interface of ``node``'s port ``port`` (hosts have one, eth0).  ``tag``
+    prefixes every name, so two fabrics on one machine (concurrent test runs) never share one."""
+    name = f"{tag}{node}-eth{port}"
+    if len(name) > 15:
+        raise ValueError(f"interface name {name!r} is longer than Linux's 15 characters")
+    return name
 
 
 def free_port() -> int:
@@ -81,14 +85,14 @@ class SwitchPlan:
 
 
 def plan_switches(fabric, target: str, log_dir: Path, thrift_base: Optional[int] = None,
-                  python: str = sys.executable) -> dict[str, SwitchPlan]:
+                  python: str = sys.executable, tag: str = "") -> dict[str, SwitchPlan]:
     """The command line of every switch of the fabric (sorted by name; the i-th switch gets
     Thrift port ``thrift_base + i``, or a free port when ``thrift_base`` is None)."""
     plans = {}
     for i, (name, s) in enumerate(sorted(fabric.switches.items())):
         thrift = thrift_base + i if thrift_base is not None else free_port()
         control = f"127.0.0.1:{free_port()}" if target == "p4sim" else None
-        ifaces = {n: intf_name(name, n) for n in sorted(s.ports)}
+        ifaces = {n: intf_name(name, n, tag) for n in sorted(s.ports)}
         opts = SwitchOptions(grpc_addr=s.p4runtime, device_id=s.device_id, thrift_port=thrift,
                              interfaces=ifaces, cpu_port=CPU_PORT,
                              priority_queues=fabric.dataplane.priority_queues,
@@ -143,27 +147,27 @@ def make_switch_class():
     return TargetSwitch
 
 
-def fabric_interfaces(fabric) -> list[str]:
+def fabric_interfaces(fabric, tag: str = "") -> list[str]:
     """Every interface a Mininet run of this fabric creates."""
-    names = {intf_name(h, 0) for h in fabric.hosts}
-    names |= {intf_name(name, n) for name, s in fabric.switches.items() for n in s.ports}
+    names = {intf_name(h, 0, tag) for h in fabric.hosts}
+    names |= {intf_name(name, n, tag) for name, s in fabric.switches.items() for n in s.ports}
     return sorted(names)
 
 
-def remove_interfaces(fabric) -> list[str]:
+def remove_interfaces(fabric, tag: str = "") -> list[str]:
     """Delete this fabric's interfaces that exist in the root namespace (a run that died before
     ``net.stop()``, or one Mininet missed); returns the names deleted."""
     gone = []
-    for name in fabric_interfaces(fabric):
+    for name in fabric_interfaces(fabric, tag):
         if os.path.exists(f"/sys/class/net/{name}"):
             subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
             gone.append(name)
     return gone
 
 
-def configure_host(node, fabric, h) -> None:
+def configure_host(node, fabric, h, tag: str = "") -> None:
     """Address, default route and static ARP entries of one GPU host."""
-    ifname = intf_name(h.name, 0)
+    ifname = intf_name(h.name, 0, tag)
     node.cmd(f"ip link set {ifname} up")
     node.cmd(f"ip addr replace {h.ip}/24 dev {ifname}")
     gw = gateway_ip(str(h.ip))
@@ -181,8 +185,8 @@ def configure_host(node, fabric, h) -> None:
 class FabricNetwork:
     """A running Mininet fabric: ``net``, the switch plans, and the one way to stop it all."""
 
-    def __init__(self, fabric, target: str, net, plans: dict[str, SwitchPlan]) -> None:
-        self.fabric, self.target, self.net, self.plans = fabric, target, net, plans
+    def __init__(self, fabric, target: str, net, plans: dict[str, SwitchPlan], tag: str = "") -> None:
+        self.fabric, self.target, self.net, self.plans, self.tag = fabric, target, net, plans, tag
 
     def stop(self) -> list[str]:
         """Stop every switch and host, delete every interface; returns the fabric's interfaces
@@ -190,8 +194,8 @@ class FabricNetwork:
         try:
             self.net.stop()
         finally:
-            remove_interfaces(self.fabric)
-        return [n for n in fabric_interfaces(self.fabric) if os.path.exists(f"/sys/class/net/{n}")]
+            remove_interfaces(self.fabric, self.tag)
+        return [n for n in fabric_interfaces(self.fabric, self.tag) if os.path.exists(f"/sys/class/net/{n}")]
 
     def thrift_ports(self) -> dict[str, int]:
         return {name: p.thrift_port for name, p in self.plans.items()}
@@ -204,7 +208,7 @@ class FabricNetwork:
 
 
 def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None,
-                  thrift_base: Optional[int] = None) -> FabricNetwork:
+                  thrift_base: Optional[int] = None, tag: str = "") -> FabricNetwork:
     """A started Mininet network of the fabric (switch processes up, no entries yet).  If any
     switch fails to start, everything started so far is stopped and removed before raising."""
     import_mininet()
@@ -213,11 +217,11 @@ def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None,
 
     log_dir = Path(log_dir or ROOT / "build" / "mininet")
     log_dir.mkdir(parents=True, exist_ok=True)
-    plans = plan_switches(fabric, target, log_dir, thrift_base)
+    plans = plan_switches(fabric, target, log_dir, thrift_base, tag=tag)
     cls = make_switch_class()
-    remove_interfaces(fabric)
+    remove_interfaces(fabric, tag)
     net = Mininet(controller=None, switch=cls, link=Link, autoSetMacs=False, autoStaticArp=False, build=False)
-    fnet = FabricNetwork(fabric, target, net, plans)
+    fnet = FabricNetwork(fabric, target, net, plans, tag)
     try:
         for name in sorted(fabric.switches):
             net.addSwitch(name, cls=cls, plan=plans[name])
@@ -228,18 +232,18 @@ def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None,
             for number, port in sorted(s.ports.items()):
                 if port.host is not None:
                     net.addLink(port.host, name, port1=0, port2=number,
-                                intfName1=intf_name(port.host, 0), intfName2=intf_name(name, number))
+                                intfName1=intf_name(port.host, 0, tag), intfName2=intf_name(name, number, tag))
                 elif port.peer_switch is not None:
                     key = frozenset(((name, number), (port.peer_switch, port.peer_port)))
                     if key not in done:
                         done.add(key)
                         net.addLink(name, port.peer_switch, port1=number, port2=port.peer_port,
-                                    intfName1=intf_name(name, number),
-                                    intfName2=intf_name(port.peer_switch, port.peer_port))
+                                    intfName1=intf_name(name, number, tag),
+                                    intfName2=intf_name(port.peer_switch, port.peer_port, tag))
         net.build()
         net.start()
         for h in fabric.hosts.values():
-            configure_host(net.get(h.name), fabric, h)
+            configure_host(net.get(h.name), fabric, h, tag)
     except BaseException:
         fnet.stop()
         raise
@@ -347,7 +351,7 @@ def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
     from control_plane.ops import find_link
 
     link = find_link(fnet.fabric, a, b)
-    names = [intf_name(link.leaf, link.leaf_port), intf_name(link.spine, link.spine_port)]
+    names = [intf_name(link.leaf, link.leaf_port, fnet.tag), intf_name(link.spine, link.spine_port, fnet.tag)]
     for ifname in names:
         subprocess.run(["ip", "link", "set", "dev", ifname, "down"], check=True)
     return names
@@ -423,7 +427,7 @@ def run_ptf(fnet: FabricNetwork, fabric_path: str, suite: str, leaf: str, out_di
     rc = 1
     try:
         for port, host in sorted(hosts.items()):
-            ifname = intf_name(host, 0)
+            ifname = intf_name(host, 0, fnet.tag)
             fnet.net.get(host).cmd(f"ip link set {ifname} netns 1")
             subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
             subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], capture_output=True)
@@ -443,7 +447,7 @@ def run_ptf(fnet: FabricNetwork, fabric_path: str, suite: str, leaf: str, out_di
         for port, ifname in moved.items():
             host = fnet.net.get(hosts[port])
             subprocess.run(["ip", "link", "set", ifname, "netns", str(host.pid)], check=False)
-            configure_host(host, fabric, fabric.hosts[hosts[port]])
+            configure_host(host, fabric, fabric.hosts[hosts[port]], fnet.tag)
         prc, out = push(fabric_path, compile_for(fnet.target, out_dir), fnet.target, fnet.thrift_ports(), (leaf,))
         log(f"== {leaf} given back to the fabric (stellarctl push --switch {leaf}):\n{out.rstrip()}")
     return rc or prc

@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN_MININET = Path("/usr/lib/python3/dist-packages/mininet")
 BMV2_TOOLS = ("simple_switch_grpc", "p4c-bm2-ss", "simple_switch_CLI")
+# interface-name prefix of this run: concurrent runs on one machine never share an interface
+TAG = f"t{os.getpid() % 100:02d}"
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="Mininet needs root"),
@@ -38,9 +40,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module", params=["p4sim", "bmv2"])
+def _bmv2_standins(bindir: Path) -> Path:
+    """The BMv2 code path without BMv2: ``simple_switch_grpc`` checks its argv with the real
+    binary's grammar, then runs ``p4sim run``; ``p4c-bm2-ss`` is ``p4sim compile``;
+    ``simple_switch_CLI`` accepts only ``register_write NAME INDEX VALUE`` lines and records
+    them.  Returns the record file."""
+    import sys
+
+    bindir.mkdir()
+    record = bindir / "cli-commands"
+    py = sys.executable
+    (bindir / "p4c-bm2-ss").write_text(f'#!/bin/sh\nexec {py} -m p4sim compile "$@"\n')
+    (bindir / "simple_switch_grpc").write_text(
+        f'#!/bin/sh\n{py} -m p4sim.run_grammar --dialect simple_switch_grpc -- "$@" || exit $?\n'
+        f'exec {py} -m p4sim run "$@"\n')
+    (bindir / "simple_switch_CLI").write_text(
+        '#!/bin/sh\n[ "$1" = --thrift-port ] && [ -n "$2" ] || { echo "Error: no --thrift-port"; exit 1; }\n'
+        'while read -r line; do\n'
+        '  echo "$line" | grep -Eq "^register_write [A-Za-z_.]+ [0-9]+ [0-9]+$" '
+        '|| { echo "Error: unexpected command: $line"; exit 1; }\n'
+        f'  echo "$2 $line" >> {record}\n'
+        'done\n')
+    for shim in bindir.iterdir():
+        shim.chmod(0o755)
+    return record
+
+
+@pytest.fixture(scope="module", params=["p4sim", "bmv2-standin", "bmv2"])
 def network(request, tmp_path_factory):
-    """The lab fabric up on one target, entries pushed by ``stellarctl push``."""
+    """The lab fabric up on one target, entries pushed by ``stellarctl push``'s reconcile."""
     target = request.param
     if target == "bmv2" and _bmv2_missing():
         pytest.skip(_bmv2_missing())
@@ -48,24 +76,45 @@ def network(request, tmp_path_factory):
     from control_plane.model import load_fabric
 
     where = tmp_path_factory.mktemp(f"mininet-{target}")
-    # the lab fabric on free P4Runtime ports, so nothing else on this machine is in the way
-    text = (ROOT / "fabrics" / "lab.yaml").read_text()
-    text = re.sub(r"127\.0\.0\.1:9[56]\d\d", lambda _m: f"127.0.0.1:{_free_port()}", text)
-    fabric_path = where / "lab.yaml"
-    fabric_path.write_text(text)
-    fabric = load_fabric(fabric_path)
-    program = mf.compile_for(target, where / "build")
-    fnet = mf.build_network(fabric, target, where / "logs")
-    try:
-        rc, out = mf.push(str(fabric_path), program, target, fnet.thrift_ports())
-        assert rc == 0, out
-        fnet.path = str(fabric_path)
-        yield fnet
-    finally:
-        left = fnet.stop()
-        assert left == [], f"interfaces left after teardown: {left}"
-        for name in fabric.switches:
-            assert not os.path.exists(f"/sys/class/net/{mf.intf_name(name, 9)}")
+    with pytest.MonkeyPatch.context() as mp:
+        record = None
+        if target == "bmv2-standin":
+            record = _bmv2_standins(where / "bin")
+            mp.setenv("PATH", f"{where / 'bin'}{os.pathsep}{os.environ['PATH']}")
+            target = "bmv2"
+        # the lab fabric on free P4Runtime ports, so nothing else on this machine is in the way
+        text = (ROOT / "fabrics" / "lab.yaml").read_text()
+        text = re.sub(r"127\.0\.0\.1:9[56]\d\d", lambda _m: f"127.0.0.1:{_free_port()}", text)
+        fabric_path = where / "lab.yaml"
+        fabric_path.write_text(text)
+        fabric = load_fabric(fabric_path)
+        program = mf.compile_for(target, where / "build")
+        fnet = mf.build_network(fabric, target, where / "logs", tag=TAG)
+        try:
+            rc, out = mf.push(str(fabric_path), program, target, fnet.thrift_ports())
+            assert rc == 0, out
+            fnet.path = str(fabric_path)
+            fnet.standin_record = record
+            yield fnet
+        finally:
+            left = fnet.stop()
+            assert left == [], f"interfaces left after teardown: {left}"
+            for name in fabric.switches:
+                assert not os.path.exists(f"/sys/class/net/{mf.intf_name(name, 9, TAG)}")
+
+
+def test_bmv2_path_writes_port_down_over_thrift(network):
+    """On BMv2 the register cells of the push go to each switch's own Thrift port."""
+    if network.standin_record is None:
+        pytest.skip("only the stand-in records what simple_switch_CLI was given")
+    lines = network.standin_record.read_text().splitlines()
+    ports = {str(p.thrift_port): n for n, p in network.plans.items()}
+    by_switch = {}
+    for line in lines:
+        port, _cmd, name, index, value = line.split()
+        by_switch.setdefault(ports[port], []).append((name, int(index), int(value)))
+    assert by_switch["leaf1"] == [("port_down", p, 0) for p in (1, 2, 3, 4, 9, 10)]
+    assert by_switch["spine1"] == [("port_down", p, 0) for p in (1, 2, 3, 4)]
 
 
 def test_each_switch_has_its_own_grpc_thrift_port_and_log(network):
@@ -178,9 +227,9 @@ def test_a_switch_failing_half_way_leaves_nothing_behind(tmp_path):
         taken.listen()
         base = taken.getsockname()[1] - 5  # switches by name: leaf1..leaf4, spine1, spine2
         with pytest.raises(RuntimeError, match="spine2: target exited") as e:
-            mf.build_network(fabric, "p4sim", tmp_path / "logs", thrift_base=base)
+            mf.build_network(fabric, "p4sim", tmp_path / "logs", thrift_base=base, tag=TAG)
     assert f"when trying to bind to port {base + 5}" in str(e.value)
-    assert [n for n in mf.fabric_interfaces(fabric) if os.path.exists(f"/sys/class/net/{n}")] == []
+    assert [n for n in mf.fabric_interfaces(fabric, TAG) if os.path.exists(f"/sys/class/net/{n}")] == []
     for s in fabric.switches.values():  # no switch process is left serving
         host, port = s.p4runtime.rsplit(":", 1)
         with socket.socket() as c:
