@@ -301,6 +301,22 @@ def push(fabric_path: str, program, target: str = "p4sim", thrift_ports: Optiona
     return 0, text + f"registers over Thrift (BMv2's P4Runtime has no register writes): {n} cells\n"
 
 
+def diff(fabric_path: str, target: str = "p4sim") -> tuple[int, str]:
+    """``stellarctl diff FABRIC`` (p4sim); on BMv2 the same dry-run reconcile of entries and
+    meters, the register cells left out (BMv2's P4Runtime cannot read them; see ``push``)."""
+    if target != "bmv2":
+        return stellarctl("diff", fabric_path)
+    from control_plane.model import load_fabric
+    from control_plane.ops import format_push, render_documents
+    from control_plane.p4rt import push_fabric
+
+    fabric = load_fabric(fabric_path)
+    docs = {name: {**doc, "registers": []} for name, doc in render_documents(fabric).items()}
+    result = push_fabric(fabric, docs, None, dry_run=True, progress=None, label="diff")
+    in_sync = result.in_sync and not any(r.pipeline_pushed for r in result.results.values())
+    return (0 if in_sync else 1), format_push(result)
+
+
 def thrift_cli(thrift_port: int, commands: list[str], cli: str = "simple_switch_CLI") -> str:
     """Feed commands to simple_switch_CLI; RuntimeError if it reports an error."""
     res = subprocess.run([cli, "--thrift-port", str(thrift_port)], input="\n".join(commands) + "\n",

@@ -147,9 +147,9 @@ def test_an_address_with_no_route_gets_no_answer(network):
 
 
 def test_stellarctl_diff_and_stats_work_against_the_fabric(network):
-    from bmv2_env.mininet_fabric import stellarctl
+    from bmv2_env.mininet_fabric import diff, stellarctl
 
-    rc, out = stellarctl("diff", network.path)
+    rc, out = diff(network.path, network.target)
     assert rc == 0 and "6 switches: 0 differ" in out, out
     rc, out = stellarctl("stats", network.path, "--switch", "leaf1", "--json")
     assert rc == 0, out
@@ -161,6 +161,10 @@ def test_stellarctl_watch_reads_the_fabric(network):
     from bmv2_env.mininet_fabric import stellarctl
 
     rc, out = stellarctl("watch", network.path, "--count", "1", "--interval", "0.1")
+    if network.target == "bmv2" and rc != 0 and "not supported" in out.lower():
+        # the congestion map reads the port_qdelay_us registers over P4Runtime, which BMv2's PI
+        # does not implement; the data-plane issue 8 moves controller-read state to what BMv2 serves
+        pytest.skip(f"BMv2: {out.strip().splitlines()[-1]}")
     assert rc == 0, out
     assert "leaf1" in out and "spine1" in out
 
