@@ -487,6 +487,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="after the pings: take the A-B link down (ip link) + stellarctl fail-link, ping again")
     ap.add_argument("--ptf", metavar="SUITE", help="run this PTF suite (ptf_tests/SUITE) against one leaf")
     ap.add_argument("--ptf-leaf", help="the leaf for --ptf (default: the first leaf by name)")
+    ap.add_argument("--intf-prefix", default="", metavar="TAG",
+                    help="prefix of every interface name (two fabrics on one machine; 15 characters at most in all)")
     ap.add_argument("--cli", action="store_true", help="open the Mininet CLI before tearing down")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -503,7 +505,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     program = compile_for(args.target, args.log_dir)
     print(f"compiled {STELLAR_P4.relative_to(ROOT)} for {args.target}: {program.device_config_path}")
-    fnet = build_network(fabric, args.target, args.log_dir, args.thrift_base)
+    fnet = build_network(fabric, args.target, args.log_dir, args.thrift_base, tag=args.intf_prefix)
     failed = 0
     try:
         for name, plan in sorted(fnet.plans.items()):
