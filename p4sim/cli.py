@@ -195,8 +195,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         thrift = ThriftPortReservation(args.thrift_port)
     except OSError as err:
-        # simple_switch_grpc's own words (bm_runtime/server.cpp), exit status 1
-        print(f"Thrift returned an exception when trying to bind to port {args.thrift_port}\n"
+        # simple_switch_grpc 1.15.5's own words (Thrift's TServerSocket, then bm_runtime/server.cpp).
+        # BMv2 then hangs in exit(); p4sim exits 1.
+        import time as _time
+
+        print(f"Thrift: {_time.ctime()} TServerSocket::listen() Could not bind to port {args.thrift_port}\n"
+              f"Thrift returned an exception when trying to bind to port {args.thrift_port}\n"
               f"The exception is: Could not bind: {err.strerror}\n"
               "You may have another process already using this port, maybe another instance of bmv2.",
               file=sys.stderr)

@@ -114,6 +114,7 @@ def test_two_switches_on_one_thrift_port_fail_as_on_bmv2(tmp_path):
         res = run_cli("run", "--no-p4", "--thrift-port", str(taken), "--",
                       "--grpc-server-addr", f"127.0.0.1:{free_port()}", timeout=60)
     assert res.returncode == 1 and f"when trying to bind to port {taken}" in res.stderr
+    assert f"TServerSocket::listen() Could not bind to port {taken}" in res.stderr  # issue 13's words
 
 
 def test_run_reports_a_bad_device_config(tmp_path):
