@@ -363,13 +363,24 @@ def ping_pairs(fabric) -> tuple[tuple[str, str], tuple[str, str]]:
 
 
 def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
-    """Real link-down: ``ip link set ... down`` on both Mininet interfaces of the a-b link."""
+    """Real link-down of the a-b link, on both Mininet interfaces.
+
+    p4sim: ``ip link set dev X down``.  BMv2: the same stalls the whole switch -- with an
+    attached interface administratively down, simple_switch_grpc 1.15.5 (libpcap 1.10) processes
+    no packet on *any* port until that interface is up again or deleted (measured on the lab
+    fabric: leaf1 held every ping from its host port until teardown).  So on BMv2 the link is cut
+    below the switch instead: a zero-length root queue (``tc qdisc replace dev X root pfifo
+    limit 0``) drops every frame either end sends, while both interfaces stay up."""
     from control_plane.ops import find_link
 
     link = find_link(fnet.fabric, a, b)
     names = [intf_name(link.leaf, link.leaf_port, fnet.tag), intf_name(link.spine, link.spine_port, fnet.tag)]
     for ifname in names:
-        subprocess.run(["ip", "link", "set", "dev", ifname, "down"], check=True)
+        if fnet.target == "bmv2":
+            cmd = ["tc", "qdisc", "replace", "dev", ifname, "root", "pfifo", "limit", "0"]
+        else:
+            cmd = ["ip", "link", "set", "dev", ifname, "down"]
+        subprocess.run(cmd, check=True)
     return names
 
 
@@ -396,7 +407,8 @@ def fail_link(fnet: FabricNetwork, fabric_path: str, a: str, b: str, log: Callab
     same re-push ``stellarctl fail-link`` makes (``failover_documents``, routing tables only).
     Returns 0 when every switch acknowledged."""
     names = link_down(fnet, a, b)
-    log(f"ip link set down: {', '.join(names)}")
+    how = "tc qdisc root pfifo limit 0 (drops every frame)" if fnet.target == "bmv2" else "ip link set down"
+    log(f"link cut ({how}): {', '.join(names)}")
     if fnet.target != "bmv2":
         rc, out = stellarctl("fail-link", fabric_path, a, b)
         log(out.rstrip())
