@@ -360,21 +360,33 @@ def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> 
 
 
 def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[bool, Optional[ProgramFiles]]:
-    """(ok, program) from --program-json/--p4info, or by compiling --p4 when `required`."""
+    """(ok, program) from --program-json/--p4info, or compiled from --program (default
+    stellar.p4 when `required`) by the target's own compiler through p4build: p4c-bm2-ss for
+    `--target bmv2`, `p4sim compile` for p4sim -- the same step every switch start uses."""
     if bool(args.program_json) != bool(args.p4info):
         print("error: --program-json and --p4info go together", file=err)
         return False, None
     try:
         if args.program_json:
             return True, ProgramFiles.load(args.program_json, args.p4info)
-        if required or args.p4:
-            source = Path(args.p4) if args.p4 else STELLAR_P4
+        if required or args.program:
+            import tempfile
+
+            from p4build import BuildError, compile_program
+
+            source = Path(args.program) if args.program else STELLAR_P4
             includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
-            return True, ProgramFiles.compile(source, includes)
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    built = compile_program(source, args.target, args.arch, args.build_dir or tmp, includes)
+                except BuildError as exc:
+                    print(f"error: {exc}", file=err)
+                    return False, None
+                return True, ProgramFiles.load(*built.files())
     except OSError as exc:
         print(f"error: {exc}", file=err)
         return False, None
-    except Exception as exc:  # noqa: BLE001 - CompileError (file:line:col) or a bad P4Info file
+    except Exception as exc:  # noqa: BLE001 - a bad P4Info file
         print(f"error: {type(exc).__name__}: {exc}", file=err)
         return False, None
     return True, None
@@ -453,8 +465,13 @@ def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _program_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--program-json", help="device config (p4c-bm2-ss or p4sim compile output)")
     p.add_argument("--p4info", help="P4Info file that goes with --program-json")
-    p.add_argument("--p4", help=f"P4 source to compile with p4sim (default {STELLAR_P4.relative_to(REPO)})")
-    p.add_argument("-I", "--include", action="append", help="include dir for --p4 (default p4src)")
+    p.add_argument("--program", "--p4", dest="program", metavar="SOURCE.p4",
+                   help=f"P4 source to compile for --target (default {STELLAR_P4.relative_to(REPO)})")
+    p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim",
+                   help="whose compiler builds --program: p4sim compile or p4c-bm2-ss (default p4sim)")
+    p.add_argument("--arch", default="v1model", help="architecture of --program (default v1model)")
+    p.add_argument("--build-dir", help="keep the compiled files here (default: a temporary directory)")
+    p.add_argument("-I", "--include", action="append", help="include dir for --program (default p4src)")
 
 
 def add_commands(sub: Any) -> None:
