@@ -4,6 +4,7 @@ Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
   stellarctl render FABRIC --switch NAME     print one switch's entry file
+  stellarctl render FABRIC --arch tna ...    the same for the Tofino program (p4src/tna/stellar.p4)
   stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs), and
                                              each class's scheduler weight and why (the formula's terms)
 
@@ -56,7 +57,7 @@ def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None:
         return 1
     try:
-        result = render_fabric(fabric)
+        result = render_fabric(fabric, arch=args.arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -206,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("-o", "--output", help="output directory")
     p.add_argument("--switch", help="print this switch's document to stdout")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program the entries are for: p4src/v1model/stellar.p4 (default) or "
+                        "p4src/tna/stellar.p4 (bf-p4c's P4Info names)")
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("analyze-scheduler", help="which paths a job got and each class's weight, and why")
     p.add_argument("fabric", help="fabric YAML file")
