@@ -301,7 +301,7 @@ def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, An
         if key in seen:
             problems.append(f"entry {position} duplicates entry {seen[key]} (same table, match and priority)")
         seen.setdefault(key, position)
-        if not entry.get("default_action"):
+        if not entry.get("default_action") and entry.get("table") in program.tables:  # else: reported
             per_table[entry["table"]] = per_table.get(entry["table"], 0) + 1
     for table_name, count in sorted(per_table.items()):
         size = contract.table_size(program.tables[table_name], known_sizes)
