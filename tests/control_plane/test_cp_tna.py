@@ -212,3 +212,37 @@ def test_negative_control_no_spine_route_no_forwarding(program, lab) -> None:
             assert _leaf_spine_leaf(fabric, switches, pkt) is None
             return
     pytest.fail("no flow went via spine1")
+
+
+# ------------------------------------------------------------------ p4src/CONTRACT.md, section 9
+def _tna_section() -> str:
+    text = (ROOT / "p4src" / "CONTRACT.md").read_text()
+    return text[text.index("## 9. The TNA program"):]
+
+
+def test_contract_md_tna_section_is_the_p4info_and_contract_py(program) -> None:
+    import re
+    section = _tna_section()
+    tables = _p4info_names(program.p4info)
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| `pipe.")]
+    documented = {}
+    for cells in rows:
+        name = cells[0].strip("`")
+        if name in contract.TNA_TABLES:
+            keys = [(k, kind, int(w)) for k, kind, w in re.findall(r"`([^`]+)` (\w+) (\d+)", cells[1])]
+            actions = {a: [(p, int(w)) for p, w in re.findall(r"(\w+): (\d+)", ps)]
+                       for a, ps in re.findall(r"`([\w.]+)` \(([^)]*)\)", cells[2])}
+            documented[name] = (keys, actions)
+    assert set(documented) == set(contract.TNA_TABLES)
+    for name, (keys, actions) in documented.items():
+        p4_keys, p4_actions, _ = tables[name]
+        assert keys == p4_keys, name
+        assert actions == {a: p4_actions[a] for a in actions} and set(actions) == set(contract.TNA_TABLES[name].actions), name
+    externs = {cells[0].strip("`") for cells in rows} - set(documented)
+    assert externs == set(contract.TNA_METERS) | set(contract.TNA_REGISTERS)
+    # every P4Info table is either written (above) or named as not written
+    unused = set(tables) - set(documented)
+    for name in unused:
+        short = name.rsplit(".", 1)[1]
+        assert f"`{name}`" in section or f"`{short}`" in section, f"{name} is in neither list"
