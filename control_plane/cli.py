@@ -11,6 +11,7 @@ Offline commands (no switch needed):
 Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
   stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
+  stellarctl push|diff FABRIC --arch tna     the same with p4src/tna/stellar.p4 and its entries
   stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
   stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
 

@@ -23,6 +23,8 @@ from .render import RenderError, render_fabric
 REPO = Path(__file__).resolve().parent.parent
 STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
 STELLAR_INCLUDE = REPO / "p4src"
+STELLAR_TNA_P4 = REPO / "p4src" / "tna" / "stellar.p4"
+TNA_DEFINES = {"__TARGET_TOFINO__": "1"}  # the Tofino-1 program (p4src/tna/README.md)
 
 # Tables whose entries follow the fabric's topology: what fail-link recomputes without the link.
 ROUTING_TABLES = frozenset({
@@ -41,8 +43,8 @@ QUEUES_PER_PORT = 8  # tx_queue index = port * 8 + queue (CONTRACT.md §5)
 # ---------------------------------------------------------------------------------------------
 # diff / push
 # ---------------------------------------------------------------------------------------------
-def render_documents(fabric: Fabric) -> dict[str, dict[str, Any]]:
-    return render_fabric(fabric).documents
+def render_documents(fabric: Fabric, arch: str = "v1model") -> dict[str, dict[str, Any]]:
+    return render_fabric(fabric, arch=arch).documents
 
 
 def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
@@ -368,9 +370,10 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
         if args.program_json:
             return True, ProgramFiles.load(args.program_json, args.p4info)
         if required or args.p4:
-            source = Path(args.p4) if args.p4 else STELLAR_P4
+            tna = getattr(args, "arch", "v1model") == "tna"
+            source = Path(args.p4) if args.p4 else (STELLAR_TNA_P4 if tna else STELLAR_P4)
             includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
-            return True, ProgramFiles.compile(source, includes)
+            return True, ProgramFiles.compile(source, includes, defines=TNA_DEFINES if tna else None)
     except OSError as exc:
         print(f"error: {exc}", file=err)
         return False, None
@@ -380,9 +383,9 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
     return True, None
 
 
-def _render(fabric: Fabric, err: TextIO) -> Optional[dict[str, dict[str, Any]]]:
+def _render(fabric: Fabric, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
     try:
-        return render_documents(fabric)
+        return render_documents(fabric, arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return None
@@ -397,7 +400,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=False)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
@@ -411,7 +414,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
@@ -455,6 +458,9 @@ def _program_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--p4info", help="P4Info file that goes with --program-json")
     p.add_argument("--p4", help=f"P4 source to compile with p4sim (default {STELLAR_P4.relative_to(REPO)})")
     p.add_argument("-I", "--include", action="append", help="include dir for --p4 (default p4src)")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program: p4src/v1model/stellar.p4 (default) or p4src/tna/stellar.p4 "
+                        "(compiled for Tofino-1), with the entries rendered for it")
 
 
 def add_commands(sub: Any) -> None:
