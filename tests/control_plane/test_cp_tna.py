@@ -140,11 +140,6 @@ def _switches(program, result, names):
     return switches
 
 
-def _packet(src: str, dst: str) -> bytes:
-    return raw(Ether(src="02:00:00:00:01:01", dst="02:53:00:00:00:01") / IP(src=src, dst=dst, tos=26 << 2) /
-               UDP(sport=1234, dport=4791) / Raw(b"\x00" * 64))
-
-
 def _hop(sw, port: int, pkt: bytes) -> list[tuple[int, bytes]]:
     sw.send(port, pkt)
     sw.advance(10)
@@ -175,7 +170,7 @@ def test_rendered_entries_forward_leaf_spine_leaf(program, lab) -> None:
     delivered = None
     for sport in range(1234, 1250):   # find a flow hashed to spine1 (members: spine1, spine2)
         pkt = raw(Ether(src="02:00:00:00:01:01") / IP(src="10.0.1.1", dst=str(dst_host.ip), tos=26 << 2) /
-                  UDP(sport=sport, dport=4791) / Raw(b"\x00" * 64))
+                  UDP(sport=sport, dport=2000) / Raw(b"\x00" * 64))
         sw = switches["leaf1"]
         sw.send(1, pkt)
         sw.advance(10)
@@ -203,7 +198,7 @@ def test_negative_control_no_spine_route_no_forwarding(program, lab) -> None:
     dst_host = next(h for h in fabric.hosts.values() if h.leaf == "leaf2")
     for sport in range(1234, 1250):
         pkt = raw(Ether(src="02:00:00:00:01:01") / IP(src="10.0.1.1", dst=str(dst_host.ip), tos=26 << 2) /
-                  UDP(sport=sport, dport=4791) / Raw(b"\x00" * 64))
+                  UDP(sport=sport, dport=2000) / Raw(b"\x00" * 64))
         sw = switches["leaf1"]
         sw.send(1, pkt)
         sw.advance(10)
@@ -246,3 +241,65 @@ def test_contract_md_tna_section_is_the_p4info_and_contract_py(program) -> None:
     for name in unused:
         short = name.rsplit(".", 1)[1]
         assert f"`{name}`" in section or f"`{short}`" in section, f"{name} is in neither list"
+
+
+# ------------------------------------------------------------------ liveness from the rendered map
+def _udp(src: str, dst: str, sport: int) -> bytes:
+    return raw(Ether(src="02:00:00:00:01:01") / IP(src=src, dst=dst, tos=26 << 2) /
+               UDP(sport=sport, dport=2000) / Raw(b"\x00" * 64))
+
+
+def _leaf1_flows(program, doc, src: str) -> tuple[object, dict[int, int]]:
+    sw = p4sim.Switch(program, priority_queues=8)
+    apply_document(sw, doc)
+    sw.enable_pktgen_port_down(1)   # the packet generator's port-down app (target config, not an entry)
+    flows = {}
+    for sport in range(2000, 2016):
+        sw.send(1, _udp(src, "10.0.2.1", sport))
+        sw.advance(10)
+        (port, _), = sw.take_output()
+        flows[sport] = port
+    return sw, flows
+
+
+SRC = "10.0.1.65"   # l1g3: no job reservation, so its flows use the uplink group
+
+
+def test_port_down_moves_flows_with_the_rendered_liveness_map(program, lab) -> None:
+    fabric, result = lab
+    sw, flows = _leaf1_flows(program, result.documents["leaf1"], SRC)
+    uplinks = sorted(p for p, port in fabric.switches["leaf1"].ports.items() if port.peer_switch)
+    assert set(flows.values()) == set(uplinks), flows   # the group spreads flows over both spines
+    dead, other = uplinks
+    sw.set_port_up(dead, False)
+    on_dead = [s for s, p in flows.items() if p == dead]
+    for sport in on_dead:
+        sw.send(1, _udp(SRC, "10.0.2.1", sport))
+        sw.advance(10)
+        assert [p for p, _ in sw.take_output()] == [other]
+
+
+def test_negative_control_without_the_liveness_map_flows_black_hole(program, lab) -> None:
+    fabric, result = lab
+    doc = dict(result.documents["leaf1"])
+    doc["entries"] = [e for e in doc["entries"] if not e["table"].endswith("failover.port_member")]
+    sw, flows = _leaf1_flows(program, doc, SRC)
+    dead = min(p for p, port in fabric.switches["leaf1"].ports.items() if port.peer_switch)
+    sw.set_port_up(dead, False)
+    on_dead = [s for s, p in flows.items() if p == dead]
+    assert on_dead
+    for sport in on_dead:
+        sw.send(1, _udp(SRC, "10.0.2.1", sport))
+    sw.advance(10)
+    assert sw.take_output() == []
+
+
+def test_a_job_reservation_pins_its_flows_to_the_reserved_spine(program, lab) -> None:
+    """l1g1 (job moe) -> leaf2 is reserved on spine1 (group of port 9 alone); the unreserved
+    source above spreads over both uplinks (the negative control: same leaf, no reservation)."""
+    fabric, result = lab
+    _, flows = _leaf1_flows(program, result.documents["leaf1"], "10.0.1.1")
+    spine1_port = next(p for p, port in fabric.switches["leaf1"].ports.items() if port.peer_switch == "spine1")
+    assert set(flows.values()) == {spine1_port}
+    _, spread = _leaf1_flows(program, result.documents["leaf1"], SRC)
+    assert len(set(spread.values())) == 2
