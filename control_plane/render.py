@@ -9,6 +9,10 @@ Why templates: the mapping from fabric concepts to P4 tables is the part operato
 review (and what changes when the P4 program changes); keeping it in `templates/*.j2` keeps it
 out of the Python that computes values.
 
+Two programs: `arch="v1model"` (p4src/v1model/stellar.p4, templates/*.j2, the default) and
+`arch="tna"` (p4src/tna/stellar.p4, templates/tna/*.j2, context from render_tna.py, checked
+against contract.TNA_TABLES with bf-p4c's `pipe.`-prefixed names).  Same document format.
+
 Document format ("stellar-entries/1"):
     {"format", "fabric", "switch": {name, role, device_id, p4runtime, mac},
      "path_sets": [{id, purpose, ecmp, members: [{slot, port, via}]}],   # for the controller
