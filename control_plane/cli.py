@@ -4,6 +4,7 @@ Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
   stellarctl render FABRIC --switch NAME     print one switch's entry file
+  stellarctl render FABRIC --arch tna ...    the same for the Tofino program (p4src/tna/stellar.p4)
   stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs), and
                                              each class's scheduler weight and why (the formula's terms)
 
@@ -11,6 +12,7 @@ Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
   stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
     [--program P4 --target p4sim|bmv2]       the program from that target's compiler (p4build)
+  stellarctl push|diff FABRIC --arch tna     the same with p4src/tna/stellar.p4 and its entries
   stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
   stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
 
@@ -57,7 +59,7 @@ def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None:
         return 1
     try:
-        result = render_fabric(fabric)
+        result = render_fabric(fabric, arch=args.arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -214,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("-o", "--output", help="output directory")
     p.add_argument("--switch", help="print this switch's document to stdout")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program the entries are for: p4src/v1model/stellar.p4 (default) or "
+                        "p4src/tna/stellar.p4 (bf-p4c's P4Info names)")
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("analyze-scheduler", help="which paths a job got and each class's weight, and why")
     p.add_argument("fabric", help="fabric YAML file")

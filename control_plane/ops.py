@@ -23,6 +23,8 @@ from .render import RenderError, render_fabric
 REPO = Path(__file__).resolve().parent.parent
 STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
 STELLAR_INCLUDE = REPO / "p4src"
+STELLAR_TNA_P4 = REPO / "p4src" / "tna" / "stellar.p4"
+TNA_DEFINES = {"__TARGET_TOFINO__": "1"}  # the Tofino-1 program (p4src/tna/README.md)
 
 # Tables whose entries follow the fabric's topology: what fail-link recomputes without the link.
 ROUTING_TABLES = frozenset({
@@ -41,8 +43,8 @@ QUEUES_PER_PORT = 8  # tx_queue index = port * 8 + queue (CONTRACT.md §5)
 # ---------------------------------------------------------------------------------------------
 # diff / push
 # ---------------------------------------------------------------------------------------------
-def render_documents(fabric: Fabric) -> dict[str, dict[str, Any]]:
-    return render_fabric(fabric).documents
+def render_documents(fabric: Fabric, arch: str = "v1model") -> dict[str, dict[str, Any]]:
+    return render_fabric(fabric, arch=arch).documents
 
 
 def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
@@ -374,11 +376,14 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
 
             from p4build import BuildError, compile_program
 
-            source = Path(args.program) if args.program else STELLAR_P4
+            tna = args.arch == "tna"
+            source = Path(args.program) if args.program else (STELLAR_TNA_P4 if tna else STELLAR_P4)
             includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
+            defines = [f"{k}={v}" for k, v in TNA_DEFINES.items()] if tna else []
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    built = compile_program(source, args.target, args.arch, args.build_dir or tmp, includes)
+                    built = compile_program(source, args.target, args.arch, args.build_dir or tmp,
+                                            includes, defines=defines)
                 except BuildError as exc:
                     print(f"error: {exc}", file=err)
                     return False, None
@@ -392,9 +397,9 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
     return True, None
 
 
-def _render(fabric: Fabric, err: TextIO) -> Optional[dict[str, dict[str, Any]]]:
+def _render(fabric: Fabric, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
     try:
-        return render_documents(fabric)
+        return render_documents(fabric, arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return None
@@ -409,7 +414,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=False)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
@@ -423,7 +428,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
@@ -466,10 +471,13 @@ def _program_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--program-json", help="device config (p4c-bm2-ss or p4sim compile output)")
     p.add_argument("--p4info", help="P4Info file that goes with --program-json")
     p.add_argument("--program", "--p4", dest="program", metavar="SOURCE.p4",
-                   help=f"P4 source to compile for --target (default {STELLAR_P4.relative_to(REPO)})")
+                   help=f"P4 source to compile for --target (default {STELLAR_P4.relative_to(REPO)}, "
+                        f"or {STELLAR_TNA_P4.relative_to(REPO)} with --arch tna)")
     p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim",
                    help="whose compiler builds --program: p4sim compile or p4c-bm2-ss (default p4sim)")
-    p.add_argument("--arch", default="v1model", help="architecture of --program (default v1model)")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program's architecture; tna: p4src/tna/stellar.p4 compiled for Tofino-1, "
+                        "with the entries rendered for it (p4sim only)")
     p.add_argument("--build-dir", help="keep the compiled files here (default: a temporary directory)")
     p.add_argument("-I", "--include", action="append", help="include dir for --program (default p4src)")
 

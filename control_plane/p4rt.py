@@ -166,7 +166,8 @@ class ProgramFiles:
         return cls(info, Path(device_config).read_bytes())
 
     @classmethod
-    def compile(cls, source: str | Path, include_dirs: Sequence[str | Path] = (), out_dir: Optional[Path] = None) -> "ProgramFiles":
+    def compile(cls, source: str | Path, include_dirs: Sequence[str | Path] = (), out_dir: Optional[Path] = None,
+                defines: Optional[Mapping[str, str]] = None) -> "ProgramFiles":
         """Compile with p4sim (the embedded p4c counterpart) into `out_dir` (a temp dir if None)."""
         import tempfile
 
@@ -176,8 +177,8 @@ class ProgramFiles:
             where = Path(out_dir) if out_dir is not None else Path(tmp)
             stem = Path(source).stem
             json_path, info_path = where / f"{stem}.json", where / f"{stem}.p4info.txtpb"
-            compile_files(str(source), include_dirs=[str(d) for d in include_dirs], out_json=json_path,
-                          p4info_out=info_path)
+            compile_files(str(source), include_dirs=[str(d) for d in include_dirs], defines=defines,
+                          out_json=json_path, p4info_out=info_path)
             return cls.load(json_path, info_path)
 
 

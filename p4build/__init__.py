@@ -11,8 +11,9 @@ run as external tools with the same flags, so this package imports nothing from 
                            include_dirs=["p4src"])
     prog.p4info_path, prog.device_config_path
 
-``arch`` must match what the target's compiler builds: v1model on BMv2 and p4sim today;
-``tna`` is accepted as a name and refused with the reason until a compiler for it is wired.
+``arch`` must match what the target's compiler builds: v1model on BMv2; v1model or tna on
+p4sim (``p4sim compile --arch`` checks the program instantiates that architecture's package).
+TNA for real Tofino needs bf-p4c, which is not wired here: BMv2 refuses tna with the reason.
 """
 from __future__ import annotations
 

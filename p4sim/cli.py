@@ -32,14 +32,18 @@ def _defines(items: Sequence[str]) -> dict[str, str]:
 def cmd_compile(args: argparse.Namespace) -> int:
     from p4sim.errors import CompileError
 
-    if args.arch != "v1model":
-        print(f"p4sim compile: unsupported --arch {args.arch} (only v1model)", file=sys.stderr)
+    # --arch names the package the program must instantiate (V1Switch for v1model, TNA's Switch
+    # for tna, as p4c's --arch does); t2na is tna compiled for Tofino2.
+    families = {"v1model": ("v1model",), "tna": ("tna", "t2na"), "t2na": ("t2na",)}
+    if args.arch not in families:
+        print(f"p4sim compile: unsupported --arch {args.arch} (one of {', '.join(families)})",
+              file=sys.stderr)
         return 2
     try:
         from p4sim import compiler
 
         compiler.compile_files(args.program, list(args.include), _defines(args.define),
-                               args.output, args.p4runtime_files)
+                               args.output, args.p4runtime_files, arch=families[args.arch])
     except CompileError as err:
         print(str(err), file=sys.stderr)
         return 1

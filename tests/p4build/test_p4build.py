@@ -1,6 +1,7 @@
 """p4build: the one compile step per target (p4c-bm2-ss for bmv2, p4sim compile for p4sim)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,7 +48,8 @@ def test_bmv2_without_its_compiler_is_refused(tmp_path, monkeypatch):
 def test_architectures_not_built_yet_are_refused_with_the_reason(tmp_path):
     with pytest.raises(BuildError, match="does not run on BMv2"):
         compile_program(L3, "bmv2", "tna", tmp_path)
-    with pytest.raises(BuildError, match="unsupported --arch tna"):  # p4sim compile's own refusal
+    # p4sim compile's own refusal: --arch must be the package the program instantiates
+    with pytest.raises(BuildError, match="is a v1model program, not tna"):
         compile_program(L3, "p4sim", "tna", tmp_path)
     with pytest.raises(BuildError, match="unknown architecture"):
         compile_program(L3, "p4sim", "psa2", tmp_path)
@@ -96,3 +98,12 @@ def test_stellarctl_push_compiles_through_p4build_for_the_target(tmp_path, monke
     bad.write_text("#include <core.p4>\nnonsense\n")
     rc, text = run("push", fabric, "--program", str(bad), "--build-dir", str(tmp_path / "b"))
     assert rc == 1 and "bad.p4:2:" in text
+
+
+def test_the_tofino_program_compiles_for_p4sim_with_arch_tna(tmp_path):
+    tna = REPO / "p4src" / "tna" / "stellar.p4"
+    built = compile_program(tna, "p4sim", "tna", tmp_path, [REPO / "p4src"], defines=["__TARGET_TOFINO__=1"])
+    assert json.loads(built.device_config_path.read_text())["arch"] == "tna"
+    with pytest.raises(BuildError, match="is a tna program, not v1model"):
+        compile_program(tna, "p4sim", "v1model", tmp_path / "v", [REPO / "p4src"],
+                        defines=["__TARGET_TOFINO__=1"])
