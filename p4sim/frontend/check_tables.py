@@ -156,13 +156,13 @@ class TableChecker(ExprChecker):
             raise self.err(f"action '{sym.name}' is not in the actions of table "
                            f"'{listed.name}'", pn)
         data = [v for v in sym.params if v.direction is None]
-        missing = sym.params[len(args_nodes):]
-        if missing and all(self.param_default(v) is not None for v in missing):
-            # trailing parameters left out: their declared default values (P4_16 1.2)
-            args_nodes = args_nodes + [self.param_default(v) for v in missing]
-        elif len(args_nodes) < len(data) and all(self.param_default(v) is not None
-                                                 for v in data[len(args_nodes):]):
-            args_nodes = args_nodes + [self.param_default(v) for v in data[len(args_nodes):]]
+        if len(args_nodes) < len(data) and self.param_default(data[len(args_nodes)]) is not None:
+            # p4c (1.2.5.16) does not fill action data from declared default values in a table's
+            # default_action or entries: "parameter should be assigned in call".  Direct calls of
+            # the action do take the defaults (check_exprs).
+            v = data[len(args_nodes)]
+            raise self.err(f"{v.name}: parameter should be assigned in call {sym.name}: a table's "
+                           "default action and entries give every action-data argument", node)
         if len(args_nodes) == len(data) and directional:
             # only the action data given: directional arguments are the listed ones
             it = iter(args_nodes)

@@ -107,6 +107,29 @@ def test_default_parameter_values_fill_left_out_arguments(sw):
     assert run(sw, 13)[:3] == (6, 7, 101)
 
 
+@pytest.mark.parametrize("table_text", [
+    "const default_action = addv(1, 5);",
+    "const entries = { 1 : addv(2, 5); }",  # (a key is added below)
+])
+def test_table_action_data_is_not_filled_from_defaults_as_p4c(tmp_path, table_text):
+    # p4c 1.2.5.16: "vb: parameter should be assigned in call" for a default action or an entry
+    # that leaves action data to its declared default (direct calls do take the default).
+    src = NEWER.read_text()
+    if "entries" in table_text:
+        src = src.replace("table with_default_arg {      /*", "table with_default_arg {  /* key added; ")
+        src = src.replace("        actions = { addv; }\n        const default_action = addv(1, 5);",
+                          "        key = { hdr.c.a : exact; }\n        actions = { addv; }\n        " + table_text)
+        src = src.replace("        key = { }\n        key = {", "        key = {")
+    left_out = table_text.replace(", 5)", ")")
+    ok, bad = tmp_path / "ok.p4", tmp_path / "bad.p4"
+    ok.write_text(src)
+    bad.write_text(src.replace(table_text, left_out))
+    p4sim.compile(str(ok))  # every argument given: accepted
+    with pytest.raises(CompileError) as ei:
+        p4sim.compile(str(bad))
+    assert "vb: parameter should be assigned in call addv" in ei.value.message and ei.value.pos is not None
+
+
 def test_dont_care_argument_discards_an_out_value(sw):
     assert run(sw, 14)[:2] == (3, 2)
 

@@ -152,10 +152,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         hdr.c.r1 = va + vb;
     }
 
-    table with_default_arg {      /* const default_action leaves vb to its default */
+    table with_default_arg {      /* a table's default action gives every action-data argument
+                                     (p4c refuses addv(1) here); direct calls use vb's default */
         key = { }
         actions = { addv; }
-        const default_action = addv(1);
+        const default_action = addv(1, 5);
     }
 
     table no_actions {           /* an empty action list (p4c accepts it) */
