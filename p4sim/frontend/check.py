@@ -28,6 +28,12 @@ class Checker(BlockChecker):
         if self.package is None:
             raise CompileError("program has no package instance 'main' (e.g. V1Switch(...) main;)",
                                Pos(self.source, 1, 1))
+        if self.arch == "v1model":
+            from p4sim.frontend.table_paths import check_control
+
+            for block in self.blocks.values():
+                if isinstance(block, ir.ControlDecl):
+                    check_control(block)
         controller_headers = [t for t in self.types.values()
                               if isinstance(t, ir.HeaderT) and "controller_header" in t.annotations]
         seen: set[int] = set()

@@ -258,7 +258,8 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             with_default_arg.apply();
             addv(2);
             hdr.c.r2 = hdr.c.r1;
-            with_default_arg.apply();
+            addv(1);                    /* a direct call: vb takes its default (BMv2 applies a
+                                           table at most once per path, so not the table again) */
             hdr.c.r3 = plus(1);
         } else if (hdr.c.op == 14) {    /* '_' for an out argument */
             hdr.c.r1 = two_outs(_, hdr.c.r2);
