@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bmv2_env.env import EnvError, SwitchState, describe, down, up
+from bmv2_env.env import EnvError, SwitchState, describe, down, ptf_params, ptf_port_args, up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     pu.add_argument("--clock", choices=["wall", "virtual"], default="wall", help="p4sim only")
     pu.add_argument("-I", dest="include", action="append", default=[])
     pu.add_argument("-D", dest="define", action="append", default=[])
-    for sp in (pu, sub.add_parser("down", help="stop it and remove what 'up' made"),
-               sub.add_parser("status", help="print the state file")):
+    ps = sub.add_parser("status", help="print the state file")
+    ps.add_argument("--shell", action="store_true",
+                    help="as shell assignments (GRPC_ADDR, P4INFO, CONFIG, LOG, PTF_PARAMS, PTF_PORTS=(...))")
+    for sp in (pu, sub.add_parser("down", help="stop it and remove what 'up' made"), ps):
         sp.add_argument("--name", default="s1")
         sp.add_argument("--state-dir", type=Path, default=Path("build/bmv2_env"))
     args = p.parse_args(argv)
@@ -42,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
             state = down(args.name, args.state_dir)
             print(f"switch {state.name} stopped; removed its state"
                   + (", veths" if state.interfaces else "") + (", socket" if state.ipc else ""))
+        elif args.shell:
+            import shlex
+
+            st = SwitchState.load(args.state_dir / f"{args.name}.json")
+            for key, value in (("GRPC_ADDR", st.grpc_addr), ("P4INFO", st.p4info), ("CONFIG", st.config),
+                               ("LOG", st.log), ("PTF_PARAMS", ptf_params(st))):
+                print(f"{key}={shlex.quote(value)}")
+            print(f"PTF_PORTS=({' '.join(shlex.quote(a) for a in ptf_port_args(st))})")
         else:
             print(describe(SwitchState.load(args.state_dir / f"{args.name}.json")))
     except EnvError as err:

@@ -65,21 +65,16 @@ def free_port() -> int:
 
 def compile_program(target: str, program: Path, out_dir: Path, include: list[str],
                     defines: list[str], python: str = sys.executable) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out_json = out_dir / f"{program.stem}.json"
-    out_info = out_dir / f"{program.stem}.p4info.txtpb"
-    flags = [f"-I{d}" for d in include] + [f"-D{d}" for d in defines]
-    if target == "bmv2":
-        if shutil.which("p4c-bm2-ss") is None:
-            raise EnvError("TARGET bmv2 needs p4c-bm2-ss on PATH")
-        cmd = ["p4c-bm2-ss", "--arch", "v1model", *flags]
-    else:
-        cmd = [python, "-m", "p4sim", "compile", *flags]
-    cmd += ["-o", str(out_json), "--p4runtime-files", str(out_info), str(program)]
-    res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise EnvError(f"compiling {program} failed:\n{res.stderr.strip()}")
-    return out_json, out_info
+    """(device config, P4Info) from the target's own compiler (``p4build``)."""
+    from p4build import BuildError
+    from p4build import compile_program as build
+
+    try:
+        prog = build(program if program.is_absolute() else REPO / program, target, "v1model", out_dir,
+                     [d if Path(d).is_absolute() else str(REPO / d) for d in include], defines, python)
+    except BuildError as err:
+        raise EnvError(str(err)) from None
+    return prog.device_config_path, prog.p4info_path
 
 
 def _veth_names(name: str, port: int) -> tuple[str, str]:
@@ -160,6 +155,8 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
         raise EnvError(f"{state_file} exists: run 'python -m bmv2_env down --name {name}' first")
     if target not in ("p4sim", "bmv2"):
         raise EnvError(f"unknown target {target!r}")
+    if transport not in ("nn", "veth"):
+        raise EnvError(f"unknown transport {transport!r} (nn or veth)")
     if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
         raise EnvError("TARGET bmv2 needs simple_switch_grpc on PATH")
     config, p4info = compile_program(target, program, state_dir / name, include or [],
@@ -170,23 +167,19 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
     ipc = None
     if transport == "veth":
         interfaces = create_veths(name, ports)
-        port_args = [a for p, (sw, _h) in interfaces.items() for a in ("-i", f"{p}@{sw}")]
     elif transport == "nn":
         ipc = f"ipc://{(state_dir / f'{name}.ipc').resolve()}"
-        port_args = ["--packet-in", ipc]
     else:
         raise EnvError(f"unknown transport {transport!r} (nn or veth)")
-    control_addr = thrift_port = None
-    if target == "bmv2":
-        thrift_port = free_port()
-        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(device_id), *port_args,
-               "--thrift-port", str(thrift_port), "--log-console", "--",
-               "--grpc-server-addr", grpc_addr, "--cpu-port", str(cpu_port)]
-    else:
-        control_addr = f"127.0.0.1:{free_port()}"
-        cmd = [python, "-m", "p4sim", "run", "--no-p4", "--device-id", str(device_id), *port_args,
-               "--log-console", "--", "--grpc-server-addr", grpc_addr, "--cpu-port", str(cpu_port),
-               "--clock", clock, "--control-addr", control_addr]
+    from bmv2_env.commands import SwitchOptions, switch_command
+
+    thrift_port = free_port()  # each switch its own: BMv2 (and p4sim) hold 9090 by default
+    control_addr = f"127.0.0.1:{free_port()}" if target == "p4sim" else None
+    opts = SwitchOptions(grpc_addr=grpc_addr, device_id=device_id, thrift_port=thrift_port,
+                         interfaces={int(p): sw for p, (sw, _h) in interfaces.items()},
+                         packet_in=ipc, cpu_port=cpu_port,
+                         clock=clock if target == "p4sim" else None, control_addr=control_addr)
+    cmd = switch_command(target, opts, python=python)
     with open(log, "w") as logf:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -233,6 +226,27 @@ def down(name: str, state_dir: Path) -> SwitchState:
         Path(state.ipc[len("ipc://"):]).unlink(missing_ok=True)
     state_file.unlink(missing_ok=True)
     return state
+
+
+def ptf_params(state: SwitchState) -> str:
+    """The ``ptf --test-params`` string ``ptf_tests/base.py`` reads, for this switch."""
+    params = [f"grpc_addr='{state.grpc_addr}'", f"device_id={state.device_id}", f"cpu_port={state.cpu_port}",
+              f"target='{state.target}'", f"p4info='{state.p4info}'", f"config='{state.config}'"]
+    ifaces = {int(p): sw for p, (sw, _h) in state.interfaces.items()}
+    params.append(f"interfaces={ifaces if ifaces else None}")
+    if state.control_addr:
+        params.append(f"control_addr='{state.control_addr}'")
+    if state.thrift_port:
+        params.append(f"thrift_port={state.thrift_port}")
+    return ";".join(params)
+
+
+def ptf_port_args(state: SwitchState) -> list[str]:
+    """PTF's port arguments: the host side of each veth, or the nanomsg socket."""
+    if state.ipc:
+        return ["--platform", "nn", "--device-socket", f"0-{{0-{state.ports - 1}}}@{state.ipc}"]
+    return [a for p, (_sw, host) in sorted(state.interfaces.items(), key=lambda kv: int(kv[0]))
+            for a in ("-i", f"{p}@{host}")]
 
 
 def describe(state: SwitchState) -> str:

@@ -1,29 +1,43 @@
 """A fabric YAML as a Mininet network: hosts in namespaces, switches as target processes.
 
-Each switch is a ``p4sim run`` (default) or ``simple_switch_grpc`` process attached to its Mininet
-interfaces with ``-i PORT@IFACE`` and serving P4Runtime at the address the YAML gives it, so the
-same controller (``stellarctl push``, the controller loop) drives it as it would real BMv2 boxes.
-GPUs are Mininet hosts with the YAML's IP and MAC; their default route points at a gateway
-address whose ARP entry is static (the Stellar program routes on IP and rewrites MACs; it
-answers no ARP).  Needs root and Debian's ``mininet`` package; no Open vSwitch and no OpenFlow
-controller (``controller=None``).
+Each switch is a ``simple_switch_grpc`` (``--target bmv2``) or ``p4sim run`` (default) process
+attached to its Mininet interfaces with ``-i PORT@IFACE``, with its own gRPC address (the
+YAML's), its own Thrift port and its own log, so the same controller (``stellarctl push``,
+``stats``, ``diff``, ``fail-link``) drives it as it would real switches.  The program comes from
+the target's own compiler (``p4build``).  GPUs are Mininet hosts with the YAML's IP and MAC;
+their default route points at a gateway address whose ARP entry is static (the Stellar program
+routes on IP and rewrites MACs; it answers no ARP).  Needs root and Debian's ``mininet``
+package; no Open vSwitch and no OpenFlow controller (``controller=None``).
 
-    sudo .venv/bin/python -m bmv2_env.mininet_fabric fabrics/lab.yaml [--target bmv2] [--cli]
+    sudo .venv/bin/python -m bmv2_env.mininet_fabric fabrics/lab.yaml [--target bmv2]
+        [--fail-link leaf1 spine2] [--ptf stellar] [--cli]
+
+Whatever happens half way (a switch that does not start, a failed push, Ctrl-C), every switch
+process is stopped and every interface the run created is deleted before it returns.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+from bmv2_env.commands import SwitchOptions, switch_command
 
 ROOT = Path(__file__).resolve().parents[1]
 DEBIAN_DIST = "/usr/lib/python3/dist-packages"  # where Debian's mininet lives (not in the venv)
+STELLAR_P4 = ROOT / "p4src" / "v1model" / "stellar.p4"
+CPU_PORT = 255
+PORT_DOWN_REGISTER = "port_down"  # top-level register (p4src/v1model/include/registers.p4)
 
 
 def import_mininet():
@@ -41,144 +55,504 @@ def gateway_ip(host_ip: str) -> str:
     return f"{a}.{b}.{c}.254"
 
 
-def make_switch_class(target: str, log_dir: Path, priority_queues: int):
+def intf_name(node: str, port: int, tag: str = "") -> str:
+    """The Mininet interface of ``node``'s port ``port`` (hosts have one, eth0).  ``tag``
+    prefixes every name, so two fabrics on one machine (concurrent test runs) never share one."""
+    name = f"{tag}{node}-eth{port}"
+    if len(name) > 15:
+        raise ValueError(f"interface name {name!r} is longer than Linux's 15 characters")
+    return name
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SwitchPlan:
+    """How one switch is started: its argv and everything a tool needs to reach it."""
+
+    name: str
+    argv: list[str]
+    grpc_addr: str
+    device_id: int
+    thrift_port: int
+    control_addr: Optional[str]
+    log: Path
+    interfaces: dict[int, str] = field(default_factory=dict)
+
+
+def plan_switches(fabric, target: str, log_dir: Path, thrift_base: Optional[int] = None,
+                  python: str = sys.executable, tag: str = "") -> dict[str, SwitchPlan]:
+    """The command line of every switch of the fabric (sorted by name; the i-th switch gets
+    Thrift port ``thrift_base + i``, or a free port when ``thrift_base`` is None)."""
+    plans = {}
+    for i, (name, s) in enumerate(sorted(fabric.switches.items())):
+        thrift = thrift_base + i if thrift_base is not None else free_port()
+        control = f"127.0.0.1:{free_port()}" if target == "p4sim" else None
+        ifaces = {n: intf_name(name, n, tag) for n in sorted(s.ports)}
+        opts = SwitchOptions(grpc_addr=s.p4runtime, device_id=s.device_id, thrift_port=thrift,
+                             interfaces=ifaces, cpu_port=CPU_PORT,
+                             priority_queues=fabric.dataplane.priority_queues,
+                             clock="wall" if target == "p4sim" else None, control_addr=control)
+        plans[name] = SwitchPlan(name, switch_command(target, opts, python=python), s.p4runtime,
+                                 s.device_id, thrift, control, log_dir / f"{name}.log", ifaces)
+    return plans
+
+
+def make_switch_class():
     from mininet.node import Switch
 
     class TargetSwitch(Switch):
         """A Mininet switch that is a p4sim / simple_switch_grpc process (the p4lang/tutorials
         pattern: Mininet makes the interfaces, the target process owns them)."""
 
-        def __init__(self, name: str, device_id: int, grpc_addr: str, **kw):
-            super().__init__(name, dpid=f"{device_id:016x}", **kw)
-            self.device_id = device_id
-            self.grpc_addr = grpc_addr
+        def __init__(self, name: str, plan: SwitchPlan, **kw):
+            super().__init__(name, dpid=f"{plan.device_id:016x}", **kw)
+            self.plan = plan
             self.proc: Optional[subprocess.Popen] = None
 
-        def command(self) -> list[str]:
-            ifaces = [f"{port}@{intf.name}" for intf, port in sorted(self.ports.items(), key=lambda kv: kv[1])
-                      if intf.name != "lo"]
-            flags = [x for pi in ifaces for x in ("-i", pi)]
-            common = ["--no-p4", "--device-id", str(self.device_id), "--priority-queues", str(priority_queues)]
-            if target == "bmv2":
-                return ["simple_switch_grpc", *flags, *common, "--", "--grpc-server-addr", self.grpc_addr]
-            return [sys.executable, "-m", "p4sim", "run", *flags, *common, "--clock", "wall",
-                    "--", "--grpc-server-addr", self.grpc_addr]
-
         def start(self, controllers) -> None:  # noqa: ARG002 - no OpenFlow controllers
-            log = open(log_dir / f"{self.name}.log", "w")
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-            host, port = self.grpc_addr.rsplit(":", 1)
-            deadline = time.monotonic() + 30
+            for ifname in self.plan.interfaces.values():  # no IPv6 chatter on switch ports
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], capture_output=True)
+            with open(self.plan.log, "w") as log:
+                log.write("$ " + shlex.join(self.plan.argv) + "\n")
+                log.flush()
+                self.proc = subprocess.Popen(self.plan.argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                             start_new_session=True)
+            host, port = self.plan.grpc_addr.rsplit(":", 1)
+            deadline = time.monotonic() + 60
             while time.monotonic() < deadline:  # bounded wait for the gRPC port to listen
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.name}: target exited; see {log_dir / (self.name + '.log')}")
+                    raise RuntimeError(f"{self.name}: target exited with {self.proc.returncode}; "
+                                       f"log {self.plan.log}:\n{self.plan.log.read_text()[-1500:]}")
                 with socket.socket() as s:
-                    if s.connect_ex((host, int(port))) == 0:
+                    if s.connect_ex((host, int(port))) == 0 and self.proc.poll() is None:
                         return
-                time.sleep(0.1)
-            raise RuntimeError(f"{self.name}: P4Runtime {self.grpc_addr} did not come up in 30 s")
+                time.sleep(0.1)  # polling interval of the bounded wait
+            raise RuntimeError(f"{self.name}: P4Runtime {self.plan.grpc_addr} did not come up in 60 s")
 
         def stop(self, deleteIntfs: bool = True) -> None:
             if self.proc is not None and self.proc.poll() is None:
                 self.proc.terminate()
                 try:
-                    self.proc.wait(timeout=5)
+                    self.proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     self.proc.kill()
+                    self.proc.wait(timeout=10)
             super().stop(deleteIntfs)
 
     return TargetSwitch
 
 
-def remove_stale_interfaces(fabric) -> None:
-    """Delete interfaces with the names this fabric will create, left by a run that died before
-    ``net.stop()`` (Mininet refuses to create a veth pair whose name exists)."""
-    names = {f"{h}-eth0" for h in fabric.hosts}
-    names |= {f"{name}-eth{n}" for name, s in fabric.switches.items() for n in s.ports}
-    for name in sorted(names):
+def fabric_interfaces(fabric, tag: str = "") -> list[str]:
+    """Every interface a Mininet run of this fabric creates."""
+    names = {intf_name(h, 0, tag) for h in fabric.hosts}
+    names |= {intf_name(name, n, tag) for name, s in fabric.switches.items() for n in s.ports}
+    return sorted(names)
+
+
+def remove_interfaces(fabric, tag: str = "") -> list[str]:
+    """Delete this fabric's interfaces that exist in the root namespace (a run that died before
+    ``net.stop()``, or one Mininet missed); returns the names deleted."""
+    gone = []
+    for name in fabric_interfaces(fabric, tag):
         if os.path.exists(f"/sys/class/net/{name}"):
             subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
+            gone.append(name)
+    return gone
 
 
-def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None):
-    """A started Mininet network of the fabric (switch processes up, no entries yet)."""
+def configure_host(node, fabric, h, tag: str = "") -> None:
+    """Address, default route and static ARP entries of one GPU host."""
+    ifname = intf_name(h.name, 0, tag)
+    node.cmd(f"ip link set {ifname} up")
+    node.cmd(f"ip addr replace {h.ip}/24 dev {ifname}")
+    gw = gateway_ip(str(h.ip))
+    node.cmd(f"ip route replace default via {gw} dev {ifname}")
+    leaf_mac = fabric.switches[h.leaf].mac
+    node.cmd(f"arp -s {gw} {leaf_mac}")
+    # Stellar is a routed (L3-to-the-host) fabric that answers no ARP: neighbours in the same
+    # /24 are reached through the leaf too, so their addresses resolve to the leaf's MAC.
+    for other in fabric.hosts.values():
+        if other is not h and gateway_ip(str(other.ip)) == gw:
+            node.cmd(f"arp -s {other.ip} {leaf_mac}")
+    node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+
+
+class FabricNetwork:
+    """A running Mininet fabric: ``net``, the switch plans, and the one way to stop it all."""
+
+    def __init__(self, fabric, target: str, net, plans: dict[str, SwitchPlan], tag: str = "") -> None:
+        self.fabric, self.target, self.net, self.plans, self.tag = fabric, target, net, plans, tag
+
+    def stop(self) -> list[str]:
+        """Stop every switch and host, delete every interface; returns the fabric's interfaces
+        still present afterwards (none, unless deleting them failed)."""
+        try:
+            self.net.stop()
+        finally:
+            remove_interfaces(self.fabric, self.tag)
+        return [n for n in fabric_interfaces(self.fabric, self.tag) if os.path.exists(f"/sys/class/net/{n}")]
+
+    def thrift_ports(self) -> dict[str, int]:
+        return {name: p.thrift_port for name, p in self.plans.items()}
+
+    def __enter__(self) -> "FabricNetwork":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def build_network(fabric, target: str = "p4sim", log_dir: Optional[Path] = None,
+                  thrift_base: Optional[int] = None, tag: str = "") -> FabricNetwork:
+    """A started Mininet network of the fabric (switch processes up, no entries yet).  If any
+    switch fails to start, everything started so far is stopped and removed before raising."""
     import_mininet()
     from mininet.link import Link
     from mininet.net import Mininet
 
     log_dir = Path(log_dir or ROOT / "build" / "mininet")
     log_dir.mkdir(parents=True, exist_ok=True)
-    cls = make_switch_class(target, log_dir, fabric.dataplane.priority_queues)
-    remove_stale_interfaces(fabric)
-    net = Mininet(controller=None, switch=cls, link=Link, autoSetMacs=False, autoStaticArp=False)
-    for name, s in sorted(fabric.switches.items()):
-        net.addSwitch(name, cls=cls, device_id=s.device_id, grpc_addr=s.p4runtime)
-    for h in fabric.hosts.values():
-        net.addHost(h.name, ip=f"{h.ip}/24", mac=h.mac)
-    done = set()
-    for name, s in sorted(fabric.switches.items()):
-        for number, port in sorted(s.ports.items()):
-            if port.host is not None:
-                net.addLink(port.host, name, port2=number)
-            elif port.peer_switch is not None:
-                key = frozenset(((name, number), (port.peer_switch, port.peer_port)))
-                if key not in done:
-                    done.add(key)
-                    net.addLink(name, port.peer_switch, port1=number, port2=port.peer_port)
-    net.start()
-    for h in fabric.hosts.values():
-        node = net.get(h.name)
-        gw = gateway_ip(str(h.ip))
-        node.cmd(f"ip route add default via {gw}")
-        node.cmd(f"arp -s {gw} {fabric.switches[h.leaf].mac}")
-        # Stellar is a routed (L3-to-the-host) fabric that answers no ARP: neighbours in the same
-        # /24 are reached through the leaf too, so their addresses resolve to the leaf's MAC.
-        for other in fabric.hosts.values():
-            if other is not h and gateway_ip(str(other.ip)) == gw:
-                node.cmd(f"arp -s {other.ip} {fabric.switches[h.leaf].mac}")
-        node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-    return net
+    plans = plan_switches(fabric, target, log_dir, thrift_base, tag=tag)
+    cls = make_switch_class()
+    remove_interfaces(fabric, tag)
+    net = Mininet(controller=None, switch=cls, link=Link, autoSetMacs=False, autoStaticArp=False, build=False)
+    fnet = FabricNetwork(fabric, target, net, plans, tag)
+    try:
+        for name in sorted(fabric.switches):
+            net.addSwitch(name, cls=cls, plan=plans[name])
+        for h in fabric.hosts.values():
+            net.addHost(h.name, ip=f"{h.ip}/24", mac=h.mac)
+        done = set()
+        for name, s in sorted(fabric.switches.items()):
+            for number, port in sorted(s.ports.items()):
+                if port.host is not None:
+                    net.addLink(port.host, name, port1=0, port2=number,
+                                intfName1=intf_name(port.host, 0, tag), intfName2=intf_name(name, number, tag))
+                elif port.peer_switch is not None:
+                    key = frozenset(((name, number), (port.peer_switch, port.peer_port)))
+                    if key not in done:
+                        done.add(key)
+                        net.addLink(name, port.peer_switch, port1=number, port2=port.peer_port,
+                                    intfName1=intf_name(name, number, tag),
+                                    intfName2=intf_name(port.peer_switch, port.peer_port, tag))
+        net.build()
+        net.start()
+        for h in fabric.hosts.values():
+            configure_host(net.get(h.name), fabric, h, tag)
+    except BaseException:
+        fnet.stop()
+        raise
+    return fnet
 
 
-def push(fabric, program_files) -> object:
-    """Render and push every switch over P4Runtime (the same code as ``stellarctl push``)."""
+def compile_for(target: str, out_dir: Path, source: Path = STELLAR_P4):
+    """The fabric's program from the target's own compiler (p4build)."""
+    from p4build import compile_program
+
+    return compile_program(source, target, "v1model", out_dir, [ROOT / "p4src"], [f"CPU_PORT={CPU_PORT}"])
+
+
+def stellarctl(*argv: str) -> tuple[int, str]:
+    """Run a ``stellarctl`` command in-process (the very code of the CLI); (status, output)."""
+    from control_plane.cli import main as ctl
+
+    out, err = io.StringIO(), io.StringIO()
+    rc = ctl(list(argv), out=out, err=err)
+    return rc, out.getvalue() + err.getvalue()
+
+
+def push(fabric_path: str, program, target: str = "p4sim", thrift_ports: Optional[dict[str, int]] = None,
+         switches: tuple[str, ...] = ()) -> tuple[int, str]:
+    """Reconcile every (or the named) switch with the rendered entries.
+
+    p4sim: ``stellarctl push FABRIC --program-json ... --p4info ...``, run in-process.  BMv2:
+    the same reconcile (``push_fabric``, what ``stellarctl push`` runs) for entries and meters,
+    with each document's register cells (``port_down``) written over Thrift instead
+    (``simple_switch_CLI register_write``): BMv2's P4Runtime server neither reads nor writes
+    registers, so until that state moves into a table (the data-plane issue 8) Thrift is the one
+    way BMv2 takes it."""
+    config, p4info = program.files()
+    if target != "bmv2":
+        extra = [a for s in switches for a in ("--switch", s)]
+        return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
+    from control_plane.model import load_fabric
+    from control_plane.ops import format_push, render_documents
     from control_plane.p4rt import ProgramFiles, push_fabric
-    from control_plane.render import render_fabric
 
-    return push_fabric(fabric, render_fabric(fabric).documents, ProgramFiles.load(*program_files), progress=None)
+    fabric = load_fabric(fabric_path)
+    docs = render_documents(fabric)
+    cells = {name: doc.get("registers", []) for name, doc in docs.items()}
+    docs = {name: {**doc, "registers": []} for name, doc in docs.items()}
+    result = push_fabric(fabric, docs, ProgramFiles.load(config, p4info), switches=list(switches) or None,
+                         progress=None)
+    text = format_push(result)
+    if not result.ok:
+        return 1, text
+    for name in (switches or sorted(cells)):
+        lines = [f"register_write {c['name']} {c['index']} {c['value']}" for c in cells[name]]
+        if lines:
+            thrift_cli((thrift_ports or {})[name], lines)
+    n = sum(len(cells[name]) for name in (switches or cells))
+    return 0, text + f"registers over Thrift (BMv2's P4Runtime has no register writes): {n} cells\n"
+
+
+def diff(fabric_path: str, target: str = "p4sim") -> tuple[int, str]:
+    """``stellarctl diff FABRIC`` (p4sim); on BMv2 the same dry-run reconcile of entries and
+    meters, the register cells left out (BMv2's P4Runtime cannot read them; see ``push``)."""
+    if target != "bmv2":
+        return stellarctl("diff", fabric_path)
+    from control_plane.model import load_fabric
+    from control_plane.ops import format_push, render_documents
+    from control_plane.p4rt import push_fabric
+
+    fabric = load_fabric(fabric_path)
+    docs = {name: {**doc, "registers": []} for name, doc in render_documents(fabric).items()}
+    result = push_fabric(fabric, docs, None, dry_run=True, progress=None, label="diff")
+    in_sync = result.in_sync and not any(r.pipeline_pushed for r in result.results.values())
+    return (0 if in_sync else 1), format_push(result)
+
+
+def thrift_cli(thrift_port: int, commands: list[str], cli: str = "simple_switch_CLI") -> str:
+    """Feed commands to simple_switch_CLI; RuntimeError if it reports an error."""
+    res = subprocess.run([cli, "--thrift-port", str(thrift_port)], input="\n".join(commands) + "\n",
+                         capture_output=True, text=True, timeout=120)
+    if res.returncode != 0 or re.search(r"Error|Invalid|Exception", res.stdout + res.stderr):
+        raise RuntimeError(f"simple_switch_CLI --thrift-port {thrift_port}: {res.stdout}{res.stderr}")
+    return res.stdout
+
+
+@dataclass
+class PingResult:
+    src: str
+    dst: str
+    sent: int
+    received: int
+    ttls: list[int]
+    output: str
+
+    @property
+    def hops(self) -> Optional[int]:
+        """Routed hops on the way (each Stellar switch decrements the TTL once)."""
+        return 64 - self.ttls[0] if self.ttls else None
+
+    def line(self) -> str:
+        return (f"ping {self.src} -> {self.dst}: {self.received}/{self.sent} received"
+                + (f", ttl {self.ttls[0]} ({self.hops} hops)" if self.ttls else ""))
+
+
+def ping(fnet: FabricNetwork, src: str, dst: str, count: int = 3) -> PingResult:
+    ip = str(fnet.fabric.hosts[dst].ip)
+    out = fnet.net.get(src).cmd(f"ping -c {count} -i 0.2 -W 2 {ip}")
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    sent, received = map(int, m.groups()) if m else (0, 0)
+    return PingResult(src, dst, sent, received, [int(t) for t in re.findall(r"ttl=(\d+)", out)], out)
+
+
+def ping_pairs(fabric) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(one-hop pair: two hosts on one leaf, three-hop pair: hosts on different leaves)."""
+    first, *rest = sorted(fabric.hosts)
+    leaf = fabric.hosts[first].leaf
+    same = next(h for h in rest if fabric.hosts[h].leaf == leaf)
+    other = next(h for h in rest if fabric.hosts[h].leaf != leaf)
+    return (first, same), (first, other)
+
+
+def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
+    """Real link-down of the a-b link, on both Mininet interfaces.
+
+    p4sim: ``ip link set dev X down``.  BMv2: the same stalls the whole switch -- with an
+    attached interface administratively down, simple_switch_grpc 1.15.5 (libpcap 1.10) processes
+    no packet on *any* port until that interface is up again or deleted (measured on the lab
+    fabric: leaf1 held every ping from its host port until teardown).  So on BMv2 the link is cut
+    below the switch instead: a zero-length root queue (``tc qdisc replace dev X root pfifo
+    limit 0``) drops every frame either end sends, while both interfaces stay up."""
+    from control_plane.ops import find_link
+
+    link = find_link(fnet.fabric, a, b)
+    names = [intf_name(link.leaf, link.leaf_port, fnet.tag), intf_name(link.spine, link.spine_port, fnet.tag)]
+    for ifname in names:
+        if fnet.target == "bmv2":
+            cmd = ["tc", "qdisc", "replace", "dev", ifname, "root", "pfifo", "limit", "0"]
+        else:
+            cmd = ["ip", "link", "set", "dev", ifname, "down"]
+        subprocess.run(cmd, check=True)
+    return names
+
+
+def bmv2_mark_port_down(fnet: FabricNetwork, a: str, b: str, cli: str = "simple_switch_CLI") -> list[str]:
+    """On BMv2, ``port_down`` is written over Thrift (``simple_switch_CLI register_write``):
+    BMv2's P4Runtime server refuses register writes, so ``stellarctl fail-link``'s own write
+    cannot reach it until the liveness state moves into a table (the data-plane issue 8)."""
+    from control_plane.ops import find_link
+
+    link = find_link(fnet.fabric, a, b)
+    done = []
+    for name, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
+        thrift_cli(fnet.plans[name].thrift_port, [f"register_write {PORT_DOWN_REGISTER} {port} 1"], cli)
+        done.append(f"{name} port {port}")
+    return done
+
+
+def fail_link(fnet: FabricNetwork, fabric_path: str, a: str, b: str, log: Callable[[str], None] = print) -> int:
+    """Take the a-b link down for real, then tell the switches: ``port_down`` on both ends (the
+    data plane skips the port at once) and path sets recomputed without the link.
+
+    p4sim: ``stellarctl fail-link FABRIC A B`` itself.  BMv2: ``port_down`` over Thrift (its
+    P4Runtime server refuses register writes; issue 8 moves that state into a table) and the
+    same re-push ``stellarctl fail-link`` makes (``failover_documents``, routing tables only).
+    Returns 0 when every switch acknowledged."""
+    names = link_down(fnet, a, b)
+    how = "tc qdisc root pfifo limit 0 (drops every frame)" if fnet.target == "bmv2" else "ip link set down"
+    log(f"link cut ({how}): {', '.join(names)}")
+    if fnet.target != "bmv2":
+        rc, out = stellarctl("fail-link", fabric_path, a, b)
+        log(out.rstrip())
+        return rc
+    from control_plane.model import load_fabric
+    from control_plane.ops import ROUTING_TABLES, failover_documents, find_link, format_push
+    from control_plane.p4rt import push_fabric
+
+    log(f"port_down over Thrift (simple_switch_CLI register_write): {', '.join(bmv2_mark_port_down(fnet, a, b))}")
+    fabric = load_fabric(fabric_path)
+    docs = {name: {**doc, "registers": []}
+            for name, doc in failover_documents(fabric, find_link(fabric, a, b)).items()}
+    result = push_fabric(fabric, docs, None, progress=None, label="fail-link", managed_tables=ROUTING_TABLES)
+    log("path sets re-pushed without the link:\n" + format_push(result, verbose=True).rstrip())
+    return 0 if result.ok else 1
+
+
+def suite_program(suite: str) -> tuple[Path, list[Path]]:
+    """(program, include dirs) of a PTF suite from its suite.env."""
+    env = (ROOT / "ptf_tests" / suite / "suite.env")
+    if not env.is_file():
+        raise ValueError(f"no PTF suite {suite!r} (ptf_tests/{suite}/suite.env missing)")
+    values = dict(re.findall(r"^(\w+)=\"?([^\"\n]*)\"?$", env.read_text(), re.M))
+    return ROOT / values["PROG"], [ROOT / d for d in values.get("INCLUDES", "").split()]
+
+
+def run_ptf(fnet: FabricNetwork, fabric_path: str, suite: str, leaf: str, out_dir: Path,
+            ptf_args: tuple[str, ...] = (), log: Callable[[str], None] = print) -> int:
+    """Run a PTF suite against ``leaf`` of the running fabric, then give the leaf back.
+
+    PTF needs the far ends of the leaf's host ports: each of those host interfaces is moved
+    from its host's namespace into the root one for the run, and back afterwards.  The suite
+    pushes its own pipeline and entries (and removes its entries), so the fabric's entries are
+    reconciled onto the leaf again with ``stellarctl push --switch LEAF`` at the end."""
+    from p4build import compile_program
+
+    fabric = fnet.fabric
+    plan = fnet.plans[leaf]
+    hosts = {n: p.host for n, p in fabric.switches[leaf].ports.items() if p.host is not None}
+    source, includes = suite_program(suite)
+    prog = compile_program(source, fnet.target, "v1model", out_dir / f"ptf-{suite}", includes,
+                           [f"CPU_PORT={CPU_PORT}"])
+    moved: dict[int, str] = {}
+    rc = 1
+    try:
+        for port, host in sorted(hosts.items()):
+            ifname = intf_name(host, 0, fnet.tag)
+            fnet.net.get(host).cmd(f"ip link set {ifname} netns 1")
+            subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], capture_output=True)
+            moved[port] = ifname
+        params = [f"grpc_addr='{plan.grpc_addr}'", f"device_id={plan.device_id}", f"cpu_port={CPU_PORT}",
+                  f"target='{fnet.target}'", f"p4info='{prog.p4info_path}'", f"config='{prog.device_config_path}'",
+                  f"interfaces={dict(plan.interfaces)}", f"thrift_port={plan.thrift_port}"]
+        if plan.control_addr:
+            params.append(f"control_addr='{plan.control_addr}'")
+        ptf = str(Path(sys.executable).parent / "ptf")
+        cmd = [ptf, "--test-dir", str(ROOT / "ptf_tests" / suite), "--pypath", str(ROOT),
+               *[a for p, i in sorted(moved.items()) for a in ("-i", f"{p}@{i}")],
+               "--log-file", str(out_dir / f"ptf-{suite}.log"), "--test-params", ";".join(params), *ptf_args]
+        log(f"== ptf {suite} against {leaf} ({fnet.target}, ports {sorted(moved)})")
+        rc = subprocess.run(cmd, cwd=ROOT).returncode
+    finally:
+        for port, ifname in moved.items():
+            host = fnet.net.get(hosts[port])
+            subprocess.run(["ip", "link", "set", ifname, "netns", str(host.pid)], check=False)
+            configure_host(host, fabric, fabric.hosts[hosts[port]], fnet.tag)
+        prc, out = push(fabric_path, compile_for(fnet.target, out_dir), fnet.target, fnet.thrift_ports(), (leaf,))
+        log(f"== {leaf} given back to the fabric (stellarctl push --switch {leaf}):\n{out.rstrip()}")
+    return rc or prc
+
+
+def _switch_alive(fnet: FabricNetwork, name: str) -> bool:
+    proc = getattr(fnet.net.get(name), "proc", None) if name in fnet.net else None
+    return proc is not None and proc.poll() is None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from fabric_sim.demo import build_program
     from control_plane.model import load_fabric
 
     ap = argparse.ArgumentParser(prog="python -m bmv2_env.mininet_fabric", description=__doc__.split("\n")[0])
     ap.add_argument("fabric")
     ap.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim")
-    ap.add_argument("--cli", action="store_true", help="open the Mininet CLI after the push")
+    ap.add_argument("--log-dir", type=Path, default=ROOT / "build" / "mininet", help="switch logs and programs")
+    ap.add_argument("--thrift-base", type=int, default=9090,
+                    help="Thrift port of the first switch (by name); the others count up (default 9090)")
+    ap.add_argument("--fail-link", nargs=2, metavar=("A", "B"),
+                    help="after the pings: take the A-B link down (ip link) + stellarctl fail-link, ping again")
+    ap.add_argument("--ptf", metavar="SUITE", help="run this PTF suite (ptf_tests/SUITE) against one leaf")
+    ap.add_argument("--ptf-leaf", help="the leaf for --ptf (default: the first leaf by name)")
+    ap.add_argument("--intf-prefix", default="", metavar="TAG",
+                    help="prefix of every interface name (two fabrics on one machine; 15 characters at most in all)")
+    ap.add_argument("--cli", action="store_true", help="open the Mininet CLI before tearing down")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("error: Mininet needs root", file=sys.stderr)
         return 2
-    if args.target == "bmv2" and not shutil.which("simple_switch_grpc"):
-        print("error: simple_switch_grpc is not on PATH", file=sys.stderr)
-        return 2
-    fabric = load_fabric(args.fabric)
-    files = build_program(ROOT / "build" / "mininet")
-    net = build_network(fabric, args.target)
+    for tool in (("simple_switch_grpc", "p4c-bm2-ss") if args.target == "bmv2" else ()):
+        if not shutil.which(tool):
+            print(f"error: --target bmv2 needs {tool} on PATH", file=sys.stderr)
+            return 2
     try:
-        result = push(fabric, files)
-        print(f"pushed: {result.written} writes, ok={result.ok}")
-        first, *rest = sorted(fabric.hosts)
-        other = next(h for h in rest if fabric.hosts[h].leaf != fabric.hosts[first].leaf)
-        print(net.get(first).cmd(f"ping -c 3 -W 2 {fabric.hosts[other].ip}"))
+        fabric = load_fabric(args.fabric)
+    except Exception as err:  # noqa: BLE001 - a YAML error names file:line:key
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    program = compile_for(args.target, args.log_dir)
+    print(f"compiled {STELLAR_P4.relative_to(ROOT)} for {args.target}: {program.device_config_path}")
+    fnet = build_network(fabric, args.target, args.log_dir, args.thrift_base, tag=args.intf_prefix)
+    failed = 0
+    try:
+        for name, plan in sorted(fnet.plans.items()):
+            print(f"{name:>7}: {args.target} device {plan.device_id}, gRPC {plan.grpc_addr}, "
+                  f"thrift {plan.thrift_port}, log {plan.log}")
+        rc, out = push(args.fabric, program, args.target, fnet.thrift_ports())
+        print(out.rstrip())
+        if rc != 0:
+            return 1
+        one, three = ping_pairs(fabric)
+        for src, dst in (one, three):
+            r = ping(fnet, src, dst)
+            print(r.line())
+            failed += r.received != r.sent
+        if args.ptf:
+            leaf = args.ptf_leaf or sorted(n for n, s in fabric.switches.items() if s.role == "leaf")[0]
+            failed += run_ptf(fnet, args.fabric, args.ptf, leaf, args.log_dir) != 0
+            r = ping(fnet, *three)
+            print(f"after ptf: {r.line()}")
+            failed += r.received != r.sent
+        if args.fail_link:
+            fail_link(fnet, args.fabric, *args.fail_link)
+            r = ping(fnet, *three)
+            print(f"after fail-link: {r.line()}")
+            failed += r.received != r.sent
         if args.cli:
             from mininet.cli import CLI
 
-            CLI(net)
+            CLI(fnet.net)
     finally:
-        net.stop()
-    return 0
+        left = fnet.stop()
+        alive = [p for p in fnet.plans.values() if _switch_alive(fnet, p.name)]
+        print(f"teardown: {len(fnet.plans) - len(alive)}/{len(fnet.plans)} switch processes stopped, "
+              f"hosts gone, fabric interfaces left: {', '.join(left) if left else 'none'}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ Offline commands (no switch needed):
   stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
   stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
   stellarctl render FABRIC --switch NAME     print one switch's entry file
+  stellarctl render FABRIC --arch tna ...    the same for the Tofino program (p4src/tna/stellar.p4)
   stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs), and
                                              each class's scheduler weight and why (the formula's terms)
 
 Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
   stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
+    [--program P4 --target p4sim|bmv2]       the program from that target's compiler (p4build)
+  stellarctl push|diff FABRIC --arch tna     the same with p4src/tna/stellar.p4 and its entries
   stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
   stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
 
@@ -56,7 +59,7 @@ def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None:
         return 1
     try:
-        result = render_fabric(fabric)
+        result = render_fabric(fabric, arch=args.arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -198,6 +201,13 @@ def explain_job(fabric: Fabric, assignment: Assignment, job_name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stellarctl", description="Stellar fabric control: validate, render, "
                                      "and explain job placement.")
+    tls = parser.add_argument_group("P4Runtime transport (switches served with TLS / mutual TLS, roles)")
+    tls.add_argument("--grpc-tls-ca", metavar="PEM", help="CA that signed the switches' certificates (enables TLS)")
+    tls.add_argument("--grpc-tls-cert", metavar="PEM", help="client certificate, for switches that require client auth")
+    tls.add_argument("--grpc-tls-key", metavar="PEM", help="private key of --grpc-tls-cert")
+    tls.add_argument("--grpc-tls-server-name", default="", metavar="NAME",
+                     help="name to check the switch certificate against (default: the address's host)")
+    tls.add_argument("--role", default="", help="P4Runtime role name (default: the default role, full access)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("validate", help="check a fabric file")
     p.add_argument("fabric", help="fabric YAML file")
@@ -206,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("-o", "--output", help="output directory")
     p.add_argument("--switch", help="print this switch's document to stdout")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program the entries are for: p4src/v1model/stellar.p4 (default) or "
+                        "p4src/tna/stellar.p4 (bf-p4c's P4Info names)")
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("analyze-scheduler", help="which paths a job got and each class's weight, and why")
     p.add_argument("fabric", help="fabric YAML file")
@@ -254,6 +267,15 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def main(argv: Optional[list[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     args = build_parser().parse_args(argv)
+    if args.grpc_tls_ca or args.grpc_tls_cert or args.role:
+        from .p4rt import Transport, set_default_transport
+
+        try:
+            set_default_transport(Transport.from_files(args.grpc_tls_ca, args.grpc_tls_cert, args.grpc_tls_key,
+                                                       args.grpc_tls_server_name, args.role))
+        except ValueError as exc:
+            print(f"error: {exc}", file=err)
+            return 2
     handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     return handler(args, out, err)
 

@@ -204,9 +204,12 @@ def _fits(value: Any, width: int, what: str) -> Optional[str]:
     return None
 
 
-def check_entry(entry: dict[str, Any]) -> list[str]:
-    """Why `entry` would be rejected by the program (empty list = it matches the contract)."""
-    table = TABLES.get(entry.get("table", ""))
+def check_entry(entry: dict[str, Any], tables: Optional[dict[str, Table]] = None) -> list[str]:
+    """Why `entry` would be rejected by the program (empty list = it matches the contract).
+
+    `tables` is the program's table set (default: the v1model program's; ARCHES[arch].tables).
+    """
+    table = (TABLES if tables is None else tables).get(entry.get("table", ""))
     if table is None:
         return [f"unknown table {entry.get('table')!r}"]
     problems: list[str] = []
@@ -279,4 +282,114 @@ def _check_match(table: str, key: KeyField, value: Any) -> list[str]:
         if value_to_int(value["mask"]) == 0:
             return [f"{where}: an all-zero mask is a wildcard; omit the field"]
         return []
+    if key.kind == "range":
+        if set(value) != {"low", "high"}:
+            return [f"{where}: range match needs exactly low and high"]
+        issues = [i for i in (_fits(value["low"], key.width, where), _fits(value["high"], key.width, where)) if i]
+        if issues:
+            return issues
+        if value_to_int(value["low"]) > value_to_int(value["high"]):
+            return [f"{where}: low above high"]
+        return []
     return [f"{where}: unsupported match kind {key.kind}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Tofino program (p4src/tna/stellar.p4): its P4Info names, as bf-p4c spells them
+# ---------------------------------------------------------------------------------------------
+# bf-p4c prefixes tables and externs with the pipe's instance name (`Pipeline(...) pipe;`);
+# actions keep the control path.  The TNA program has different tables (groups of member
+# positions instead of eight-port path sets, a liveness bitmap the data plane writes, range
+# tables for the DRE levels and the ECN ramp), so it has its own table set, checked the same way.
+TNA_PIPE = "pipe."
+_TI, _TE = "StellarIngress", "StellarEgress"
+TNA_GROUP_WIDTH = 8   # group_t: at most 255 groups (0 unused) per switch
+TNA_MEMBERS = 8       # member positions per group
+TNA_DRE_UNIT_BYTES = 64        # dre.p4: q<k> is the estimate in 64-byte units
+TNA_DRE_LEVELS = 64            # rows per member position and group
+TNA_DRE_UNITS_PER_LEVEL = 16   # a 100 Gbps port's level is 16 units (1 KiB) wide
+TNA_DRE_REFERENCE_GBPS = 100.0
+TNA_ECN_STEPS = 8              # rows of the ECN ramp between Kmin and Kmax per port
+
+
+def _tna(name: str) -> str:
+    return TNA_PIPE + name
+
+
+TNA_TABLES: dict[str, Table] = {t.name: t for t in (
+    Table(_tna(f"{_TI}.params"), (), {
+        f"{_TI}.set_params": _params(("flowlet_timeout", 32), ("elephant_threshold", 32), ("drain", 1),
+                                     ("dre_choice", 1), ("dre_delay_penalty", 8), ("drain_margin", 32),
+                                     ("gap_needs_drain", 1)),
+    }, None, 1),
+    Table(_tna(f"{_TI}.routing.lpm"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        f"{_TI}.routing.set_group": _params(("group", 8), ("count", 4)),
+        f"{_TI}.routing.drop_no_route": (),
+    }, "ROUTING_LPM_SIZE", 4096),
+    Table(_tna(f"{_TI}.routing.reservation"),
+          (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32)), {
+              f"{_TI}.routing.reserve_group": _params(("group", 8), ("count", 4)),
+              "NoAction": (),
+          }, "RESERVATION_SIZE", 512),
+    Table(_tna(f"{_TI}.member_port.members"),
+          (KeyField("meta.group", "exact", 8), KeyField("meta.chosen", "exact", 3)), {
+              f"{_TI}.member_port.set_port": _params(("port", 9)),
+              f"{_TI}.member_port.drop_no_path_set": (),
+          }, "PATH_SET_SIZE", 1024),
+    Table(_tna(f"{_TI}.path_choice.hash_member"),
+          (KeyField("meta.group", "exact", 8), KeyField("meta.flow_hash[2:0]", "exact", 3)), {
+              f"{_TI}.path_choice.set_hashed": _params(("member", 3)),
+          }, None, 2048),
+    Table(_tna(f"{_TI}.failover.port_member"), (KeyField("hdr.port_down.port_num", "exact", 9),), {
+        f"{_TI}.failover.set_member": _params(("group", 8), ("member", 3), ("clear_mask", 8)),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
+    *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
+        f"{_TI}.dre.set_level{k}": _params(("level", 8)),
+    }, None, 4096) for k in range(TNA_MEMBERS)),
+    Table(_tna(f"{_TI}.dre.levels"), (KeyField("meta.group", "exact", 8),), {
+        f"{_TI}.dre.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)]),
+    }, None, 256),
+    Table(_tna(f"{_TI}.qos.dscp_class"), (KeyField("hdr.ipv4.dscp", "exact", 6),), {
+        f"{_TI}.qos.set_class": _params(("traffic_class", 2)),
+    }, "DSCP_CLASS_SIZE", 64),
+    Table(_tna(f"{_TI}.qos.tenant"), (KeyField("hdr.ipv4.src_addr", "lpm", 32),), {
+        f"{_TI}.qos.set_tenant": _params(("tenant_id", 8)),
+        "NoAction": (),
+    }, "TENANT_SIZE", 256),
+    Table(_tna(f"{_TI}.elephant.hint"),
+          (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32),
+           KeyField("meta.l4", "ternary", 32)), {
+              f"{_TI}.elephant.hint_elephant": (),
+              f"{_TI}.elephant.hint_mouse": (),
+              "NoAction": (),
+          }, "HINT_SIZE", 1024),
+    Table(_tna(f"{_TI}.queueing.queue_map"),
+          (KeyField("meta.traffic_class", "exact", 2), KeyField("meta.elephant", "exact", 1)), {
+              f"{_TI}.queueing.set_queue": _params(("qid", 5)),
+          }, "QUEUE_MAP_SIZE", 16),
+    Table(_tna(f"{_TE}.ecn.prob"), (KeyField("port", "exact", 9), KeyField("meta.qdelay_ns", "range", 32)), {
+        f"{_TE}.ecn.set_prob": _params(("prob", 16)),
+        f"{_TE}.ecn.no_mark": (),
+    }, None, 4096),
+)}
+TNA_METERS: dict[str, tuple[str, int]] = {_tna(f"{_TI}.qos.tenant_meter"): ("TENANT_SLOTS", 256)}
+# The liveness bitmap: the data plane clears a member's bit on a port-down packet; the
+# controller sets it back (one 8-bit cell per group) when the port comes up.
+TNA_ALIVE_REGISTER = _tna(f"{_TI}.failover.alive")
+TNA_REGISTERS: dict[str, tuple[Optional[str], int, int]] = {TNA_ALIVE_REGISTER: (None, 256, 8)}
+
+
+@dataclass(frozen=True)
+class ArchContract:
+    """One program's contract: the tables, meters and registers the control plane writes."""
+    arch: str
+    tables: dict[str, Table]
+    meters: dict[str, tuple[str, int]]
+    registers: dict[str, tuple[Optional[str], int, int]]
+
+
+ARCHES: dict[str, ArchContract] = {
+    "v1model": ArchContract("v1model", TABLES, METERS, REGISTERS),
+    "tna": ArchContract("tna", TNA_TABLES, TNA_METERS, TNA_REGISTERS),
+}

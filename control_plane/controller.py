@@ -311,6 +311,37 @@ class Controller:
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
                               len({name for name, _, _ in writes}), cpu * 1e3)
 
+    def resync(self, documents: dict[str, dict], program=None, addresses: Optional[dict[str, str]] = None,
+               fabric: Optional[Fabric] = None, plans: Optional[dict[str, SwitchPlan]] = None):
+        """Converge every switch to ``documents`` by reconcile (read-diff-write), for what the
+        incremental path cannot repair: a switch that restarted (no pipeline, no entries; its
+        pipeline is pushed again when ``program`` is given), a lost stream, a link that came
+        back, or this controller's own restart.  Sessions that lost primacy are re-arbitrated
+        first.  ``fabric``/``plans``: the topology the documents were rendered for, which then
+        becomes the controller's model.  Returns the FabricPush (``ok`` when every switch is
+        in sync; a failing switch is named in its result and the others are still synced)."""
+        from control_plane.p4rt import P4RuntimePushError, push_fabric
+
+        for session in self.ops.values():
+            if hasattr(session, "reconnect") and not getattr(session, "primary", True):
+                try:
+                    session.reconnect()
+                except P4RuntimePushError:
+                    pass  # reported by the push below, with the others still synced
+        fabric = fabric or self.fabric
+        sessions = {n: s for n, s in self.ops.items() if getattr(s, "primary", False)}
+        push = push_fabric(fabric, documents, program, addresses, progress=None, label="resync",
+                           sessions=sessions, election_id=getattr(next(iter(self.ops.values()), None),
+                                                                  "election_id", (0, 1)))
+        if plans is not None:
+            self.fabric, self.plans = fabric, plans
+            self._entries = {name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
+                                    for e in doc["entries"]
+                                    if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
+                             for name, doc in documents.items()}
+            self._remote = self._remote_hops()
+        return push
+
     def _link(self, a: str, b: str) -> Link:
         link = self.fabric.link(a, b) or self.fabric.link(b, a)
         if link is None:

@@ -11,13 +11,15 @@ from typing import Any
 
 
 def p4sim_match(match: dict[str, Any]) -> dict[str, Any]:
-    """Document match -> p4sim.Switch match: exact value | (value, prefix_len) | (value, mask)."""
+    """Document match -> p4sim.Switch match: exact value | (value, prefix_len) | (value, mask) | (low, high)."""
     result: dict[str, Any] = {}
     for field, value in match.items():
         if isinstance(value, dict) and "prefix_len" in value:
             result[field] = (value["value"], value["prefix_len"])
         elif isinstance(value, dict) and "mask" in value:
             result[field] = (value["value"], value["mask"])
+        elif isinstance(value, dict) and "low" in value:  # range (the TNA program's tables)
+            result[field] = (value["low"], value["high"])
         else:
             result[field] = value
     return result

@@ -536,7 +536,10 @@ class _Builder:
                 seen_addr.setdefault(address, name)
             explicit_mac = mac is not None
             if mac is None and device_id is not None:
-                mac = default_switch_mac(device_id)
+                if device_id >= 1 << 32:  # the derived MAC holds 32 bits of it
+                    r.error(("device_id",), f"device_id {device_id} is above 2^32-1: give the switch an explicit mac")
+                else:
+                    mac = default_switch_mac(device_id)
             if mac is not None:
                 if mac in seen_macs and explicit_mac:  # a derived MAC repeats only with a reported duplicate id
                     r.error(("mac",), f"duplicate MAC {mac} (also switch '{seen_macs[mac]}')")

@@ -23,6 +23,8 @@ from .render import RenderError, render_fabric
 REPO = Path(__file__).resolve().parent.parent
 STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
 STELLAR_INCLUDE = REPO / "p4src"
+STELLAR_TNA_P4 = REPO / "p4src" / "tna" / "stellar.p4"
+TNA_DEFINES = {"__TARGET_TOFINO__": "1"}  # the Tofino-1 program (p4src/tna/README.md)
 
 # Tables whose entries follow the fabric's topology: what fail-link recomputes without the link.
 ROUTING_TABLES = frozenset({
@@ -41,8 +43,8 @@ QUEUES_PER_PORT = 8  # tx_queue index = port * 8 + queue (CONTRACT.md §5)
 # ---------------------------------------------------------------------------------------------
 # diff / push
 # ---------------------------------------------------------------------------------------------
-def render_documents(fabric: Fabric) -> dict[str, dict[str, Any]]:
-    return render_fabric(fabric).documents
+def render_documents(fabric: Fabric, arch: str = "v1model") -> dict[str, dict[str, Any]]:
+    return render_fabric(fabric, arch=arch).documents
 
 
 def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
@@ -360,29 +362,44 @@ def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> 
 
 
 def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[bool, Optional[ProgramFiles]]:
-    """(ok, program) from --program-json/--p4info, or by compiling --p4 when `required`."""
+    """(ok, program) from --program-json/--p4info, or compiled from --program (default
+    stellar.p4 when `required`) by the target's own compiler through p4build: p4c-bm2-ss for
+    `--target bmv2`, `p4sim compile` for p4sim -- the same step every switch start uses."""
     if bool(args.program_json) != bool(args.p4info):
         print("error: --program-json and --p4info go together", file=err)
         return False, None
     try:
         if args.program_json:
             return True, ProgramFiles.load(args.program_json, args.p4info)
-        if required or args.p4:
-            source = Path(args.p4) if args.p4 else STELLAR_P4
+        if required or args.program:
+            import tempfile
+
+            from p4build import BuildError, compile_program
+
+            tna = args.arch == "tna"
+            source = Path(args.program) if args.program else (STELLAR_TNA_P4 if tna else STELLAR_P4)
             includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
-            return True, ProgramFiles.compile(source, includes)
+            defines = [f"{k}={v}" for k, v in TNA_DEFINES.items()] if tna else []
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    built = compile_program(source, args.target, args.arch, args.build_dir or tmp,
+                                            includes, defines=defines)
+                except BuildError as exc:
+                    print(f"error: {exc}", file=err)
+                    return False, None
+                return True, ProgramFiles.load(*built.files())
     except OSError as exc:
         print(f"error: {exc}", file=err)
         return False, None
-    except Exception as exc:  # noqa: BLE001 - CompileError (file:line:col) or a bad P4Info file
+    except Exception as exc:  # noqa: BLE001 - a bad P4Info file
         print(f"error: {type(exc).__name__}: {exc}", file=err)
         return False, None
     return True, None
 
 
-def _render(fabric: Fabric, err: TextIO) -> Optional[dict[str, dict[str, Any]]]:
+def _render(fabric: Fabric, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
     try:
-        return render_documents(fabric)
+        return render_documents(fabric, arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return None
@@ -397,7 +414,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=False)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
@@ -411,7 +428,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline)
-    docs = _render(fabric, err) if ok else None
+    docs = _render(fabric, err, args.arch) if ok else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
@@ -453,8 +470,16 @@ def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _program_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--program-json", help="device config (p4c-bm2-ss or p4sim compile output)")
     p.add_argument("--p4info", help="P4Info file that goes with --program-json")
-    p.add_argument("--p4", help=f"P4 source to compile with p4sim (default {STELLAR_P4.relative_to(REPO)})")
-    p.add_argument("-I", "--include", action="append", help="include dir for --p4 (default p4src)")
+    p.add_argument("--program", "--p4", dest="program", metavar="SOURCE.p4",
+                   help=f"P4 source to compile for --target (default {STELLAR_P4.relative_to(REPO)}, "
+                        f"or {STELLAR_TNA_P4.relative_to(REPO)} with --arch tna)")
+    p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim",
+                   help="whose compiler builds --program: p4sim compile or p4c-bm2-ss (default p4sim)")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program's architecture; tna: p4src/tna/stellar.p4 compiled for Tofino-1, "
+                        "with the entries rendered for it (p4sim only)")
+    p.add_argument("--build-dir", help="keep the compiled files here (default: a temporary directory)")
+    p.add_argument("-I", "--include", action="append", help="include dir for --program (default p4src)")
 
 
 def add_commands(sub: Any) -> None:

@@ -37,7 +37,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
@@ -68,6 +68,45 @@ _REFERENCED_FIRST = (REFERENCED_TABLE,)
 
 class P4RuntimePushError(Exception):
     """A switch could not be reached, arbitrated, configured or read.  Names the switch."""
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How sessions reach switches: TLS / mutual TLS credentials (finsy's GRPCCredentialsTLS,
+    from PEM files) and the P4Runtime role (with an optional packed ``role.config``).
+
+    A switch served with TLS refuses a plaintext client and the reverse; with client auth it
+    refuses a client without a certificate its CA signed.  ``role`` "" is the default role
+    (full pipeline access).
+    """
+
+    tls: Optional[GRPCCredentialsTLS] = None
+    role: str = ""
+    role_config: Optional[Any] = None  # google.protobuf.Any
+
+    @classmethod
+    def from_files(cls, ca: Optional[str] = None, cert: Optional[str] = None, key: Optional[str] = None,
+                   server_name: str = "", role: str = "") -> "Transport":
+        """ValueError (naming the option) for an unreadable file or a cert without its key."""
+        if bool(cert) != bool(key):
+            raise ValueError("a client certificate needs its key (--grpc-tls-cert with --grpc-tls-key)")
+        if not (ca or cert):
+            return cls(role=role)
+        for what, path in (("--grpc-tls-ca", ca), ("--grpc-tls-cert", cert), ("--grpc-tls-key", key)):
+            if path and not Path(path).is_file():
+                raise ValueError(f"{what} {path}: no such file")
+        tls = GRPCCredentialsTLS(cacert=Path(ca) if ca else None, cert=Path(cert) if cert else None,
+                                 private_key=Path(key) if key else None, target_name_override=server_name)
+        return cls(tls=tls, role=role)
+
+
+_default_transport = Transport()
+
+
+def set_default_transport(transport: Transport) -> None:
+    """What sessions use when not told otherwise (stellarctl sets it once from its options)."""
+    global _default_transport
+    _default_transport = transport
 
 
 @dataclass
@@ -127,7 +166,8 @@ class ProgramFiles:
         return cls(info, Path(device_config).read_bytes())
 
     @classmethod
-    def compile(cls, source: str | Path, include_dirs: Sequence[str | Path] = (), out_dir: Optional[Path] = None) -> "ProgramFiles":
+    def compile(cls, source: str | Path, include_dirs: Sequence[str | Path] = (), out_dir: Optional[Path] = None,
+                defines: Optional[Mapping[str, str]] = None) -> "ProgramFiles":
         """Compile with p4sim (the embedded p4c counterpart) into `out_dir` (a temp dir if None)."""
         import tempfile
 
@@ -137,8 +177,8 @@ class ProgramFiles:
             where = Path(out_dir) if out_dir is not None else Path(tmp)
             stem = Path(source).stem
             json_path, info_path = where / f"{stem}.json", where / f"{stem}.p4info.txtpb"
-            compile_files(str(source), include_dirs=[str(d) for d in include_dirs], out_json=json_path,
-                          p4info_out=info_path)
+            compile_files(str(source), include_dirs=[str(d) for d in include_dirs], defines=defines,
+                          out_json=json_path, p4info_out=info_path)
             return cls.load(json_path, info_path)
 
 
@@ -513,7 +553,14 @@ class SwitchSession:
     def __init__(self, address: str, device_id: int, p4info: Optional[p4info_pb2.P4Info] = None,
                  election_id: tuple[int, int] = (0, 1), name: Optional[str] = None,
                  batch_size: int = DEFAULT_BATCH, timeout: float = 10.0,
-                 credentials: Optional[GRPCCredentialsTLS] = None) -> None:
+                 credentials: Optional[GRPCCredentialsTLS] = None,
+                 transport: Optional[Transport] = None) -> None:
+        transport = transport or _default_transport
+        if credentials is not None:
+            transport = replace(transport, tls=credentials)
+        self.transport = transport
+        self.role = transport.role
+        credentials = transport.tls
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
@@ -565,6 +612,19 @@ class SwitchSession:
         self._connected = True
         return self
 
+    def reconnect(self) -> "SwitchSession":
+        """A new channel and arbitration, keeping the P4Info: after the switch restarted (a
+        restarted switch knows no primary) or the stream broke.  Raises P4RuntimePushError."""
+        if self._connected:
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - the old channel may be half dead; it is dropped
+                pass
+        self._connected = False
+        self.primary = False
+        self.client = P4Client(self.address, self.transport.tls, wait_for_ready=False)
+        return self.connect()
+
     async def _open(self) -> None:
         await self.client.open()
         assert self.client.channel is not None
@@ -574,6 +634,10 @@ class SwitchSession:
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
         req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
+        if self.role:
+            req.arbitration.role.name = self.role
+            if self.transport.role_config is not None:
+                req.arbitration.role.config.CopyFrom(self.transport.role_config)
         await self.client.send(req)
         while True:
             msg = await asyncio.wait_for(self.client.receive(), self.timeout)
@@ -663,7 +727,7 @@ class SwitchSession:
         if not same:
             req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
                 device_id=self.device_id,
-                action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+                action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, role=self.role)
             req.election_id.high, req.election_id.low = self.election_id
             req.config.p4info.CopyFrom(p4info)
             req.config.p4_device_config = device_config
@@ -684,7 +748,7 @@ class SwitchSession:
 
     # -- reads --------------------------------------------------------------------------------
     async def _aread(self, entities: list[Entity]) -> list[Entity]:
-        req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities, role=self.role)
         return [e async for resp in self.client.request_iter(req) for e in resp.entities]
 
     def _read(self, entities: list[Entity], what: str) -> list[Entity]:
@@ -817,7 +881,7 @@ class SwitchSession:
     async def _awrite(self, batch: list[tuple[Change, Update]]) -> tuple[int, list[WriteError]]:
         """One Write RPC (CONTINUE_ON_ERROR): (updates acknowledged, refused ones).  A failure
         without per-update details (transport, arbitration) raises P4RuntimePushError."""
-        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=[u for _, u in batch])
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=[u for _, u in batch], role=self.role)
         req.election_id.high, req.election_id.low = self.election_id
         try:
             await self.client.request(req)

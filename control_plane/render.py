@@ -9,13 +9,17 @@ Why templates: the mapping from fabric concepts to P4 tables is the part operato
 review (and what changes when the P4 program changes); keeping it in `templates/*.j2` keeps it
 out of the Python that computes values.
 
+Two programs: `arch="v1model"` (p4src/v1model/stellar.p4, templates/*.j2, the default) and
+`arch="tna"` (p4src/tna/stellar.p4, templates/tna/*.j2, context from render_tna.py, checked
+against contract.TNA_TABLES with bf-p4c's `pipe.`-prefixed names).  Same document format.
+
 Document format ("stellar-entries/1"):
     {"format", "fabric", "switch": {name, role, device_id, p4runtime, mac},
      "path_sets": [{id, purpose, ecmp, members: [{slot, port, via}]}],   # for the controller
      "entries":   [{table, match, action, params, priority?, default_action?, comment}],
      "meters":    [{name, index, cir, cburst, pir, pburst, comment}],      # bytes/s and bytes
      "registers": [{name, index, value, comment}]}
-Match values: exact -> the value; lpm -> {value, prefix_len}; ternary -> {value, mask}; a
+Match values: exact -> the value; lpm -> {value, prefix_len}; ternary -> {value, mask}; range -> {low, high}; a
 wildcard field is omitted.  Values are ints, dotted IPv4 strings or colon MAC strings
 (`contract.value_to_int` converts).
 """
@@ -55,20 +59,30 @@ class RenderResult:
         return format_document(self.documents[switch])
 
 
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+ARCHES = tuple(contract.ARCHES)  # v1model (p4src/v1model/stellar.p4), tna (p4src/tna/stellar.p4)
+
+
+def _environment(arch: str = "v1model") -> jinja2.Environment:
+    folder = TEMPLATES if arch == "v1model" else TEMPLATES / arch
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), undefined=jinja2.StrictUndefined,
                               autoescape=False, keep_trailing_newline=True)
 
 
-def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None) -> RenderResult:
-    """Render every switch.  The placement is computed unless given (None = compute)."""
+def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch: str = "v1model") -> RenderResult:
+    """Render every switch for `arch`'s program.  The placement is computed unless given (None = compute)."""
+    if arch not in contract.ARCHES:
+        raise RenderError(f"unknown architecture {arch!r} (known: {', '.join(contract.ARCHES)})")
     started = time.perf_counter()
     if assignment is None and fabric.jobs and fabric.dataplane.reservations:
         assignment = assign_jobs(fabric)
     plans = plan_fabric(fabric, assignment)
-    env = _environment()
+    env = _environment(arch)
     known_sizes = contract.sizes()
-    documents = {name: _render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
+    if arch == "v1model":
+        documents = {name: _render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
+    else:
+        from . import render_tna  # the Tofino program's context (its tables differ)
+        documents = {name: render_tna.render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
     return RenderResult(documents, plans, assignment, time.perf_counter() - started)
 
 
@@ -114,6 +128,8 @@ def entry_identity(entry: dict[str, Any]) -> tuple:
     for field, value in sorted(entry.get("match", {}).items()):
         if isinstance(value, dict) and "prefix_len" in value:
             match.append((field, contract.value_to_int(value["value"]), value["prefix_len"]))
+        elif isinstance(value, dict) and "low" in value:
+            match.append((field, "range", contract.value_to_int(value["low"]), contract.value_to_int(value["high"])))
         elif isinstance(value, dict):
             match.append((field, contract.value_to_int(value["value"]), contract.value_to_int(value["mask"])))
         else:
@@ -220,10 +236,12 @@ def _tenants(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------
 # Rendering and checking
 # ---------------------------------------------------------------------------------------------
-def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, known_sizes: dict[str, int]) -> dict[str, Any]:
+def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, known_sizes: dict[str, int],
+                   context: Optional[dict[str, Any]] = None, arch: str = "v1model",
+                   path_sets: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
     switch = plan.switch
     template_name = f"{switch.role}.j2"
-    text = env.get_template(template_name).render(**_context(fabric, plan))
+    text = env.get_template(template_name).render(**(context if context is not None else _context(fabric, plan)))
     entries: list[dict[str, Any]] = []
     meters: list[dict[str, Any]] = []
     registers: list[dict[str, Any]] = []
@@ -247,15 +265,16 @@ def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, kn
             registers.append(item)
         else:
             raise RenderError(f"{switch.name}: template {template_name} output line {lineno} has kind {kind!r}")
-    _check(switch.name, entries, meters, registers, known_sizes)
+    _check(switch.name, entries, meters, registers, known_sizes, contract.ARCHES[arch])
     return {
         "format": FORMAT,
         "fabric": fabric.name,
         "switch": {"name": switch.name, "role": switch.role, "device_id": switch.device_id,
                    "p4runtime": switch.p4runtime, "mac": switch.mac},
-        "path_sets": [{"id": p.id, "purpose": p.purpose, "ecmp": p.ecmp,
-                       "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(p.slots)]}
-                      for p in plan.path_sets],
+        "path_sets": path_sets if path_sets is not None else
+        [{"id": p.id, "purpose": p.purpose, "ecmp": p.ecmp,
+          "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(p.slots)]}
+         for p in plan.path_sets],
         "entries": entries,
         "meters": meters,
         "registers": registers,
@@ -270,12 +289,14 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, Any]],
-           registers: list[dict[str, Any]], known_sizes: dict[str, int]) -> None:
+           registers: list[dict[str, Any]], known_sizes: dict[str, int],
+           program: Optional[contract.ArchContract] = None) -> None:
+    program = program or contract.ARCHES["v1model"]
     problems: list[str] = []
     seen: dict[tuple, int] = {}
     per_table: dict[str, int] = {}
     for position, entry in enumerate(entries):
-        for issue in contract.check_entry(entry):
+        for issue in contract.check_entry(entry, program.tables):
             problems.append(f"entry {position} ({entry.get('comment', '')}): {issue}")
         try:
             key = entry_identity(entry)
@@ -284,22 +305,22 @@ def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, An
         if key in seen:
             problems.append(f"entry {position} duplicates entry {seen[key]} (same table, match and priority)")
         seen.setdefault(key, position)
-        if not entry.get("default_action"):
+        if not entry.get("default_action") and entry.get("table") in program.tables:  # else: reported
             per_table[entry["table"]] = per_table.get(entry["table"], 0) + 1
     for table_name, count in sorted(per_table.items()):
-        size = contract.table_size(contract.TABLES[table_name], known_sizes)
+        size = contract.table_size(program.tables[table_name], known_sizes)
         if count > size:
             problems.append(f"{table_name}: {count} entries exceed the table size {size}")
     for meter in meters:
-        constant, fallback = contract.METERS.get(meter["name"], (None, 0))
+        constant, fallback = program.meters.get(meter["name"], (None, 0))
         size = known_sizes.get(constant, fallback) if constant else 0
         if not 0 <= meter["index"] < size:
             problems.append(f"meter {meter['name']}[{meter['index']}] outside 0..{size - 1}")
         if meter["cir"] > meter["pir"]:
             problems.append(f"meter {meter['name']}[{meter['index']}]: CIR above PIR")
     for register in registers:
-        constant, fallback, width = contract.REGISTERS.get(register["name"], (None, 0, 0))
-        size = known_sizes.get(constant, fallback) if constant else 0
+        constant, fallback, width = program.registers.get(register["name"], (None, 0, 0))
+        size = known_sizes.get(constant, fallback) if constant else fallback
         if not 0 <= register["index"] < size:
             problems.append(f"register {register['name']}[{register['index']}] outside 0..{size - 1}")
         elif not 0 <= register["value"] < (1 << width):

@@ -1,9 +1,10 @@
 """``p4sim`` command line: ``compile`` (like p4c-bm2-ss) and ``run`` (like simple_switch_grpc).
 
 Both take the flags of the tools they stand in for, so scripts, Makefiles and Mininet wrappers
-written for p4c/BMv2 work unchanged with ``p4sim`` substituted.  ``run`` splits its argv at
-``--`` exactly as simple_switch_grpc does: generic switch options before, target options
-(``--grpc-server-addr``, ``--cpu-port`` ...) after.
+written for p4c/BMv2 work unchanged with ``p4sim`` substituted.  ``run`` parses its argv with
+simple_switch_grpc's own grammar (``p4sim.run_grammar``): general bm options before ``--``,
+target options (``--grpc-server-addr``, ``--cpu-port``, ``--priority-queues`` ...) after, and
+the real binary's error and exit status for anything in the wrong place.
 """
 from __future__ import annotations
 
@@ -31,14 +32,18 @@ def _defines(items: Sequence[str]) -> dict[str, str]:
 def cmd_compile(args: argparse.Namespace) -> int:
     from p4sim.errors import CompileError
 
-    if args.arch != "v1model":
-        print(f"p4sim compile: unsupported --arch {args.arch} (only v1model)", file=sys.stderr)
+    # --arch names the package the program must instantiate (V1Switch for v1model, TNA's Switch
+    # for tna, as p4c's --arch does); t2na is tna compiled for Tofino2.
+    families = {"v1model": ("v1model",), "tna": ("tna", "t2na"), "t2na": ("t2na",)}
+    if args.arch not in families:
+        print(f"p4sim compile: unsupported --arch {args.arch} (one of {', '.join(families)})",
+              file=sys.stderr)
         return 2
     try:
         from p4sim import compiler
 
         compiler.compile_files(args.program, list(args.include), _defines(args.define),
-                               args.output, args.p4runtime_files)
+                               args.output, args.p4runtime_files, arch=families[args.arch])
     except CompileError as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -50,68 +55,92 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 # -- run -----------------------------------------------------------------------------------
 
-def _main_run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="p4sim run",
-        description="Run a P4 program like simple_switch_grpc: ports, P4Runtime, target control.",
-        epilog="Target options go after '--': --grpc-server-addr HOST:PORT (default "
-               f"{DEFAULT_GRPC_ADDR}), --cpu-port N, --priority-queues N, --clock, --control-addr.",
-    )
-    p.add_argument("config", nargs="?", help="device config JSON from 'p4sim compile'")
-    p.add_argument("--no-p4", action="store_true", help="start without a program (push one over P4Runtime)")
-    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
-                   help="attach a switch port to a Linux interface (AF_PACKET, needs root)")
-    p.add_argument("--packet-in", metavar="ipc://PATH",
-                   help="carry all other ports over a nanomsg Pair0 socket (PTF --platform nn)")
-    p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (BMv2's default 0)")
-    p.add_argument("--drop-port", type=int, default=511, help="egress_spec value that drops")
-    p.add_argument("--log-console", action="store_true", help="log to stderr")
-    p.add_argument("-L", "--log-level", default="info",
-                   choices=["trace", "debug", "info", "warn", "error", "off"])
-    p.add_argument("--thrift-port", type=int, help="accepted for compatibility; p4sim has no Thrift")
-    _add_target_options(p)
-    return p
+class RunArgsError(Exception):
+    """A ``p4sim run`` command line refused: ``text`` goes to ``stream``, exit ``status``."""
 
-
-def _add_target_options(p: argparse.ArgumentParser) -> None:
-    # Also accepted before '--' for convenience; after '--' they win, as in simple_switch_grpc.
-    p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
-                   help=f"P4Runtime address (default {DEFAULT_GRPC_ADDR}: loopback only, because "
-                        "the server has no authentication; BMv2 listens on 0.0.0.0)")
-    p.add_argument("--cpu-port", type=int, default=None,
-                   help="port whose traffic is P4Runtime packet-in/packet-out")
-    p.add_argument("--priority-queues", type=int, default=None,
-                   help="strict-priority queues per port (standard_metadata.priority)")
-    p.add_argument("--clock", choices=["wall", "virtual"], default=None,
-                   help="virtual: time moves only when advanced over --control-addr (default wall)")
-    p.add_argument("--control-addr", default=None,
-                   help="HOST:PORT of the target-control side channel (p4sim.target_control)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the P4 random() extern, for repeatable runs")
-    p.add_argument("--dp-grpc-server-addr", default=None, help="accepted for compatibility; unused")
+    def __init__(self, text: str, status: int = 1, stream: str = "stderr") -> None:
+        super().__init__(text)
+        self.text, self.status, self.stream = text, status, stream
 
 
 def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
-    argv = list(argv)
-    target_argv: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, target_argv = argv[:cut], argv[cut + 1:]
-    args = _main_run_parser().parse_args(argv)
-    tp = argparse.ArgumentParser(prog="p4sim run ... --")
-    _add_target_options(tp)
-    targs = tp.parse_args(target_argv)
-    for key, value in vars(targs).items():
-        if value is not None:
-            setattr(args, key, value)
-    args.grpc_server_addr = args.grpc_server_addr or DEFAULT_GRPC_ADDR
-    args.priority_queues = args.priority_queues or 1
-    args.clock = args.clock or "wall"
-    args.seed = args.seed or 0
-    if not args.no_p4 and not args.config:
-        _main_run_parser().error("give a device config JSON or --no-p4")
-    if args.no_p4 and args.config:
-        _main_run_parser().error("--no-p4 and a device config are mutually exclusive")
-    return args
+    """``p4sim run``'s argv, checked by simple_switch_grpc's own grammar (p4sim.run_grammar):
+    what the real binary rejects is rejected with its message and exit status; options the real
+    binary has but p4sim cannot honour are refused by name, never ignored.  Raises RunArgsError
+    (or run_grammar.Exit for --help/--version)."""
+    from p4sim import run_grammar as g
+
+    try:
+        parsed = g.parse(argv, dialect="p4sim")
+    except g.GrammarError as err:
+        raise RunArgsError(err.text, err.status, err.stream) from None
+    gen, tgt = parsed.general, parsed.target
+    refused = [name for name in (*gen, *tgt) if name in g.REFUSED]
+    if refused:
+        name = refused[0]
+        raise RunArgsError(f"p4sim run: --{name} is a simple_switch_grpc option p4sim cannot honour "
+                           f"({g.REFUSED[name]})")
+    clock = tgt.get("clock", "wall")
+    if clock not in ("wall", "virtual"):
+        raise RunArgsError(f"p4sim run: --clock {clock}: wall or virtual")
+    interfaces = gen.get("interface", [])
+    if len(interfaces) > gen.get("max-port-count", 512):
+        raise RunArgsError(f"p4sim run: {len(interfaces)} interfaces exceed --max-port-count "
+                           f"{gen['max-port-count']}")
+    return argparse.Namespace(
+        config=parsed.config, no_p4=parsed.no_p4, warnings=parsed.warnings,
+        interface=[f"{port}@{ifname}" for port, ifname in interfaces],
+        packet_in=gen.get("packet-in"), thrift_port=gen.get("thrift-port", 9090),
+        device_id=gen.get("device-id", 0), log_console=bool(gen.get("log-console")),
+        log_file=gen.get("log-file"), log_level=gen.get("log-level", "info"),
+        log_max_size=gen.get("log-file-max-size", 5 * 1024 * 1024),
+        log_max_files=gen.get("log-file-max-files", 3),
+        grpc_server_addr=tgt.get("grpc-server-addr", DEFAULT_GRPC_ADDR),
+        cpu_port=tgt.get("cpu-port"), drop_port=tgt.get("drop-port", 511),
+        priority_queues=tgt.get("priority-queues", 1), clock=clock,
+        control_addr=tgt.get("control-addr"), seed=tgt.get("seed", 0),
+        # simple_switch_grpc's TLS options, as given; the P4Runtime server decides what it can do
+        tls={"ssl": bool(tgt.get("grpc-server-ssl")), "cacert": tgt.get("grpc-server-cacert"),
+             "cert": tgt.get("grpc-server-cert"), "key": tgt.get("grpc-server-key"),
+             "with_client_auth": bool(tgt.get("grpc-server-with-client-auth"))},
+    )
+
+
+class ThriftPortReservation:
+    """p4sim has no Thrift server, but holds ``--thrift-port`` (default 9090) the way
+    simple_switch_grpc does, so two switches given the same port fail here as they would on
+    BMv2 ("... when trying to bind to port 9090") instead of only there.  Loopback only; a
+    connection is accepted and closed at once (there is no runtime CLI behind it)."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        try:
+            self.sock.bind(("127.0.0.1", port))
+            self.sock.listen(4)
+        except OSError:
+            self.sock.close()
+            raise
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="thrift-port")
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self) -> None:
+        import socket
+
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
 
 
 def _p4info_proto(p4info: Any):
@@ -138,10 +167,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
              "warn": logging.WARNING, "error": logging.ERROR, "off": logging.CRITICAL + 1}
-    logging.basicConfig(
-        level=level[args.log_level] if args.log_console else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
+    fmt = "%(asctime)s %(name)s %(levelname)s: %(message)s"
+    if args.log_file:
+        from logging.handlers import RotatingFileHandler
+
+        handler: logging.Handler = RotatingFileHandler(args.log_file, maxBytes=args.log_max_size,
+                                                       backupCount=args.log_max_files)
+        handler.setFormatter(logging.Formatter(fmt))
+        logging.basicConfig(level=level[args.log_level], handlers=[handler])
+    else:
+        logging.basicConfig(level=level[args.log_level] if args.log_console else logging.WARNING,
+                            format=fmt, stream=sys.stderr)
     log = logging.getLogger("p4sim.run")
+    for warning in args.warnings:
+        print(warning, file=sys.stderr)
 
     device = Device(DeviceOptions(device_id=args.device_id, clock=args.clock,
                                   priority_queues=args.priority_queues, drop_port=args.drop_port,
@@ -157,10 +196,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"p4sim run: cannot open ports: {err}", file=sys.stderr)
         ports.close()
         return 1
+    from p4sim.p4rt.security import ServerTLS, TLSConfigError, exposure_warning
+
+    tls = None
     try:
-        server = P4RuntimeServer(device, args.grpc_server_addr)
+        if args.tls["ssl"]:
+            tls = ServerTLS.from_files(args.tls["cert"], args.tls["key"], args.tls["cacert"],
+                                       bool(args.tls["with_client_auth"]))
+    except TLSConfigError as err:
+        print(f"p4sim run: {err}", file=sys.stderr)
+        ports.close()
+        return 1
+    try:
+        thrift = ThriftPortReservation(args.thrift_port)
+    except OSError as err:
+        # simple_switch_grpc 1.15.5's own words (Thrift's TServerSocket, then bm_runtime/server.cpp).
+        # BMv2 then hangs in exit(); p4sim exits 1.
+        import time as _time
+
+        print(f"Thrift: {_time.ctime()} TServerSocket::listen() Could not bind to port {args.thrift_port}\n"
+              f"Thrift returned an exception when trying to bind to port {args.thrift_port}\n"
+              f"The exception is: Could not bind: {err.strerror}\n"
+              "You may have another process already using this port, maybe another instance of bmv2.",
+              file=sys.stderr)
+        ports.close()
+        return 1
+    warning = exposure_warning(args.grpc_server_addr, tls)
+    if warning:
+        print(f"p4sim run: {warning}", file=sys.stderr, flush=True)
+    try:
+        server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
     except (OSError, RuntimeError) as err:
         print(f"p4sim run: cannot listen on {args.grpc_server_addr}: {err}", file=sys.stderr)
+        thrift.close()
         ports.close()
         return 1
     if args.config:
@@ -171,6 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             server.service.install_pipeline(_p4info_proto(program.p4info), data, 0, switch)
         except Exception as err:  # noqa: BLE001 - report any load failure and exit
             print(f"p4sim run: cannot load {args.config}: {err}", file=sys.stderr)
+            thrift.close()
             ports.close()
             return 1
     control = None
@@ -179,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             control = ControlServer(device, args.control_addr)
         except OSError as err:
             print(f"p4sim run: cannot listen on {args.control_addr}: {err}", file=sys.stderr)
+            thrift.close()
             ports.close()
             return 1
         control.start()
@@ -194,6 +264,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     port_desc = ", ".join(f"{p}@{t.ifname}" for p, t in ports.interfaces.items())
     print(f"p4sim: device {args.device_id} serving P4Runtime on {args.grpc_server_addr}"
+          + (" (mutual TLS)" if tls and tls.client_auth else " (TLS)" if tls else "")
           + (f", control on {control.server_address[0]}:{control.port}" if control else "")
           + (f", ports {port_desc}" if port_desc else "")
           + (f", nanomsg {args.packet_in}" if args.packet_in else "")
@@ -205,6 +276,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         control.stop()
     device.stop()
     ports.close()
+    thrift.close()
     if args.packet_in and args.packet_in.startswith("ipc://"):
         try:
             os.unlink(args.packet_in[len("ipc://"):])
@@ -227,6 +299,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     pc.add_argument("--target", default="bmv2", help="accepted for compatibility")
     sub.add_parser("run", help="run like simple_switch_grpc (see 'p4sim run -h')", add_help=False)
     if argv[:1] == ["run"]:
-        return cmd_run(parse_run_args(argv[1:]))
+        from p4sim.run_grammar import Exit
+
+        try:
+            run_args = parse_run_args(argv[1:])
+        except Exit as done:
+            print(done.text)
+            return 0
+        except RunArgsError as err:
+            print(err.text, file=sys.stdout if err.stream == "stdout" else sys.stderr)
+            return err.status
+        return cmd_run(run_args)
     args = parser.parse_args(argv)
     return cmd_compile(args)

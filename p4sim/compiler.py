@@ -27,7 +27,8 @@ DEVICE_CONFIG_FORMAT = "p4sim-program/1"
 def compile_files(path: str | os.PathLike, include_dirs: Iterable[str] = (),
                   defines: Optional[Mapping[str, Optional[str]] | Iterable[str]] = None,
                   out_json: Optional[str | os.PathLike] = None,
-                  p4info_out: Optional[str | os.PathLike] = None) -> ir.Program:
+                  p4info_out: Optional[str | os.PathLike] = None,
+                  arch: Optional[tuple[str, ...]] = None) -> ir.Program:
     """Compile ``path`` and write the requested outputs; returns the checked program.
 
     Nothing is written unless the whole program compiles (a failed compile must not leave a
@@ -35,6 +36,9 @@ def compile_files(path: str | os.PathLike, include_dirs: Iterable[str] = (),
     """
     text = preprocess(path, include_dirs, defines)
     program = load_text(text, str(path))
+    if arch is not None and program.arch not in arch:
+        raise CompileError(f"{path}: the program is a {program.arch} program, not {' or '.join(arch)} "
+                           "(--arch)")
     p4info = build_p4info(program)
     if out_json is not None:
         doc = {

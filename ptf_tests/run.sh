@@ -6,6 +6,7 @@
 #
 #   TARGET=p4sim|bmv2   which switch (default p4sim; bmv2 needs p4c-bm2-ss + simple_switch_grpc)
 #   TRANSPORT=nn|veth   packet ports: nanomsg socket (default, no root) or veth pairs (root)
+#   NPORTS=8            switch ports (nanomsg ports or veth pairs ptf-p<i> <-> ptf-h<i>)
 #   VPY=...             the Python with the project installed (default .venv/bin/python)
 #   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they skip)
 #   SUITES="a b"        which suites (default: every ptf_tests/*/suite.env)
@@ -26,21 +27,16 @@ if [ -z "${SUITES:-}" ]; then
   SUITES=$(for f in ptf_tests/*/suite.env; do basename "$(dirname "$f")"; done)
 fi
 
-free_port() { "$VPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-SWITCH_PID=
-VETHS=()
-IPC_PATH=
+# The switch is started by bmv2_env (one compile step per target through p4build, one command
+# line builder for both targets, checked against simple_switch_grpc's grammar by the tests);
+# this script only runs PTF against it.
+SWITCH_UP=
+STATE_DIR=
 stop_switch() {
-  if [ -n "$SWITCH_PID" ] && kill -0 "$SWITCH_PID" 2>/dev/null; then
-    kill "$SWITCH_PID" 2>/dev/null || true
-    wait "$SWITCH_PID" 2>/dev/null || true
+  if [ -n "$SWITCH_UP" ]; then
+    "$VPY" -m bmv2_env down --name ptf --state-dir "$STATE_DIR" >/dev/null || true
   fi
-  SWITCH_PID=
-  for v in "${VETHS[@]}"; do ip link del "$v" 2>/dev/null || true; done
-  VETHS=()
-  [ -n "$IPC_PATH" ] && rm -f "$IPC_PATH"
-  IPC_PATH=
+  SWITCH_UP=
 }
 trap stop_switch EXIT
 
@@ -50,88 +46,30 @@ run_suite() {
   source "ptf_tests/$suite/suite.env"
   local BUILD=$ROOT/build/ptf/$suite
   mkdir -p "$BUILD"
-  local name; name=$(basename "$PROG" .p4)
-  local JSON=$BUILD/$name.json P4INFO=$BUILD/$name.p4info.txtpb LOG=$BUILD/switch-$TARGET.log
-  local GRPC_ADDR=127.0.0.1:$(free_port) CONTROL_PORT THRIFT_PORT
-  CONTROL_PORT=$(free_port); THRIFT_PORT=$(free_port)
+  STATE_DIR=$BUILD/env
+  rm -rf "$STATE_DIR"
   local INC=() d
-  for d in $INCLUDES; do INC+=("-I$d"); done
-
-  echo "== [$suite] compile $PROG for $TARGET"
-  if [ "$TARGET" = bmv2 ]; then
-    p4c-bm2-ss --arch v1model "${INC[@]}" -DCPU_PORT=$CPU_PORT -o "$JSON" --p4runtime-files "$P4INFO" "$PROG"
-  else
-    "$VPY" -m p4sim compile "${INC[@]}" -DCPU_PORT=$CPU_PORT -o "$JSON" --p4runtime-files "$P4INFO" "$PROG"
+  for d in $INCLUDES; do INC+=(-I "$d"); done
+  if [ "$TRANSPORT" = veth ] && [ "$(id -u)" != 0 ]; then
+    echo "TRANSPORT=veth needs root" >&2; return 2
   fi
 
-  # Ports: one nanomsg socket, or NPORTS veth pairs (switch side vethS<i>, PTF side vethP<i>).
-  local PORT_ARGS=() PTF_PORT_ARGS=() INTERFACES=None i v
-  if [ "$TRANSPORT" = veth ]; then
-    [ "$(id -u)" = 0 ] || { echo "TRANSPORT=veth needs root" >&2; return 2; }
-    INTERFACES="{"
-    for i in $(seq 0 $((NPORTS - 1))); do
-      ip link add "vethS$i" type veth peer name "vethP$i"
-      VETHS+=("vethS$i")
-      for v in "vethS$i" "vethP$i"; do
-        ip link set "$v" up
-        sysctl -qw "net.ipv6.conf.$v.disable_ipv6=1" || true
-      done
-      PORT_ARGS+=(-i "$i@vethS$i")
-      PTF_PORT_ARGS+=(-i "$i@vethP$i")
-      INTERFACES="$INTERFACES$i:'vethS$i',"
-    done
-    INTERFACES="$INTERFACES}"
-  else
-    IPC_PATH=$BUILD/ptf-$$.ipc
-    PORT_ARGS=(--packet-in "ipc://$IPC_PATH")
-    PTF_PORT_ARGS=(--platform nn --device-socket "0-{0-$((NPORTS - 1))}@ipc://$IPC_PATH")
-  fi
-
-  echo "== [$suite] start $TARGET (gRPC $GRPC_ADDR, $TRANSPORT ports, log $LOG)"
-  local TARGET_PARAMS
-  if [ "$TARGET" = bmv2 ]; then
-    simple_switch_grpc --no-p4 --device-id $DEVICE_ID "${PORT_ARGS[@]}" --thrift-port "$THRIFT_PORT" \
-      --log-console -- --grpc-server-addr "$GRPC_ADDR" --cpu-port $CPU_PORT >"$LOG" 2>&1 &
-    TARGET_PARAMS="thrift_port=$THRIFT_PORT"
-  else
-    "$VPY" -m p4sim run --no-p4 --device-id $DEVICE_ID "${PORT_ARGS[@]}" --log-console -- \
-      --grpc-server-addr "$GRPC_ADDR" --cpu-port $CPU_PORT --clock "$CLOCK" \
-      --control-addr "127.0.0.1:$CONTROL_PORT" >"$LOG" 2>&1 &
-    TARGET_PARAMS="control_addr='127.0.0.1:$CONTROL_PORT'"
-  fi
-  SWITCH_PID=$!
-
-  # Bounded wait for the gRPC port (the switch is up when it accepts connections).
-  if ! "$VPY" - "$GRPC_ADDR" "$SWITCH_PID" <<'PY'
-import os, sys, grpc
-addr, pid = sys.argv[1], int(sys.argv[2])
-ch = grpc.insecure_channel(addr)
-for _ in range(60):
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit(1)
-    try:
-        grpc.channel_ready_future(ch).result(timeout=0.5)
-        sys.exit(0)
-    except grpc.FutureTimeoutError:
-        pass
-sys.exit(1)
-PY
-  then
-    echo "== [$suite] switch did not come up; log:" >&2
-    cat "$LOG" >&2
-    stop_switch
+  echo "== [$suite] compile $PROG for $TARGET, start it ($TRANSPORT ports)"
+  if ! "$VPY" -m bmv2_env up --name ptf --state-dir "$STATE_DIR" --target "$TARGET" \
+      --program "$PROG" "${INC[@]}" --ports "$NPORTS" --transport "$TRANSPORT" \
+      --device-id $DEVICE_ID --cpu-port $CPU_PORT --clock "$CLOCK"; then
+    echo "== [$suite] switch did not come up" >&2
     return 1
   fi
+  SWITCH_UP=1
+  local GRPC_ADDR P4INFO CONFIG LOG PTF_PARAMS PTF_PORTS
+  eval "$("$VPY" -m bmv2_env status --name ptf --state-dir "$STATE_DIR" --shell)"
 
-  echo "== [$suite] ptf ($TRANSPORT)"
+  echo "== [$suite] ptf ($TRANSPORT) against $TARGET at $GRPC_ADDR, log $LOG"
   local rc=0
   # shellcheck disable=SC2086
-  "$PTF_BIN" --test-dir "ptf_tests/$suite" --pypath "$ROOT" "${PTF_PORT_ARGS[@]}" \
-    --log-file "$BUILD/ptf.log" \
-    --test-params "grpc_addr='$GRPC_ADDR';device_id=$DEVICE_ID;cpu_port=$CPU_PORT;target='$TARGET';p4info='$P4INFO';config='$JSON';interfaces=$INTERFACES;$TARGET_PARAMS" \
-    ${PTF_ARGS:-} || rc=$?
+  "$PTF_BIN" --test-dir "ptf_tests/$suite" --pypath "$ROOT" "${PTF_PORTS[@]}" \
+    --log-file "$BUILD/ptf.log" --test-params "$PTF_PARAMS" ${PTF_ARGS:-} || rc=$?
   if [ $rc -ne 0 ]; then
     echo "== [$suite] PTF failed (rc=$rc); switch log: $LOG" >&2
     tail -n 40 "$LOG" >&2 || true

@@ -61,17 +61,24 @@ class P4RuntimeClient:
     """One connection: a StreamChannel (arbitrated on ``connect``) plus unary calls."""
 
     def __init__(self, address: str, device_id: int = 1, election_id: tuple[int, int] = (0, 1),
-                 role: str | None = None) -> None:
+                 role: str | None = None, role_config=None,
+                 credentials: grpc.ChannelCredentials | None = None,
+                 options: tuple = ()) -> None:
+        """``role_config``: a packed ``google.protobuf.Any`` sent as ``role.config``
+        (``roles.role_config_any``); ``credentials``: ``grpc.ssl_channel_credentials(...)``."""
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
         self.role = role
+        self.role_config = role_config
         # A failed Write carries one status per update in a header; a big batch's list exceeds
         # gRPC's default 8 KiB metadata limit, so accept up to 4 MiB.
-        self.channel = grpc.insecure_channel(address, options=[
-            ("grpc.max_metadata_size", 4 << 20),
-            ("grpc.max_receive_message_length", 256 << 20),
-        ])
+        opts = [("grpc.max_metadata_size", 4 << 20),
+                ("grpc.max_receive_message_length", 256 << 20), *options]
+        if credentials is None:
+            self.channel = grpc.insecure_channel(address, options=opts)
+        else:
+            self.channel = grpc.secure_channel(address, credentials, options=opts)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._out: "queue.Queue[p4runtime_pb2.StreamMessageRequest | None]" = queue.Queue()
         self.arbitrations: queue.Queue = queue.Queue()
@@ -122,6 +129,8 @@ class P4RuntimeClient:
         req.arbitration.device_id = self.device_id
         if self.role is not None:
             req.arbitration.role.name = self.role
+            if self.role_config is not None:
+                req.arbitration.role.config.CopyFrom(self.role_config)
         if election_id is not None:
             req.arbitration.election_id.high, req.arbitration.election_id.low = election_id
             self.election_id = election_id

@@ -9,6 +9,12 @@ crash: anything unexpected is an INTERNAL status and the server keeps serving.
 Write atomicity: CONTINUE_ON_ERROR (default) applies each update on its own, all or nothing per
 update; ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC apply the batch under the switch lock and undo it
 at the first failure (that update reports its error, every other one ABORTED).
+
+Roles (``roles.py``): each request is judged for the role it names -- Writes and pipeline pushes
+only from that role's primary (a role with no primary is PERMISSION_DENIED: unknown), updates
+outside a restricted role's P4 ids PERMISSION_DENIED one by one, its reads filtered; packet-ins
+and digests go to the primary of every role that takes them.  Transport (``security.py``):
+plaintext, TLS or mutual TLS.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from p4sim.p4rt.errors import P4RTError, write_error_status
 from p4sim.p4rt.packetio import packet_in_message, packet_out_bytes
 from p4sim.p4rt.pipeline import Pipeline
 from p4sim.p4rt.reads import read_entity
+from p4sim.p4rt.roles import RolePolicy, entity_p4_id
+from p4sim.p4rt.security import ServerTLS
 from p4sim.p4rt.undo import apply_all_or_nothing
 from p4sim.p4rt.writes import apply_update
 
@@ -77,14 +85,26 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RTError("NOT_FOUND", f"unknown device id {device_id}")
 
     def _role(self, request) -> str:
+        if getattr(request, "role_id", 0) and not getattr(request, "role", ""):
+            # role_id (uint64) is deprecated since 1.4; taking it for the default role would give
+            # a restricted client full access.
+            raise P4RTError("INVALID_ARGUMENT", "role_id is deprecated since P4Runtime 1.4: name the role")
         return getattr(request, "role", "") or ""
 
-    def _check_primary(self, request) -> None:
+    def _check_primary(self, request) -> RolePolicy:
+        """The policy of the request's role, if it comes from that role's primary."""
+        role = self._role(request)
         election = request.election_id if request.HasField("election_id") else None
-        if not self.arbiter.is_primary(self._role(request), election):
+        if not self.arbiter.is_primary(role, election):
+            if self.arbiter.primary(role) is None:
+                raise P4RTError(
+                    "PERMISSION_DENIED", f"role {role or '(default)'!s} has no primary: "
+                    "arbitrate on a StreamChannel with this role first (unknown role)")
             raise P4RTError(
-                "PERMISSION_DENIED", "only the primary client (highest election id) may write"
+                "PERMISSION_DENIED", f"only the primary client of role {role or '(default)'} "
+                "(highest election id) may write"
             )
+        return self.arbiter.policy(role)
 
     def _require_pipeline(self) -> Pipeline:
         if self.pipe is None:
@@ -111,7 +131,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):
         try:
             self._check_device(request.device_id)
-            self._check_primary(request)
+            policy = self._check_primary(request)
+            if not policy.can_push_pipeline:
+                raise P4RTError("PERMISSION_DENIED", f"role {self._role(request)!r} may not push "
+                                "a pipeline (its role.config has can_push_pipeline false)")
             with self._config_lock:
                 self._set_pipeline(request)
         except P4RTError as err:
@@ -170,19 +193,26 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Write(self, request, context):
         try:
             self._check_device(request.device_id)
-            self._check_primary(request)
+            policy = self._check_primary(request)
             atomicity = request.atomicity
             if atomicity not in (WriteReq.CONTINUE_ON_ERROR, WriteReq.ROLLBACK_ON_ERROR,
                                  WriteReq.DATAPLANE_ATOMIC):
                 raise P4RTError("INVALID_ARGUMENT", f"unknown atomicity {atomicity}")
             with self._config_lock:
                 pipe = self._require_pipeline()
+
+                def apply(pipe_: Pipeline, update) -> None:
+                    if not policy.may_write(entity_p4_id(update.entity)):
+                        raise P4RTError("PERMISSION_DENIED", f"role {self._role(request)!r} may "
+                                        "not write this entity (not in its role.config)")
+                    self._apply_or_raise(pipe_, update)
+
                 if atomicity == WriteReq.CONTINUE_ON_ERROR:
-                    results = [self._apply_one(pipe, update) for update in request.updates]
+                    results = [self._apply_one(pipe, update, apply) for update in request.updates]
                 else:
                     # Both all-or-none modes: applied under the switch lock, so packets never
                     # see a partial batch (DATAPLANE_ATOMIC), and undone on the first failure.
-                    results = apply_all_or_nothing(pipe, request.updates, self._apply_or_raise)
+                    results = apply_all_or_nothing(pipe, request.updates, apply)
         except P4RTError as err:
             self._abort(context, err)
         if any(r is not None for r in results):
@@ -205,9 +235,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             log.exception("write failed unexpectedly")
             raise P4RTError("INTERNAL", f"{type(err).__name__}: {err}") from err
 
-    def _apply_one(self, pipe: Pipeline, update) -> P4RTError | None:
+    @staticmethod
+    def _apply_one(pipe: Pipeline, update, apply) -> P4RTError | None:
         try:
-            self._apply_or_raise(pipe, update)
+            apply(pipe, update)
             return None
         except P4RTError as err:
             return err
@@ -225,9 +256,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         responses.append(p4runtime_pb2.ReadResponse())
                     return responses[-1].entities.add()
 
+                policy = self.arbiter.policy(self._role(request))
                 for entity in request.entities:
+                    if not policy.full:
+                        pid = entity_p4_id(entity)
+                        if pid is None or (pid and not policy.may_write(pid)):
+                            raise P4RTError("PERMISSION_DENIED", f"role {self._role(request)!r} "
+                                            "may not read this entity (not in its role.config)")
                     for _ in read_entity(pipe, entity, new_entity):
                         pass
+                if not policy.full:  # wildcard reads: only the role's own entities
+                    for resp in responses:
+                        keep = [e for e in resp.entities if policy.may_write(entity_p4_id(e))]
+                        if len(keep) != len(resp.entities):
+                            del resp.entities[:]
+                            resp.entities.extend(keep)
         except P4RTError as err:
             self._abort(context, err)
         except Exception as err:  # noqa: BLE001
@@ -300,20 +343,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.device.inject(self.device.cpu_port, data)
 
     # -- switch -> controller ---------------------------------------------------------------
-    def _send_to_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> bool:
-        primary = self.arbiter.primary("")
-        if primary is None:
-            return False
-        primary.send(msg)
-        return True
-
     def _packet_in(self, data: bytes) -> None:
+        """To the primary of every role that takes it (full access, or receives_packet_ins and
+        a matching packet_in_filter)."""
         pipe = self.pipe
         if pipe is None:
             return
         msg = p4runtime_pb2.StreamMessageResponse()
         msg.packet.CopyFrom(packet_in_message(pipe.index, data))
-        self._send_to_primary(msg)
+        metadata = {m.metadata_id: m.value for m in msg.packet.metadata}
+        for primary, policy in self.arbiter.primaries():
+            if policy.takes_packet_in(metadata):
+                primary.send(msg)
 
     def _digests(self, digests: list) -> None:
         engine = self.digests
@@ -322,13 +363,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for dlist in engine.lists_for(digests):
             msg = p4runtime_pb2.StreamMessageResponse()
             msg.digest.CopyFrom(dlist)
-            self._send_to_primary(msg)
+            for primary, policy in self.arbiter.primaries():
+                if policy.may_write(dlist.digest_id):  # full access or the role lists the digest
+                    primary.send(msg)
 
 
 class P4RuntimeServer:
-    """A gRPC server running ``P4RuntimeService`` on ``address`` (host:port)."""
+    """A gRPC server running ``P4RuntimeService`` on ``address`` (host:port); ``tls``: TLS or
+    mutual TLS (``security.ServerTLS``), else plaintext."""
 
-    def __init__(self, device: Device, address: str, max_workers: int = 32) -> None:
+    def __init__(self, device: Device, address: str, max_workers: int = 32,
+                 tls: ServerTLS | None = None) -> None:
         self.service = P4RuntimeService(device)
         self.grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),
@@ -338,7 +383,11 @@ class P4RuntimeServer:
             ],
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self.grpc)
-        self.port = self.grpc.add_insecure_port(address)
+        self.tls = tls
+        if tls is None:
+            self.port = self.grpc.add_insecure_port(address)
+        else:
+            self.port = self.grpc.add_secure_port(address, tls.credentials())
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
         self.address = address

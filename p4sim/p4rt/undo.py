@@ -41,6 +41,13 @@ def inverse_of(pipe: Pipeline, update: p4runtime_pb2.Update) -> Undo:
                               lambda sw, i, v: sw.register_write(info.name, i, v), info.name)
     if kind == "meter_entry":
         info = pipe.index.meter(entity.meter_id)
+        with pipe.core(f"reading {info.name}") as sw:
+            can_reset = hasattr(sw, "meter_reset_config")
+        if not can_reset:
+            # An unconfigured meter could not be put back: refuse before anything changes
+            # rather than leave a refused batch half undone.
+            raise P4RTError("UNIMPLEMENTED", f"meter {info.name}: this target cannot reset a meter, "
+                            "so the write cannot be part of an all-or-none batch")
         return _array_inverse(pipe, entity, info.size, "meter_get_config",
                               lambda sw, i, v: _restore_meter(sw, info.name, i, v), info.name)
     if kind == "direct_counter_entry":
@@ -87,7 +94,7 @@ def _meter_tuple(cfg) -> tuple[int, int, int, int]:
 def _restore_meter(sw, name: str, index: int, cfg) -> None:
     if cfg:
         sw.meter_set_config(name, index, *_meter_tuple(cfg))
-    elif hasattr(sw, "meter_reset_config"):
+    else:
         sw.meter_reset_config(name, index)
 
 

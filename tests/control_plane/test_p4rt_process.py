@@ -30,7 +30,7 @@ def switches(lab, tmp_path_factory):
     try:
         for name in SWITCHES:
             where = tmp_path_factory.mktemp(name)
-            procs[name] = start_p4sim(where, "--priority-queues", str(lab.dataplane.priority_queues),
+            procs[name] = start_p4sim(where, priority_queues=lab.dataplane.priority_queues,
                                       device_id=lab.switches[name].device_id)
         yield procs
     finally:

@@ -58,4 +58,7 @@ def test_local_failover_recovers_without_the_controller_and_its_control_waits(fa
     # negative control: nobody marks the port down, so leaf1's own flows wait for the controller too
     none = failure["none"]
     assert none["  longest stall leaving leaf1, local failure (us)"] >= reaction
-    assert none["go-back-N retransmissions"] > failure["local"]["go-back-N retransmissions"]
+    assert none["path changes for failover"] == 0
+    # (Retransmission totals are no signal here: with two messages per flow most data is delivered
+    # before the failure, and the resends counted in both modes are the senders' RTOs while their
+    # last ACKs are lost on the remote direction, which only the controller repairs.)

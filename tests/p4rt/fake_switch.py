@@ -261,6 +261,9 @@ class FakeSwitch:
     def meter_get_config(self, name, index):
         return self._array(self.meters, name, index)[index]
 
+    def meter_reset_config(self, name, index):
+        self._array(self.meters, name, index)[index] = None
+
     # -- replication -------------------------------------------------------------------------
     def set_mcast_group(self, group_id, replicas):
         self.mcast[group_id] = list(replicas)

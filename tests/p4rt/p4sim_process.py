@@ -50,22 +50,35 @@ class P4simProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def start_p4sim(tmp: Path, *extra: str, device_id: int = 1, cpu_port: int = 255,
-                clock: str = "virtual", config: Path | None = None) -> P4simProcess:
+def run_command(grpc_addr: str, control_addr: str, ipc_addr: str, thrift_port: int, device_id: int = 1,
+                cpu_port: int = 255, clock: str = "virtual", config: Path | None = None,
+                priority_queues: int | None = None) -> list[str]:
+    """The ``p4sim run`` argv the tests start (built by bmv2_env.commands, like every switch)."""
+    from bmv2_env.commands import SwitchOptions, switch_command
+
+    opts = SwitchOptions(grpc_addr=grpc_addr, device_id=device_id, thrift_port=thrift_port,
+                         packet_in=ipc_addr, cpu_port=cpu_port, priority_queues=priority_queues,
+                         clock=clock, control_addr=control_addr)
+    return switch_command("p4sim", opts, config=str(config) if config else None)
+
+
+def start_p4sim(tmp: Path, *target_extra: str, device_id: int = 1, cpu_port: int = 255,
+                clock: str = "virtual", config: Path | None = None, priority_queues: int | None = None,
+                channel_credentials: grpc.ChannelCredentials | None = None) -> P4simProcess:
+    """``target_extra``: more target options (after '--', e.g. TLS); ``channel_credentials``: how
+    to reach a server started with TLS options."""
     grpc_addr = f"127.0.0.1:{free_port()}"
     control_addr = f"127.0.0.1:{free_port()}"
     ipc_addr = f"ipc://{tmp}/p4sim-{os.getpid()}-{free_port()}.ipc"
     log_path = tmp / "p4sim.log"
-    head = [str(config)] if config else ["--no-p4"]
-    cmd = [sys.executable, "-m", "p4sim", "run", *head, "--device-id", str(device_id),
-           "--packet-in", ipc_addr, "--log-console", *extra, "--",
-           "--grpc-server-addr", grpc_addr, "--cpu-port", str(cpu_port), "--clock", clock,
-           "--control-addr", control_addr]
+    cmd = run_command(grpc_addr, control_addr, ipc_addr, free_port(), device_id, cpu_port, clock, config,
+                      priority_queues) + list(target_extra)
     log = open(log_path, "w")
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     handle = P4simProcess(proc, grpc_addr, control_addr, ipc_addr, log_path)
-    channel = grpc.insecure_channel(grpc_addr)
+    channel = (grpc.insecure_channel(grpc_addr) if channel_credentials is None
+               else grpc.secure_channel(grpc_addr, channel_credentials))
     try:
         deadline = time.monotonic() + 60
         while True:  # bounded poll until the server accepts connections

@@ -101,3 +101,25 @@ def test_bmv2_target_drives_simple_switch_cli(tmp_path):
     with pytest.raises(NotSupportedByTarget):
         t.advance_us(5)
     assert not t.has_virtual_clock
+
+
+def test_status_shell_gives_the_ptf_runner_what_it_needs(tmp_path):
+    """``ptf_tests/run.sh`` evals this output: addresses, files, PTF's port arguments and
+    test parameters, all from the state file ``up`` wrote."""
+    import shlex
+    import sys
+
+    state = up("ts", "p4sim", PROGRAM, ports=3, transport="nn", state_dir=tmp_path, clock="virtual")
+    try:
+        res = subprocess.run([sys.executable, "-m", "bmv2_env", "status", "--shell", "--name", "ts",
+                              "--state-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        out = dict(line.split("=", 1) for line in res.stdout.splitlines())
+        assert shlex.split(out["GRPC_ADDR"]) == [state.grpc_addr]
+        assert shlex.split(out["PTF_PORTS"].strip("()")) == ["--platform", "nn", "--device-socket",
+                                                              f"0-{{0-2}}@{state.ipc}"]
+        params = shlex.split(out["PTF_PARAMS"])[0]
+        assert f"control_addr='{state.control_addr}'" in params and f"thrift_port={state.thrift_port}" in params
+        assert "interfaces=None" in params and "target='p4sim'" in params
+    finally:
+        down("ts", tmp_path)

@@ -23,9 +23,15 @@ from tests.p4rt.p4sim_process import REPO
 def bmv2_standins(tmp_path, monkeypatch) -> Path:
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for name, sub in (("p4c-bm2-ss", "compile"), ("simple_switch_grpc", "run")):
-        shim = bindir / name
-        shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m p4sim {sub} "$@"\n')
+    record = tmp_path / "simple_switch_grpc.argv"
+    (bindir / "p4c-bm2-ss").write_text(f'#!/bin/sh\nexec {sys.executable} -m p4sim compile "$@"\n')
+    # simple_switch_grpc: first its own grammar (exactly the real target options; p4sim's
+    # --clock & co. are refused), then p4sim runs the same argv.  Every argv is recorded.
+    (bindir / "simple_switch_grpc").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> {record}\n'
+        f'{sys.executable} -m p4sim.run_grammar --dialect simple_switch_grpc -- "$@" || exit $?\n'
+        f'exec {sys.executable} -m p4sim run "$@"\n')
+    for shim in bindir.iterdir():
         shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     return bindir
@@ -42,6 +48,8 @@ def test_ptf_run_with_target_bmv2(bmv2_standins):
     assert "bmv2 has no virtual clock" in out
     assert "simple_switch_CLI cannot change link state" in out
     assert "OK (skipped=2)" in out
+    started = (bmv2_standins.parent / "simple_switch_grpc.argv").read_text().splitlines()
+    assert len(started) == 1 and " -- --grpc-server-addr " in started[0] and "--thrift-port" in started[0]
 
 
 def test_bmv2_env_up_down_with_target_bmv2(bmv2_standins, tmp_path):
@@ -51,5 +59,6 @@ def test_bmv2_env_up_down_with_target_bmv2(bmv2_standins, tmp_path):
         assert state.thrift_port and state.control_addr is None
         log = Path(state.log).read_text()
         assert "serving P4Runtime" in log  # the stand-in took simple_switch_grpc's flags
+        assert (bmv2_standins.parent / "simple_switch_grpc.argv").read_text().count("\n") == 1
     finally:
         down("b1", tmp_path / "env")

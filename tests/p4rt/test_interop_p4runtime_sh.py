@@ -40,9 +40,10 @@ class ShellProcess:
     """``python -m p4runtime_sh`` on a pipe: ``run(code)`` types lines and returns what they print
     after ``RESULT`` (JSON), plus the raw text (tracebacks the shell shows to its user)."""
 
-    def __init__(self, grpc_addr: str, device_id: int, config: Optional[tuple[Path, Path]], cwd: Path) -> None:
+    def __init__(self, grpc_addr: str, device_id: int, config: Optional[tuple[Path, Path]], cwd: Path,
+                 extra: tuple[str, ...] = ()) -> None:
         cmd = [str(SHELL_PY), "-P", "-m", "p4runtime_sh", "--grpc-addr", grpc_addr,
-               "--device-id", str(device_id), "--election-id", "0,1"]
+               "--device-id", str(device_id), "--election-id", "0,1", *extra]
         if config is not None:
             cmd += ["--config", f"{config[1]},{config[0]}"]
         # -P and no PYTHONPATH: the repo's own `p4` package (the project venv's proto names)
@@ -230,3 +231,38 @@ def test_shell_errors_reach_the_test(switch, shell_for, l3_build):
     assert res == [1]  # the next line still runs: each line is its own statement
     res, text = sh.run(out("undefined_name"))
     assert res == [] and "NameError" in text
+
+
+def test_p4runtime_shell_over_mutual_tls(tmp_path, l3_build):
+    """The engineer's shell reaches a `p4sim run` serving mutual TLS with its --ssl options
+    (certificates made at test time); without them it does not get in."""
+    import grpc
+
+    from tests.p4rt.certs import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    creds = grpc.ssl_channel_credentials(pki.read("ca.pem"), pki.read("client.key"), pki.read("client.pem"))
+    proc = start_p4sim(tmp_path, "--grpc-server-ssl", "--grpc-server-cert", pki.path("server.pem"),
+                       "--grpc-server-key", pki.path("server.key"), "--grpc-server-cacert", pki.path("ca.pem"),
+                       "--grpc-server-with-client-auth", channel_credentials=creds)
+    shells = []
+    try:
+        shells.append(ShellProcess(proc.grpc_addr, 1, l3_build, tmp_path, extra=(
+            "--ssl", "--cacert", pki.path("ca.pem"), "--cert", pki.path("client.pem"),
+            "--private-key", pki.path("client.key"))))
+        res, _ = shells[0].run("\n".join([
+            'te = table_entry["MyIngress.ipv4_lpm"](action="MyIngress.ipv4_forward")',
+            'te.match["hdr.ipv4.dstAddr"] = "10.0.1.0/24"',
+            'te.action["dstAddr"] = "00:00:00:00:01:01"',
+            'te.action["port"] = "3"',
+            "te.insert()",
+            out('len(list(table_entry["MyIngress.ipv4_lpm"].read()))'),
+        ]))
+        assert res == [1]
+        plain = ShellProcess(proc.grpc_addr, 1, None, tmp_path)  # no --ssl: refused
+        shells.append(plain)
+        assert plain.proc.wait(timeout=90) != 0
+    finally:
+        for sh in shells:
+            sh.close()
+        proc.stop()

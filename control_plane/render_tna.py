@@ -1,0 +1,152 @@
+"""The Tofino program's (p4src/tna/stellar.p4) per-switch context, rendered by templates/tna/.
+
+Why a module of its own: the TNA program is structured differently from the v1model one
+(p4src/tna/README.md), so the same fabric plan maps to other tables:
+  - a v1model path set (eight ports in one action) becomes a *group*: 8-bit id, one
+    member_port.members row per member position and eight path_choice.hash_member rows (the
+    flow hash's low three bits -> member, round robin over the group's members).  Path sets with
+    the same member ports are one group (the program's DRE state is per group and member, so
+    prefixes that share uplinks must share the group to see each other's bytes);
+  - the per-port rate becomes the widths of the dre.level<k> range rows (no run-time division);
+  - liveness is the data plane's bitmap: the controller maps each port to the (group, member)
+    its port-down packet clears (failover.port_member; a port clears one group, the largest
+    that holds it);
+  - ECN is a quantised probability ramp per port (ecn.prob), not per-packet arithmetic.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from . import contract
+from .model import CLASSES, Fabric
+from .plan import SwitchPlan
+from .render import RenderError, _render_switch, _tenants
+
+FULL = (1 << 16) - 1
+
+
+def groups_of(plan: SwitchPlan) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """Groups (deduplicated path sets, ids 1..) and the map path-set id -> group id."""
+    by_ports: dict[tuple[int, ...], dict[str, Any]] = {}
+    of_set: dict[int, int] = {}
+    for path_set in plan.path_sets:
+        ports = tuple(m.port for m in path_set.slots)
+        group = by_ports.get(ports)
+        if group is None:
+            group = {"id": len(by_ports) + 1, "purposes": [], "ecmp": path_set.ecmp,
+                     "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(path_set.slots)]}
+            by_ports[ports] = group
+        group["purposes"].append(path_set.purpose)
+        of_set[path_set.id] = group["id"]
+    groups = list(by_ports.values())
+    if len(groups) >= 1 << contract.TNA_GROUP_WIDTH:
+        raise RenderError(f"{plan.switch.name}: {len(groups)} groups; the TNA program has 255")
+    for g in groups:
+        if len(g["members"]) > contract.TNA_MEMBERS:
+            raise RenderError(f"{plan.switch.name}: group {g['id']} has {len(g['members'])} members (max 8)")
+        g["purpose"] = "; ".join(g.pop("purposes"))
+        g["count"] = len(g["members"])
+    return groups, of_set
+
+
+def dre_rows(capacity_gbps: float) -> list[dict[str, int]]:
+    """level<k> rows for a member on a port of this rate: level j covers `width` 64-byte units,
+    width proportional to the rate (a 40 % port fills its levels 40 % as fast: a quantised
+    division by the rate); the last row is open-ended, so a saturated member never reads 0."""
+    width = max(1, round(contract.TNA_DRE_UNITS_PER_LEVEL * capacity_gbps / contract.TNA_DRE_REFERENCE_GBPS))
+    rows = []
+    for level in range(contract.TNA_DRE_LEVELS):
+        low = level * width
+        if low > FULL:
+            break
+        high = FULL if level == contract.TNA_DRE_LEVELS - 1 else min(FULL, low + width - 1)
+        rows.append({"level": level, "low": low, "high": high})
+        if high == FULL:
+            break
+    return rows
+
+
+def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
+    """The quantised ramp: queue delay in [Kmin, Kmax) in TNA_ECN_STEPS rows of rising
+    probability up to pmax, then always mark at and above Kmax (65535 = always)."""
+    ecn = fabric.dataplane.ecn
+    if not ecn.enabled:
+        return []
+    kmin, kmax = ecn.kmin_us * 1000, ecn.kmax_us * 1000
+    steps = contract.TNA_ECN_STEPS
+    pmax = min(FULL - 1, int(round(ecn.pmax * FULL)))
+    rows = []
+    for j in range(steps):
+        low = kmin + (kmax - kmin) * j // steps
+        high = kmin + (kmax - kmin) * (j + 1) // steps - 1
+        if high >= low:
+            rows.append({"low": low, "high": high, "prob": max(1, pmax * (j + 1) // steps)})
+    rows.append({"low": kmax, "high": (1 << 32) - 1, "prob": FULL})
+    return rows
+
+
+def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    switch = plan.switch
+    dp = fabric.dataplane
+    groups, of_set = groups_of(plan)
+    capacity = {n: p.capacity_gbps for n, p in switch.ports.items()}
+    liveness: dict[int, dict[str, int]] = {}
+    for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it
+        for m in g["members"]:
+            liveness.setdefault(m["port"], {"port": m["port"], "group": g["id"], "member": m["slot"],
+                                            "clear_mask": 0xFF ^ (1 << m["slot"]), "via": m["via"]})
+    ctx = {
+        "params": {"flowlet_timeout": dp.flowlet.timeout_us * 1000,
+                   "elephant_threshold": dp.elephant.threshold_bytes,
+                   "drain": int(dp.flowlet.drain_detection), "dre_choice": 1,
+                   "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
+                   "drain_margin": dp.flowlet.drain_margin_us * 1000,
+                   "gap_needs_drain": int(dp.flowlet.drain_detection)},
+        "dscp_classes": [{"dscp": d, "name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name]}
+                         for c in dp.classes for d in sorted(c.dscp)],
+        "default_class": {"name": dp.default_class, "value": contract.TRAFFIC_CLASS_VALUE[dp.default_class]},
+        "queue_map": [{"name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name], "elephant": e,
+                       "queue": c.elephant_queue if e else c.queue}
+                      for c in sorted(dp.classes, key=lambda c: CLASSES.index(c.name)) for e in (0, 1)],
+        "tenants": _tenants(fabric, switch),
+        "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]])}
+                                for m in g["members"]]) for g in groups],
+        "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
+                    "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
+                    "purpose": r.purpose} for r in plan.routes],
+        "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),
+                          "dst_mask": str(r.dst.netmask), "prefix_len": r.dst.prefixlen,
+                          "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
+                          "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
+        "liveness": [liveness[p] for p in sorted(liveness)],
+        "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
+        "ecn_rows": ecn_rows(fabric),
+    }
+    path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
+    return ctx, path_sets
+
+
+def _count(groups: list[dict[str, Any]], group_id: int) -> int:
+    return groups[group_id - 1]["count"]
+
+
+def _define(name: str, fallback: int) -> int:
+    """A number from p4src/tna/include/define.p4 (fallback when absent)."""
+    import re
+    try:
+        text = (contract.REPO / "p4src" / "tna" / "include" / "define.p4").read_text()
+    except OSError:
+        return fallback
+    found = re.search(rf"^\s*#define\s+{name}\s+(\d+)", text, flags=re.M)
+    return int(found.group(1)) if found else fallback
+
+
+TNA_DRE_DELAY_PENALTY = _define("TNA_DRE_DELAY_PENALTY", 16)
+
+
+def render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan,
+                  known_sizes: dict[str, int]) -> dict[str, Any]:
+    ctx, path_sets = context(fabric, plan)
+    return _render_switch(env, fabric, plan, known_sizes, context=ctx, arch="tna", path_sets=path_sets)
