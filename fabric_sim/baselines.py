@@ -26,6 +26,12 @@ MODE_ECMP, MODE_FLOWLET, MODE_SPRAY = 0, 1, 2
 MAX_SLOTS = 16
 EM_THRESHOLD_BYTES = 100_000  # ~24 packets of 4 KB: a message bigger than this is an elephant
 EM_IDLE_US = 500  # idle this long and a flow is a mouse again (its old packets have drained)
+# ECN on every baseline: DCQCN's common RED ramp on the queue length at enqueue -- no marks up to
+# Kmin, probability rising linearly to Pmax at Kmax, every packet from Kmax on.  In 4 KB frames:
+# Kmin 25 (100 KB), Kmax 100 (400 KB), Pmax 51/256 (0.2).  ``stellar-static-ecn`` uses the same.
+ECN_KMIN_PACKETS = 25
+ECN_KMAX_PACKETS = 100
+ECN_PMAX256 = 51
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,7 @@ class BaselineFabric:
         for name, s in self.fabric.switches.items():
             sw = self.sim.switch(name)
             sw.set_default_action("LbIngress.lb_config", "LbIngress.configure", {
-                "kmin": 25, "kmax": 100, "pmax256": 51,
+                "kmin": ECN_KMIN_PACKETS, "kmax": ECN_KMAX_PACKETS, "pmax256": ECN_PMAX256,
                 "em_threshold": EM_THRESHOLD_BYTES if sp.elephant_mouse else 0,
                 "em_window_us": EM_IDLE_US})
             gid = 1

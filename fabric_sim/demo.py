@@ -19,7 +19,8 @@ Scenarios, each run once per mode:
   each other only through the DRE; no mice).
 * **failure** -- steady cross-leaf transfers while the leaf1-spine2 link fails.  Reports go-back-N
   retransmissions and timeouts, and the longest delivery stall of the transfers leaving leaf1
-  (the failure is local: ``port_down`` acts at once in Stellar mode) and entering leaf1 (remote:
+  (the failure is local: the owning switch's port-status handling MODIFYs its
+  ``failover.liveness0..7`` entries at once in Stellar mode) and entering leaf1 (remote:
   only the controller's re-plan, ``CONTROLLER_REACTION_US`` later, helps), plus the controller's
   event-to-last-ack wall time for its delta push.
 
@@ -28,7 +29,8 @@ Modes:
   queue per class; on a failure the switch owning the dead port stops hashing onto it at once
   (local link-down handling), the controller re-plans the rest.
 * ``stellar``: adaptive path choice with drain detection, adaptive ECN, elephant/mouse queues,
-  local failover through ``port_down`` at the failure instant, controller congestion levels.
+  local failover at the failure instant (the dead port's entries in the ``failover.liveness0..7``
+  tables written down), controller congestion levels.
 * ``no-drain`` (negative control, congestion only): Stellar's adaptive choice with drain detection
   off and a 50 µs flowlet timeout (LetFlow's range) -- moving flows at gaps without the drain check.
 
@@ -223,7 +225,8 @@ def _stall(t, after: float) -> Optional[float]:
 
 def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = True) -> ModeResult:
     """``local_failover``: the failed link's own switches take the dead port out of path choice at
-    once (port_down; what ECMP hardware's link-down handling does too).  False is the negative
+    once (its ``failover.liveness0..7`` entries MODIFYed to down; what ECMP hardware's link-down
+    handling does too).  False is the negative
     control: every switch waits for the controller."""
     from fabric_sim.rdma import RdmaNetwork
 

@@ -10,9 +10,14 @@ Modes:
 * baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp, ecmp-em,
   letflow-<timeout µs>, spray;
 * ``stellar``: ``p4src/v1model/stellar.p4`` with the fabric's rendered entries, adaptive path
-  choice with drain detection, adaptive ECN, elephant/mouse queues, port_down failover, and the
+  choice with drain detection, adaptive ECN, elephant/mouse queues, failover through the controller-written
+  ``failover.liveness0..7`` tables, and the
   controller polling every ``POLL_US`` of virtual time;
-* ``stellar-nodrain-<T>``: the same with drain detection off and flowlet timeout T (the control).
+* ``stellar-nodrain-<T>``: the same with drain detection off and flowlet timeout T (the control);
+* ``stellar-static-ecn``: Stellar with the baselines' static ECN instead of its adaptive ECN (the
+  ablation that separates Stellar's ECN effect from its routing effect): the DCQCN RED ramp of
+  ``fabric_sim.baselines`` (Kmin 25, Kmax 100 packets, Pmax 0.2) turned into queue delay at each
+  port's (possibly degraded) rate, since Stellar's ECN block compares sojourn time, not length.
 
 Timing that matters: failures are detected by the switch that owns the port at once (both
 baselines and Stellar); the rest of the fabric learns after ``REACTION_US``, the controller's
@@ -81,9 +86,44 @@ def stellar_fabric(fabric, mode: str):
     if mode.startswith("stellar-nodrain"):
         timeout = int(mode.rsplit("-", 1)[1])
         dp = replace(dp, flowlet=replace(dp.flowlet, drain_detection=False, gap_moves=True, timeout_us=timeout))
+    elif mode == STATIC_ECN:
+        from fabric_sim.baselines import ECN_PMAX256
+        from fabric_sim.rdma import NicParams, frame_bytes
+
+        fastest = max(p.capacity_gbps for s in fabric.switches.values() for p in s.ports.values())
+        kmin, kmax = static_ecn_us(fastest, frame_bytes(NicParams().payload))
+        # Per-port values (degraded ports, slower ports) are written by static_ecn_document.
+        dp = replace(dp, ecn=replace(dp.ecn, enabled=True, adaptive=False, kmin_us=kmin, kmax_us=kmax,
+                                     k_init_us=kmin, pmax=ECN_PMAX256 / 256))
     elif mode != "stellar":
         raise ValueError(f"unknown Stellar mode {mode}")
     return replace(fabric, dataplane=dp)
+
+
+STATIC_ECN = "stellar-static-ecn"
+
+
+def static_ecn_us(capacity_gbps: float, fb: int) -> tuple[int, int]:
+    """The baselines' RED thresholds (packets) as queue delay at ``capacity_gbps``, whole µs
+    (the ECN block's unit): a FIFO served at that rate holds K packets for K frame times."""
+    from fabric_sim.baselines import ECN_KMAX_PACKETS, ECN_KMIN_PACKETS
+
+    per_packet_us = _ser_us(fb, capacity_gbps)
+    return (max(1, round(ECN_KMIN_PACKETS * per_packet_us)),
+            max(2, round(ECN_KMAX_PACKETS * per_packet_us)))
+
+
+def static_ecn_document(doc: dict, port_gbps: dict[int, float], fb: int) -> dict:
+    """``doc`` (one switch's rendered entries) with each port's static ECN thresholds at that
+    port's actual rate ``port_gbps[port]`` (a degraded link's queue drains slower, so the same
+    packet count is a longer delay).  Touches nothing but the ECN config entries' K values."""
+    entries = []
+    for e in doc["entries"]:
+        if e["table"] == "StellarEgress.ecn.config" and e["action"].endswith("set_ecn_params"):
+            kmin, kmax = static_ecn_us(port_gbps[e["match"]["standard_metadata.egress_port"]], fb)
+            e = dict(e, params=dict(e["params"], kmin_us=kmin, kmax_us=kmax, k_init_us=kmin, adapt=0))
+        entries.append(e)
+    return dict(doc, entries=entries)
 
 
 def _capacity_fraction(topo: str) -> Optional[float]:
@@ -131,6 +171,9 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
                 # send, intra-leaf included) drop an AlltoAll's own packets red otherwise, and
                 # the baselines police nothing.
                 doc = dict(doc, meters=[])
+            if spec.mode == STATIC_ECN:
+                doc = static_ecn_document(doc, {n: capacity.get((name, n), p.capacity_gbps)
+                                                for n, p in fabric.switches[name].ports.items()}, fb)
             apply_document(sim.switch(name), doc)
         controller = Controller(fabric, {n: InProcessOps(sim.switch(n)) for n in sim.devices},
                                 rendered.plans, rendered.documents)

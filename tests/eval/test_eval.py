@@ -136,3 +136,44 @@ def test_claim_verdicts_follow_the_measured_figures():
     assert bad["no reordering"].verdict == "not confirmed"
     partly = {c.claim: c for c in ev.claims(_rows(100.0, 115.0))}
     assert partly["AlltoAll throughput +30-50% vs ECMP"].verdict == "partly"
+
+
+def test_the_static_ecn_ablation_changes_only_stellars_ecn_to_the_baselines_ramp():
+    from dataclasses import replace
+
+    from control_plane.model import load_fabric
+    from control_plane.render import render_fabric
+    from fabric_sim.baselines import ECN_KMAX_PACKETS, ECN_KMIN_PACKETS, ECN_PMAX256
+    from fabric_sim.experiment import FABRICS, STATIC_ECN, static_ecn_document, stellar_fabric
+    from fabric_sim.rdma import frame_bytes
+
+    base = load_fabric(FABRICS["lab"])
+    adaptive, static = stellar_fabric(base, "stellar"), stellar_fabric(base, STATIC_ECN)
+    assert adaptive.dataplane.ecn.adaptive and not static.dataplane.ecn.adaptive
+    assert replace(static, dataplane=replace(static.dataplane, ecn=adaptive.dataplane.ecn)) == adaptive
+    fb = frame_bytes(4096)
+    ser_us = fb * 8 / 100e3  # one 4 KB frame at 100G
+    e = static.dataplane.ecn
+    assert (e.kmin_us, e.kmax_us, e.k_init_us) == (round(ECN_KMIN_PACKETS * ser_us), round(ECN_KMAX_PACKETS * ser_us),
+                                                   e.kmin_us)
+    assert e.pmax == ECN_PMAX256 / 256
+    # per port: a link degraded to 40% holds the same packet count 2.5x longer; nothing else moves
+    name, doc = next(iter(render_fabric(static).documents.items()))
+    rates = {n: p.capacity_gbps for n, p in static.switches[name].ports.items()}
+    slow_port = min(rates)  # any port: degrade it to 40%
+    out = static_ecn_document(doc, {**rates, slow_port: rates[slow_port] * 0.4}, fb)
+    assert {k for k in doc if doc[k] != out[k]} == {"entries"}
+    changed = [(x, y) for x, y in zip(doc["entries"], out["entries"]) if x != y]
+    assert changed and all(x["table"] == "StellarEgress.ecn.config" for x, _ in changed)
+    for before, after in changed:
+        assert {k for k in before if before[k] != after[k]} == {"params"}
+        assert {k for k in before["params"] if before["params"][k] != after["params"][k]} <= {
+            "kmin_us", "kmax_us", "k_init_us", "adapt"}
+        assert after["params"]["adapt"] == 0
+    slow = next(y["params"] for x, y in changed if x["match"]["standard_metadata.egress_port"] == slow_port)
+    assert slow["kmin_us"] == round(ECN_KMIN_PACKETS * fb * 8 / (rates[slow_port] * 0.4e3))
+    # the mode runs, and its marks differ from adaptive Stellar's (negative control: same config -> same run)
+    a = run(RunSpec("a2a", "deg40", "stellar", 1, nbytes=32768))
+    s = run(RunSpec("a2a", "deg40", STATIC_ECN, 1, nbytes=32768))
+    assert s["incomplete"] == 0 and not s.get("error")
+    assert s["ce_marks"] != a["ce_marks"]

@@ -48,7 +48,7 @@ def test_local_failover_recovers_without_the_controller_and_its_control_waits(fa
     for key in ("local", "ecmp"):
         m = failure[key]
         assert _done(m)
-        # the failure is local to leaf1's outgoing flows: port_down moves them at once; what was
+        # the failure is local to leaf1's outgoing flows: the liveness entries move them at once; what was
         # queued on the dead port is lost and comes back by NAK or, for a tail, by one RTO
         assert m["  longest stall leaving leaf1, local failure (us)"] <= NicParams().rto_us + 50
         # flows entering leaf1 through the dead spine link wait for the controller
