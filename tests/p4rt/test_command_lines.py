@@ -84,15 +84,19 @@ def test_the_tests_p4sim_helper_lines_pass_the_grammar(tmp_path):
 
 def test_ptf_runner_and_bench_start_switches_only_through_bmv2_env():
     """run.sh has no switch command line of its own (it calls ``bmv2_env up``, checked above);
-    no bench script starts a switch process.  A new builder anywhere there fails this test
-    until it goes through bmv2_env.commands."""
+    a bench script that starts a switch process builds its argv with bmv2_env.commands.  A new
+    builder anywhere there fails this test until it goes through bmv2_env.commands."""
     runner = (REPO / "ptf_tests/run.sh").read_text()
     code = "\n".join(line for line in runner.splitlines() if not line.lstrip().startswith("#"))
     assert "bmv2_env up" in code
     assert not re.search(r"simple_switch_grpc|p4sim run|-m p4sim run", code)
     for script in sorted((REPO / "bench").glob("*.py")):
         text = script.read_text()
-        assert not re.search(r"[\"']simple_switch_grpc[\"' ]|[\"']p4sim[\"'],\s*[\"']run[\"']|p4sim run ", text), script
+        # an argv literal of its own: the binary followed by options, or `p4sim run`
+        assert not re.search(r"[\"']simple_switch_grpc[\"'][^\n]*,\s*[\"']--|[\"']p4sim[\"'],\s*[\"']run[\"']"
+                             r"|p4sim run ", text), script
+        if "subprocess.Popen" in text and "simple_switch_grpc" in text:
+            assert "switch_command(" in text, script  # starts a switch: through the one builder
 
 
 def test_command_lines_in_the_docs_pass_the_grammar():
