@@ -57,6 +57,13 @@ Entity = p4runtime_pb2.Entity
 
 DEFAULT_BATCH = 256
 RPC_TIMEOUT_S = 60.0  # per Read/Write: a hung switch must not hang a fabric push forever
+# finsy 0.30 gives every unary RPC a fixed 10 s gRPC deadline (p4client._DEFAULT_RPC_TIMEOUT, read
+# at each call).  A pipeline push to a loaded target (a BMv2 JSON load, or p4sim compiling the
+# program, six servers sharing one process in the demo) can take longer; our own wait above
+# (RPC_TIMEOUT_S around each call) is the bound that matters, so finsy's deadline follows it.
+import finsy.p4client as _finsy_p4client  # noqa: E402
+
+_finsy_p4client._DEFAULT_RPC_TIMEOUT = RPC_TIMEOUT_S
 # Entries that other entries point at: (table, key field) <- action param holding that key.
 # Routes and reservations name a path set by id; `Diff.phases` orders writes so that no entry
 # ever names a path set the switch does not hold, not even between two batches.

@@ -117,9 +117,13 @@ class Lab:
         rendered = replace(rendered, documents={n: dict(d, meters=[]) for n, d in rendered.documents.items()})
         started = time.perf_counter()
         program = ProgramFiles.load(*program_files)
-        self.push = push_fabric(self.fabric, rendered.documents, program, self.addresses, progress=None)
+        # 60 s per request: the six servers share this process (and its GIL), and each compiles
+        # the pushed program, so on a loaded 2-core machine one pipeline push can take >10 s.
+        self.push = push_fabric(self.fabric, rendered.documents, program, self.addresses, progress=None,
+                                timeout=60.0)
         if not self.push.ok:
-            raise RuntimeError(f"push failed: {self.push.results}")
+            failed = {n: (r.error or r.write_errors) for n, r in self.push.results.items() if not r.ok}
+            raise RuntimeError(f"push failed: {failed}")
         self.push_s = time.perf_counter() - started
         # The controller is a second client with a higher election id: it becomes primary.
         self.sessions = {name: SwitchSession(addr, self.fabric.switches[name].device_id, program.p4info,
