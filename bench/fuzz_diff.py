@@ -169,13 +169,11 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
         os.environ["PATH"] = saved_path
     grpc_addr = f"127.0.0.1:{free_port()}"
     ipc = f"ipc://{(work / 'ports.ipc').resolve()}"
-    if target == "bmv2":
-        cmd = [_which("simple_switch_grpc") or "simple_switch_grpc", "--no-p4", "--device-id", "1", "--packet-in", ipc,
-               "--thrift-port", str(free_port()), "--", "--grpc-server-addr", grpc_addr,
-               "--cpu-port", "255", "--priority-queues", "8"]
-    else:
-        cmd = [sys.executable, "-m", "p4sim", "run", "--no-p4", "--device-id", "1", "--packet-in", ipc,
-               "--", "--grpc-server-addr", grpc_addr, "--cpu-port", "255", "--priority-queues", "8"]
+    from bmv2_env.commands import SwitchOptions, switch_command
+
+    opts = SwitchOptions(grpc_addr, device_id=1, packet_in=ipc, cpu_port=255, priority_queues=8, quiet=True,
+                         thrift_port=free_port() if target == "bmv2" else None)
+    cmd = switch_command(target, opts, binary=_which("simple_switch_grpc") or "simple_switch_grpc")
     log = work / "switch.log"
     with open(log, "w") as logf:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT)
