@@ -169,11 +169,10 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
         os.environ["PATH"] = saved_path
     grpc_addr = f"127.0.0.1:{free_port()}"
     ipc = f"ipc://{(work / 'ports.ipc').resolve()}"
-    # The one command-line builder every switch start uses (checked against BMv2's grammar).
     from bmv2_env.commands import SwitchOptions, switch_command
 
-    opts = SwitchOptions(grpc_addr=grpc_addr, device_id=1, thrift_port=free_port(), packet_in=ipc,
-                         cpu_port=255, priority_queues=8)
+    opts = SwitchOptions(grpc_addr, device_id=1, packet_in=ipc, cpu_port=255, priority_queues=8, quiet=True,
+                         thrift_port=free_port() if target == "bmv2" else None)
     cmd = switch_command(target, opts, binary=_which("simple_switch_grpc") or "simple_switch_grpc")
     log = work / "switch.log"
     with open(log, "w") as logf:

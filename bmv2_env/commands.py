@@ -26,6 +26,7 @@ class SwitchOptions:
     cpu_port: Optional[int] = None
     priority_queues: Optional[int] = None
     log_file: Optional[str] = None           # None: --log-console (the caller redirects it)
+    quiet: bool = False                      # no log option at all (bench: per-packet logging slows BMv2)
     # p4sim only (its own target options; never given to simple_switch_grpc)
     clock: Optional[str] = None
     control_addr: Optional[str] = None
@@ -45,7 +46,8 @@ def switch_command(target: str, opts: SwitchOptions, config: Optional[str] = Non
         general += ["--packet-in", opts.packet_in]
     if opts.thrift_port is not None:
         general += ["--thrift-port", str(opts.thrift_port)]
-    general += ["--log-file", opts.log_file] if opts.log_file else ["--log-console"]
+    if not opts.quiet:
+        general += ["--log-file", opts.log_file] if opts.log_file else ["--log-console"]
     target_opts: list[str] = ["--grpc-server-addr", opts.grpc_addr]
     if opts.cpu_port is not None:
         target_opts += ["--cpu-port", str(opts.cpu_port)]

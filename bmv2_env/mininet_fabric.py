@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DEBIAN_DIST = "/usr/lib/python3/dist-packages"  # where Debian's mininet lives (not in the venv)
 STELLAR_P4 = ROOT / "p4src" / "v1model" / "stellar.p4"
 CPU_PORT = 255
-PORT_DOWN_REGISTER = "port_down"  # top-level register (p4src/v1model/include/registers.p4)
 
 
 def import_mininet():
@@ -266,64 +265,20 @@ def stellarctl(*argv: str) -> tuple[int, str]:
     return rc, out.getvalue() + err.getvalue()
 
 
-def push(fabric_path: str, program, target: str = "p4sim", thrift_ports: Optional[dict[str, int]] = None,
-         switches: tuple[str, ...] = ()) -> tuple[int, str]:
-    """Reconcile every (or the named) switch with the rendered entries.
+def push(fabric_path: str, program, switches: tuple[str, ...] = ()) -> tuple[int, str]:
+    """``stellarctl push FABRIC --program-json ... --p4info ... [--switch S]``, run in-process.
 
-    p4sim: ``stellarctl push FABRIC --program-json ... --p4info ...``, run in-process.  BMv2:
-    the same reconcile (``push_fabric``, what ``stellarctl push`` runs) for entries and meters,
-    with each document's register cells (``port_down``) written over Thrift instead
-    (``simple_switch_CLI register_write``): BMv2's P4Runtime server neither reads nor writes
-    registers, so until that state moves into a table (the data-plane issue 8) Thrift is the one
-    way BMv2 takes it."""
+    The same on both targets: every piece of controller-owned state the program has (liveness
+    included) is a table entry or a meter, which simple_switch_grpc's P4Runtime server writes
+    and reads back, so no Thrift side channel is needed."""
     config, p4info = program.files()
-    if target != "bmv2":
-        extra = [a for s in switches for a in ("--switch", s)]
-        return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
-    from control_plane.model import load_fabric
-    from control_plane.ops import format_push, render_documents
-    from control_plane.p4rt import ProgramFiles, push_fabric
-
-    fabric = load_fabric(fabric_path)
-    docs = render_documents(fabric)
-    cells = {name: doc.get("registers", []) for name, doc in docs.items()}
-    docs = {name: {**doc, "registers": []} for name, doc in docs.items()}
-    result = push_fabric(fabric, docs, ProgramFiles.load(config, p4info), switches=list(switches) or None,
-                         progress=None)
-    text = format_push(result)
-    if not result.ok:
-        return 1, text
-    for name in (switches or sorted(cells)):
-        lines = [f"register_write {c['name']} {c['index']} {c['value']}" for c in cells[name]]
-        if lines:
-            thrift_cli((thrift_ports or {})[name], lines)
-    n = sum(len(cells[name]) for name in (switches or cells))
-    return 0, text + f"registers over Thrift (BMv2's P4Runtime has no register writes): {n} cells\n"
+    extra = [a for s in switches for a in ("--switch", s)]
+    return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
 
 
-def diff(fabric_path: str, target: str = "p4sim") -> tuple[int, str]:
-    """``stellarctl diff FABRIC`` (p4sim); on BMv2 the same dry-run reconcile of entries and
-    meters, the register cells left out (BMv2's P4Runtime cannot read them; see ``push``)."""
-    if target != "bmv2":
-        return stellarctl("diff", fabric_path)
-    from control_plane.model import load_fabric
-    from control_plane.ops import format_push, render_documents
-    from control_plane.p4rt import push_fabric
-
-    fabric = load_fabric(fabric_path)
-    docs = {name: {**doc, "registers": []} for name, doc in render_documents(fabric).items()}
-    result = push_fabric(fabric, docs, None, dry_run=True, progress=None, label="diff")
-    in_sync = result.in_sync and not any(r.pipeline_pushed for r in result.results.values())
-    return (0 if in_sync else 1), format_push(result)
-
-
-def thrift_cli(thrift_port: int, commands: list[str], cli: str = "simple_switch_CLI") -> str:
-    """Feed commands to simple_switch_CLI; RuntimeError if it reports an error."""
-    res = subprocess.run([cli, "--thrift-port", str(thrift_port)], input="\n".join(commands) + "\n",
-                         capture_output=True, text=True, timeout=120)
-    if res.returncode != 0 or re.search(r"Error|Invalid|Exception", res.stdout + res.stderr):
-        raise RuntimeError(f"simple_switch_CLI --thrift-port {thrift_port}: {res.stdout}{res.stderr}")
-    return res.stdout
+def diff(fabric_path: str) -> tuple[int, str]:
+    """``stellarctl diff FABRIC``: 0 when every switch holds exactly the rendered state."""
+    return stellarctl("diff", fabric_path)
 
 
 @dataclass
@@ -384,46 +339,17 @@ def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
     return names
 
 
-def bmv2_mark_port_down(fnet: FabricNetwork, a: str, b: str, cli: str = "simple_switch_CLI") -> list[str]:
-    """On BMv2, ``port_down`` is written over Thrift (``simple_switch_CLI register_write``):
-    BMv2's P4Runtime server refuses register writes, so ``stellarctl fail-link``'s own write
-    cannot reach it until the liveness state moves into a table (the data-plane issue 8)."""
-    from control_plane.ops import find_link
-
-    link = find_link(fnet.fabric, a, b)
-    done = []
-    for name, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
-        thrift_cli(fnet.plans[name].thrift_port, [f"register_write {PORT_DOWN_REGISTER} {port} 1"], cli)
-        done.append(f"{name} port {port}")
-    return done
-
-
 def fail_link(fnet: FabricNetwork, fabric_path: str, a: str, b: str, log: Callable[[str], None] = print) -> int:
-    """Take the a-b link down for real, then tell the switches: ``port_down`` on both ends (the
-    data plane skips the port at once) and path sets recomputed without the link.
-
-    p4sim: ``stellarctl fail-link FABRIC A B`` itself.  BMv2: ``port_down`` over Thrift (its
-    P4Runtime server refuses register writes; issue 8 moves that state into a table) and the
-    same re-push ``stellarctl fail-link`` makes (``failover_documents``, routing tables only).
-    Returns 0 when every switch acknowledged."""
+    """Take the a-b link down for real (``link_down``), then ``stellarctl fail-link FABRIC A B``
+    itself: both ends' ports marked down in the liveness tables (the data plane skips them at
+    once), then the path sets re-pushed without the link.  Returns its exit status (0: every
+    switch acknowledged)."""
     names = link_down(fnet, a, b)
     how = "tc qdisc root pfifo limit 0 (drops every frame)" if fnet.target == "bmv2" else "ip link set down"
     log(f"link cut ({how}): {', '.join(names)}")
-    if fnet.target != "bmv2":
-        rc, out = stellarctl("fail-link", fabric_path, a, b)
-        log(out.rstrip())
-        return rc
-    from control_plane.model import load_fabric
-    from control_plane.ops import ROUTING_TABLES, failover_documents, find_link, format_push
-    from control_plane.p4rt import push_fabric
-
-    log(f"port_down over Thrift (simple_switch_CLI register_write): {', '.join(bmv2_mark_port_down(fnet, a, b))}")
-    fabric = load_fabric(fabric_path)
-    docs = {name: {**doc, "registers": []}
-            for name, doc in failover_documents(fabric, find_link(fabric, a, b)).items()}
-    result = push_fabric(fabric, docs, None, progress=None, label="fail-link", managed_tables=ROUTING_TABLES)
-    log("path sets re-pushed without the link:\n" + format_push(result, verbose=True).rstrip())
-    return 0 if result.ok else 1
+    rc, out = stellarctl("fail-link", fabric_path, a, b)
+    log(f"stellarctl fail-link {fabric_path} {a} {b}:\n{out.rstrip()}")
+    return rc
 
 
 def suite_program(suite: str) -> tuple[Path, list[Path]]:
@@ -476,7 +402,7 @@ def run_ptf(fnet: FabricNetwork, fabric_path: str, suite: str, leaf: str, out_di
             host = fnet.net.get(hosts[port])
             subprocess.run(["ip", "link", "set", ifname, "netns", str(host.pid)], check=False)
             configure_host(host, fabric, fabric.hosts[hosts[port]], fnet.tag)
-        prc, out = push(fabric_path, compile_for(fnet.target, out_dir), fnet.target, fnet.thrift_ports(), (leaf,))
+        prc, out = push(fabric_path, compile_for(fnet.target, out_dir), (leaf,))
         log(f"== {leaf} given back to the fabric (stellarctl push --switch {leaf}):\n{out.rstrip()}")
     return rc or prc
 
@@ -496,7 +422,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--thrift-base", type=int, default=9090,
                     help="Thrift port of the first switch (by name); the others count up (default 9090)")
     ap.add_argument("--fail-link", nargs=2, metavar=("A", "B"),
-                    help="after the pings: take the A-B link down (ip link) + stellarctl fail-link, ping again")
+                    help="after the pings: cut the A-B link (p4sim: ip link set down; bmv2: tc pfifo limit 0) "
+                         "+ stellarctl fail-link, ping again")
     ap.add_argument("--ptf", metavar="SUITE", help="run this PTF suite (ptf_tests/SUITE) against one leaf")
     ap.add_argument("--ptf-leaf", help="the leaf for --ptf (default: the first leaf by name)")
     ap.add_argument("--intf-prefix", default="", metavar="TAG",
@@ -523,7 +450,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for name, plan in sorted(fnet.plans.items()):
             print(f"{name:>7}: {args.target} device {plan.device_id}, gRPC {plan.grpc_addr}, "
                   f"thrift {plan.thrift_port}, log {plan.log}")
-        rc, out = push(args.fabric, program, args.target, fnet.thrift_ports())
+        rc, out = push(args.fabric, program)
         print(out.rstrip())
         if rc != 0:
             return 1
@@ -539,7 +466,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"after ptf: {r.line()}")
             failed += r.received != r.sent
         if args.fail_link:
-            fail_link(fnet, args.fabric, *args.fail_link)
+            failed += fail_link(fnet, args.fabric, *args.fail_link) != 0
             r = ping(fnet, *three)
             print(f"after fail-link: {r.line()}")
             failed += r.received != r.sent

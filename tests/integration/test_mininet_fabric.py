@@ -43,8 +43,8 @@ def _free_port() -> int:
 def _bmv2_standins(bindir: Path) -> Path:
     """The BMv2 code path without BMv2: ``simple_switch_grpc`` checks its argv with the real
     binary's grammar, then runs ``p4sim run``; ``p4c-bm2-ss`` is ``p4sim compile``;
-    ``simple_switch_CLI`` accepts only ``register_write NAME INDEX VALUE`` lines and records
-    them.  Returns the record file."""
+    ``simple_switch_CLI`` records that it was called and fails (nothing on the fabric path may
+    use Thrift).  Returns the record file."""
     import sys
 
     bindir.mkdir()
@@ -54,13 +54,9 @@ def _bmv2_standins(bindir: Path) -> Path:
     (bindir / "simple_switch_grpc").write_text(
         f'#!/bin/sh\n{py} -m p4sim.run_grammar --dialect simple_switch_grpc -- "$@" || exit $?\n'
         f'exec {py} -m p4sim run "$@"\n')
+    # any Thrift call is a fault: the controller-owned state is all tables and meters now
     (bindir / "simple_switch_CLI").write_text(
-        '#!/bin/sh\n[ "$1" = --thrift-port ] && [ -n "$2" ] || { echo "Error: no --thrift-port"; exit 1; }\n'
-        'while read -r line; do\n'
-        '  echo "$line" | grep -Eq "^register_write [A-Za-z_.]+ [0-9]+ [0-9]+$" '
-        '|| { echo "Error: unexpected command: $line"; exit 1; }\n'
-        f'  echo "$2 $line" >> {record}\n'
-        'done\n')
+        f'#!/bin/sh\necho "simple_switch_CLI $*" >> {record}\necho "Error: no Thrift on this path"\nexit 1\n')
     for shim in bindir.iterdir():
         shim.chmod(0o755)
     return record
@@ -91,7 +87,7 @@ def network(request, tmp_path_factory):
         program = mf.compile_for(target, where / "build")
         fnet = mf.build_network(fabric, target, where / "logs", tag=TAG)
         try:
-            rc, out = mf.push(str(fabric_path), program, target, fnet.thrift_ports())
+            rc, out = mf.push(str(fabric_path), program)
             assert rc == 0, out
             fnet.path = str(fabric_path)
             fnet.standin_record = record
@@ -103,18 +99,21 @@ def network(request, tmp_path_factory):
                 assert not os.path.exists(f"/sys/class/net/{mf.intf_name(name, 9, TAG)}")
 
 
-def test_bmv2_path_writes_port_down_over_thrift(network):
-    """On BMv2 the register cells of the push go to each switch's own Thrift port."""
-    if network.standin_record is None:
-        pytest.skip("only the stand-in records what simple_switch_CLI was given")
-    lines = network.standin_record.read_text().splitlines()
-    ports = {str(p.thrift_port): n for n, p in network.plans.items()}
-    by_switch = {}
-    for line in lines:
-        port, _cmd, name, index, value = line.split()
-        by_switch.setdefault(ports[port], []).append((name, int(index), int(value)))
-    assert by_switch["leaf1"] == [("port_down", p, 0) for p in (1, 2, 3, 4, 9, 10)]
-    assert by_switch["spine1"] == [("port_down", p, 0) for p in (1, 2, 3, 4)]
+def _assert_no_thrift(network) -> None:
+    if network.standin_record is not None:
+        assert not network.standin_record.exists(), network.standin_record.read_text()
+
+
+def test_bmv2_push_needs_no_thrift(network):
+    """The push put every switch in sync through P4Runtime alone (liveness is a table now);
+    the stand-in's simple_switch_CLI was never called."""
+    from bmv2_env.mininet_fabric import diff
+
+    if network.standin_record is None and network.target == "p4sim":
+        pytest.skip("p4sim has no simple_switch_CLI to watch")
+    rc, out = diff(network.path)
+    assert rc == 0 and "6 switches: 0 differ" in out, out
+    _assert_no_thrift(network)
 
 
 def test_each_switch_has_its_own_grpc_thrift_port_and_log(network):
@@ -149,7 +148,7 @@ def test_an_address_with_no_route_gets_no_answer(network):
 def test_stellarctl_diff_and_stats_work_against_the_fabric(network):
     from bmv2_env.mininet_fabric import diff, stellarctl
 
-    rc, out = diff(network.path, network.target)
+    rc, out = diff(network.path)
     assert rc == 0 and "6 switches: 0 differ" in out, out
     rc, out = stellarctl("stats", network.path, "--switch", "leaf1", "--json")
     assert rc == 0, out
@@ -161,10 +160,7 @@ def test_stellarctl_watch_reads_the_fabric(network):
     from bmv2_env.mininet_fabric import stellarctl
 
     rc, out = stellarctl("watch", network.path, "--count", "1", "--interval", "0.1")
-    if network.target == "bmv2" and rc != 0 and "not supported" in out.lower():
-        # the congestion map reads the port_qdelay_us registers over P4Runtime, which BMv2's PI
-        # does not implement; the data-plane issue 8 moves controller-read state to what BMv2 serves
-        pytest.skip(f"BMv2: {out.strip().splitlines()[-1]}")
+    # the congestion map reads counter StellarEgress.telemetry.qdelay_hist, which BMv2 serves
     assert rc == 0, out
     assert "leaf1" in out and "spine1" in out
 
@@ -209,8 +205,9 @@ def test_fail_link_moves_traffic_to_the_other_path(network):
     rc = mf.fail_link(network, network.path, "leaf1", spine, log=logs.append)
     text = "\n".join(logs)
     assert rc == 0, text
-    # BMv2: port_down over Thrift, as its P4Runtime refuses register writes (issue 8)
-    assert ("port_down over Thrift" in text) == (network.target == "bmv2"), text
+    # the very command an operator types, on both targets: liveness tables over P4Runtime
+    assert "stellarctl fail-link" in text and "port_down set on leaf1 port" in text, text
+    _assert_no_thrift(network)
     r = mf.ping(network, "l1g1", "l2g1")
     assert r.sent == r.received == 3, (r.output, text)
     assert set(r.ttls) == {64 - 3}
