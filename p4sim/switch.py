@@ -172,8 +172,12 @@ class Switch:
                 return
             if not 0 <= port <= M9:
                 raise RuntimeApiError("INVALID_ARGUMENT", f"port {port} outside 0..511")
-            self._ingress(bytes(data), port, NORMAL, now, None, 0)
+            self._arrive(bytes(data), port, now)
             self._run_until(now)
+
+    def _arrive(self, data: bytes, port: int, now: float) -> None:
+        """A packet enters the pipeline (the architecture's first block; TnaSwitch overrides)."""
+        self._ingress(data, port, NORMAL, now, None, 0)
 
     def take_output(self) -> list[tuple[int, bytes]]:
         """Packets transmitted so far, in departure order (and forget them)."""

@@ -108,18 +108,9 @@ class TnaSwitch(Switch):
             self.port_metadata[port] = value
 
     # ---------------------------------------------------------------- ingress
-    def send(self, port: int, data: bytes) -> None:
-        with self.lock:
-            now = self.clock.now_us
-            self._run_until(now)
-            self.stats["received"] += 1
-            if port in self._down:
-                self.stats["port_down"] += 1
-                return
-            if not 0 <= port <= M9:
-                raise RuntimeApiError("INVALID_ARGUMENT", f"port {port} outside 0..511")
-            self._tna_ingress(bytes(data), port, now, None, 0)
-            self._run_until(now)
+    def _arrive(self, data: bytes, port: int, now: float) -> None:
+        """Switch.send's hand-over: a TNA packet starts at the ingress parser with port metadata."""
+        self._tna_ingress(data, port, now, None, 0)
 
     def _tna_ingress(self, data: bytes, port: int, now: float, resubmit: Optional[tuple[int, int]],
                      passes: int) -> None:
