@@ -87,10 +87,11 @@ def test_apply_hit_miss_and_action_run_switch(build):
     prog = build(ingress_locals="""
 action a1() { } action a2() { }
 table t { key = { meta.x : exact; } actions = { a1; a2; } }
-table u { key = { meta.y : exact; } actions = { a1; } }""", ingress_apply="""
+table u { key = { meta.y : exact; } actions = { a1; } }
+table v { key = { meta.y : exact; } actions = { a1; a2; } }""", ingress_apply="""
 if (t.apply().hit) { meta.x = 1; }
 if (u.apply().miss) { meta.x = 2; }
-switch (t.apply().action_run) {
+switch (v.apply().action_run) {
     a1: { meta.x = 3; }
     a2:
     default: { meta.x = 4; }

@@ -130,13 +130,13 @@ def test_p4sim_run_warns_on_a_non_loopback_plaintext_address(tmp_path):
     from p4sim.cli import parse_run_args
 
     args = parse_run_args(["--no-p4", "--", "--grpc-server-addr", "0.0.0.0:9559"])
-    assert not args.grpc_server_ssl
+    assert not args.tls["ssl"]
     assert "without TLS" in exposure_warning(args.grpc_server_addr, None)
     args = parse_run_args(["--no-p4", "--", "--grpc-server-ssl", "--grpc-server-cert", "c.pem",
                            "--grpc-server-key", "k.pem", "--grpc-server-with-client-auth",
                            "--grpc-server-cacert", "ca.pem"])
-    assert (args.grpc_server_ssl, args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert,
-            args.grpc_server_with_client_auth) == (True, "c.pem", "k.pem", "ca.pem", True)
+    assert (args.tls["ssl"], args.tls["cert"], args.tls["key"], args.tls["cacert"],
+            args.tls["with_client_auth"]) == (True, "c.pem", "k.pem", "ca.pem", True)
 
 
 def test_stellarctl_transport_options_fail_clearly(tmp_path):

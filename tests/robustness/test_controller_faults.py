@@ -5,13 +5,14 @@ every switch is read back (a fresh read-only session) and compared with the rend
 the topology as it then is: no missing entry, no stale path set, no extra anything."""
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from control_plane import p4rt
+from control_plane import contract, p4rt
 from control_plane.controller import Controller
 from control_plane.model import load_fabric
 from control_plane.ops import fabric_without_link, find_link
@@ -24,14 +25,14 @@ PATH_SET = "StellarIngress.routing.path_set"
 
 @pytest.fixture(scope="module")
 def program_files(tmp_path_factory):
-    from control_plane.demo import build_program
+    from fabric_sim.demo import build_program
 
     return build_program(tmp_path_factory.mktemp("stellar"))
 
 
 @pytest.fixture()
 def lab(program_files):
-    from control_plane.demo import Lab
+    from fabric_sim.demo import Lab
 
     fabric = load_fabric(ROOT / "fabrics" / "lab.yaml")
     fabric = replace(fabric, dataplane=replace(fabric.dataplane, reservations=False))
@@ -42,18 +43,21 @@ def lab(program_files):
 
 
 def target(fabric, down_links=()):
-    """The rendered state with ``down_links`` failed: documents for the fabric without them,
-    plus port_down = 1 on their ports (what a reconcile must leave on the switches)."""
+    """The rendered state with ``down_links`` failed: documents for the fabric without them, with
+    their ports' liveness entries MODIFYed to port_down (what a reconcile must leave on the
+    switches), and no meters (the demo's Lab pushes none)."""
     after = fabric
     for link in down_links:
         after = fabric_without_link(after, link)
     rendered = render_fabric(after)
     docs = {}
     for name, doc in rendered.documents.items():
-        marks = [{"name": "port_down", "index": port, "value": 1}
-                 for link in down_links for sw, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port))
-                 if sw == name]
-        docs[name] = {**doc, "registers": doc["registers"] + marks}
+        key = lambda e: (e["table"], json.dumps(e.get("match", {}), sort_keys=True))  # noqa: E731
+        down = {key(e): e
+                for link in down_links for sw, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port))
+                if sw == name for e in contract.liveness_entries(port, down=True)}
+        entries = [dict(e, action=down[key(e)]["action"]) if key(e) in down else e for e in doc["entries"]]
+        docs[name] = {**doc, "entries": entries, "meters": []}
     return after, rendered.plans, docs
 
 
@@ -167,22 +171,35 @@ def test_a_write_without_answer_times_out_and_resync_repairs_the_late_write(lab,
     assert read_back(lab, docs) == {}
 
 
+def flap(lab, sw: str, port: int, up: int) -> None:
+    """The switch's own port-status handling (in-process, not the controller): its liveness
+    entries for ``port`` to port_up/port_down, inserted where the controller has removed them."""
+    from p4sim.errors import RuntimeApiError
+
+    switch = lab.sim.switch(sw)
+    for e in contract.liveness_entries(port, down=not up):
+        try:
+            switch.modify_entry(e["table"], e["match"], e["action"], {})
+        except RuntimeApiError:
+            switch.insert_entry(e["table"], e["match"], e["action"], {})
+
+
 def test_link_flaps_faster_than_the_controller_polls(lab):
-    """The data plane marks a port down and up several times between two looks of the
-    controller; the controller reacts to the first loss (incremental delta), then reconciles to
+    """The switches' port-status handling marks a port down and up several times (liveness
+    entries) between two looks of the controller; the controller reacts to the first loss (incremental delta), then reconciles to
     whatever the link is when it next looks: down, and later up again."""
     link = find_link(lab.fabric, "leaf3", "spine1")
     ends = [(link.leaf, link.leaf_port), (link.spine, link.spine_port)]
     lab.controller.handle_link_failure("leaf3", "spine1", ends)
     for up in (1, 0, 1, 0, 1, 0):  # flaps the controller does not see one by one
         for sw, port in ends:
-            lab.sim.switch(sw).register_write("port_down", port, 1 - up)
+            flap(lab, sw, port, up)
     after, plans, docs = target(lab.fabric, [link])  # it looks: the link is down
     push = lab.controller.resync(docs, lab.program, lab.addresses, fabric=after, plans=plans)
     assert push.ok and read_back(lab, docs) == {}
     for up in (1, 0, 1):  # ... flaps again and stays up
         for sw, port in ends:
-            lab.sim.switch(sw).register_write("port_down", port, 1 - up)
+            flap(lab, sw, port, up)
     full = load_fabric(ROOT / "fabrics" / "lab.yaml")
     full = replace(full, dataplane=lab.fabric.dataplane)
     restored, plans, docs = target(full)
@@ -201,7 +218,7 @@ def test_controller_restart_converges_and_removes_drift(lab):
     after, plans, docs = target(lab.fabric, [link])
     # die after marking the ports down, before the path sets are re-pushed
     for sw, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
-        lab.sessions[sw].write_registers([("port_down", port, 1)])
+        lab.sessions[sw].modify_entries(contract.liveness_entries(port, down=True))
     for s in lab.sessions.values():  # the old controller's channels drop, no stream half-close
         if s.client.channel is not None:
             p4rt._EventLoop.run(s.client.channel.close(None), 10)
