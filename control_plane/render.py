@@ -140,17 +140,25 @@ def entry_identity(entry: dict[str, Any]) -> tuple:
 # ---------------------------------------------------------------------------------------------
 # Context: plain values for the templates
 # ---------------------------------------------------------------------------------------------
-def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
-    switch = plan.switch
-    dp = fabric.dataplane
+def class_context(dp: Any) -> dict[str, Any]:
+    """DSCP -> class, the default class and (class, elephant) -> queue: the same tables on every
+    architecture, so the v1model and TNA renders share them."""
     return {
-        "params": _switch_params(fabric),
         "dscp_classes": [{"dscp": d, "name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name]}
                          for c in dp.classes for d in sorted(c.dscp)],
         "default_class": {"name": dp.default_class, "value": contract.TRAFFIC_CLASS_VALUE[dp.default_class]},
         "queue_map": [{"name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name], "elephant": e,
                        "queue": c.elephant_queue if e else c.queue}
                       for c in sorted(dp.classes, key=lambda c: CLASSES.index(c.name)) for e in (0, 1)],
+    }
+
+
+def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
+    switch = plan.switch
+    dp = fabric.dataplane
+    return {
+        "params": _switch_params(fabric),
+        **class_context(dp),
         "tenants": _tenants(fabric, switch),
         "ports": _ports(fabric, switch),
         "path_sets": [{"id": p.id, "count": len(p.slots), "ecmp": int(p.ecmp),

@@ -20,9 +20,9 @@ from typing import Any
 import jinja2
 
 from . import contract
-from .model import CLASSES, Fabric
+from .model import Fabric
 from .plan import SwitchPlan
-from .render import RenderError, _render_switch, _tenants
+from .render import RenderError, _render_switch, _tenants, class_context
 
 FULL = (1 << 16) - 1
 
@@ -104,12 +104,7 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
                    "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                    "drain_margin": dp.flowlet.drain_margin_us * 1000,
                    "gap_needs_drain": int(dp.flowlet.drain_detection)},
-        "dscp_classes": [{"dscp": d, "name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name]}
-                         for c in dp.classes for d in sorted(c.dscp)],
-        "default_class": {"name": dp.default_class, "value": contract.TRAFFIC_CLASS_VALUE[dp.default_class]},
-        "queue_map": [{"name": c.name, "value": contract.TRAFFIC_CLASS_VALUE[c.name], "elephant": e,
-                       "queue": c.elephant_queue if e else c.queue}
-                      for c in sorted(dp.classes, key=lambda c: CLASSES.index(c.name)) for e in (0, 1)],
+        **class_context(dp),
         "tenants": _tenants(fabric, switch),
         "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]])}
                                 for m in g["members"]]) for g in groups],
