@@ -182,6 +182,10 @@ control StellarIngress(inout tna_headers_t hdr,
             }
         } else {
             ig_dprsr_md.drop_ctl = 1;
+            /* a packet dropped in a pass that asked for a second one (e.g. a
+             * new flow whose every member is down) ends here: no resubmit,
+             * and this pass counts it */
+            ig_dprsr_md.resubmit_type = 0;
         }
         if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
             telemetry.apply(meta);             /* once per packet, not per pass */
