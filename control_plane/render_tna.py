@@ -74,9 +74,14 @@ def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
     ecn = fabric.dataplane.ecn
     if not ecn.enabled:
         return []
-    kmin, kmax = ecn.kmin_us * 1000, ecn.kmax_us * 1000
+    return ecn_ramp(ecn.kmin_us * 1000, ecn.kmax_us * 1000, ecn.pmax)
+
+
+def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]:
+    """ecn.prob rows (ns ranges) of one port's ramp: ecn_rows' arithmetic from the numbers alone,
+    so the PTF suite writes exactly what the render writes."""
     steps = contract.TNA_ECN_STEPS
-    pmax = min(FULL - 1, int(round(ecn.pmax * FULL)))
+    pmax = min(FULL - 1, int(round(pmax_fraction * FULL)))
     rows = []
     for j in range(steps):
         low = kmin + (kmax - kmin) * j // steps
