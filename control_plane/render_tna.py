@@ -22,7 +22,7 @@ import jinja2
 from . import contract
 from .model import Fabric
 from .plan import SwitchPlan
-from .render import RenderError, _render_switch, _tenants, class_context
+from .render import RenderError, _ports, _render_switch, _tenants, class_context
 
 FULL = (1 << 16) - 1
 
@@ -121,6 +121,7 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
                           "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
         "liveness": [liveness[p] for p in sorted(liveness)],
+        "ports": _ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
     }

@@ -42,6 +42,7 @@
 #include "include/control/feedback.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
+#include "include/control/rewrite.p4"
 
 control StellarIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
@@ -203,6 +204,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
     Ecn() ecn;
     Reorder() reorder;
     EgressTelemetry() telemetry;
+    Rewrite() rewrite;
 
     apply {
         if (meta.feedback_copy == 1) {
@@ -227,6 +229,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);
         telemetry.apply(meta, eg_intr_md.egress_port);
+        rewrite.apply(hdr, eg_intr_md.egress_port);
         hdr.bridged.setInvalid();
     }
 }

@@ -284,10 +284,10 @@ class TnaLeaf(Leaf):
         return _define(name, 0)
 
     def port_macs(self, ports: dict[int, tuple[int, int]]) -> None:
-        """The TNA program rewrites no MACs yet (p4src/tna has no rewrite block): nothing to
-        write; ``expect_macs`` tells the tests what leaves."""
-
-    rewrites_macs = False
+        c = self.t.p4rt
+        self._insert_many([c.table_entry(self.t_(f"{self.EGR}.rewrite.port_mac"), {"port": port},
+                                         f"{self.EGR}.rewrite.set_macs", {"src_mac": src, "dst_mac": dst})
+                           for port, (src, dst) in ports.items()])
 
     def set_params(self, changes: dict[str, int]) -> None:
         for key, value in changes.items():

@@ -111,15 +111,13 @@ def udp(dst: str, sport: int, *, src: str = HOST_IP, ttl: int = 64, payload: int
             / UDP(sport=sport, dport=5000) / Raw(b"u" * payload))
 
 
-def routed(pkt: Packet | bytes, port: int, *, ecn: int | None = None, macs: bool = True) -> Packet:
-    """What the leaf should send for ``pkt`` on ``port``: MACs of that port's link (as sent if
-    not ``macs``), TTL - 1,
+def routed(pkt: Packet | bytes, port: int, *, ecn: int | None = None) -> Packet:
+    """What the leaf should send for ``pkt`` on ``port``: MACs of that port's link, TTL - 1,
     ECN bits set to ``ecn`` if given, IPv4 checksum recomputed from scratch by Scapy (so an
     incremental update in the P4 is checked against an independent computation).  Everything
     else -- UDP checksum, BTH, ICRC, payload -- byte for byte as sent."""
     exp = Ether(bytes(pkt))
-    if macs:
-        exp[Ether].src, exp[Ether].dst = port_mac(port), neighbour_mac(port)
+    exp[Ether].src, exp[Ether].dst = port_mac(port), neighbour_mac(port)
     exp[IP].ttl -= 1
     if ecn is not None:
         exp[IP].tos = (exp[IP].tos & 0xFC) | ecn
@@ -240,8 +238,8 @@ class StellarTest(P4RuntimeTest):
         return out
 
     def routed(self, pkt: Packet | bytes, port: int, *, ecn: int | None = None) -> Packet:
-        """``routed`` for this program: the TNA program rewrites no MACs yet (arch.py)."""
-        return routed(pkt, port, ecn=ecn, macs=getattr(self.leaf, "rewrites_macs", True))
+        """The expected packet (both programs rewrite MACs per egress port)."""
+        return routed(pkt, port, ecn=ecn)
 
     def reorder_total(self, ports: Sequence[int]) -> int:
         """PSN regressions the switch counted (v1model per port, TNA switch-wide)."""
