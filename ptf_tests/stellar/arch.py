@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from p4.v1 import p4runtime_pb2
 
+from control_plane.render_tna import TNA_DRE_DELAY_PENALTY, dre_rows, ecn_ramp
 from p4sim.p4rt.client import update
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,7 +73,6 @@ class Leaf:
     names: dict[str, str] = {}
     # Per-architecture rules the tests state (documented where each is used).
     failover_counts_per_packet = False
-    needs_probes = False
     # Time between a flow's packets where a test needs them told apart (0: at one instant).
     arrival_spacing_us = 0
     # Truncations counted under the header that was cut (else as MALFORMED_OTHER).
@@ -239,9 +239,6 @@ class TnaLeaf(Leaf):
     # member is not rewritten in the same pass: one access per register), and each re-steered
     # packet counts as a failover change (p4src/tna/README.md, "failover").
     failover_counts_per_packet = True
-    # The group's best member changes only when another member reports a lower delay (HULA's
-    # best hop): a member nobody sends on never reports, so a test makes it report.
-    needs_probes = True
     # The drain test compares 16-bit arrival stamps in 64 ns units (README.md, drain): packets
     # of a flow that arrive within 64 ns are one to it, so a test spaces them as a link would.
     arrival_spacing_us = 1
@@ -268,7 +265,7 @@ class TnaLeaf(Leaf):
         self.params = {"flowlet_timeout": base_params["flowlet_timeout_us"] * 1000,
                        "elephant_threshold": base_params["elephant_bytes"],
                        "drain": base_params["drain_moves"], "dre_choice": 1,
-                       "dre_delay_penalty": self._define("TNA_DRE_DELAY_PENALTY"),
+                       "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                        "drain_margin": base_params["drain_margin_us"] * 1000,
                        "gap_needs_drain": base_params["order_guards"] & 1}
         t.set_default(self.t_(f"{self.ING}.params"), f"{self.ING}.set_params", self.params)
@@ -276,12 +273,6 @@ class TnaLeaf(Leaf):
         t.add_clone_session(MIRROR_SESSION_FEEDBACK, [RECIRC_PORT], truncate=64)
         t.target_op(t.target.enable_pktgen_port_down, PKTGEN_APP_PORT_DOWN)
         # ECN off: ecn.prob's default is no_mark, so no row means no marking
-
-    @staticmethod
-    def _define(name: str) -> int:
-        from control_plane.render_tna import _define
-
-        return _define(name, 0)
 
     def port_macs(self, ports: dict[int, tuple[int, int]]) -> None:
         c = self.t.p4rt
@@ -340,8 +331,6 @@ class TnaLeaf(Leaf):
         t._undo.extend(update("DELETE", table_entry=e) for e in entries)
 
     def path_set(self, ps: int, ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> None:
-        from control_plane.render_tna import dre_rows
-
         c = self.t.p4rt
         group = self.group_of(ps)
         self.groups[ps] = (group, list(ports))
@@ -422,8 +411,6 @@ class TnaLeaf(Leaf):
     # -- other configuration -----------------------------------------------------------------
     def ecn_port(self, port: int, *, kmin_us: int, kmax_us: int, pmax: int, adapt: int,
                  k_init_us: int, window_us: int, target_us: int, step_us: int, idle_bytes: int) -> None:
-        from control_plane.render_tna import ecn_ramp
-
         if adapt:
             raise NotOnArch("on TNA adapting K per window is the controller's job (it rewrites the "
                             "port's ecn.prob rows; p4src/tna/README.md 'ecn'): the data plane keeps "
