@@ -18,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     pu = sub.add_parser("up", help="compile, start the switch, push the pipeline")
     pu.add_argument("--target", choices=["p4sim", "bmv2"], default="p4sim")
     pu.add_argument("--program", required=True, type=Path)
+    pu.add_argument("--arch", choices=["v1model", "tna"], default="v1model",
+                    help="the architecture the program instantiates (tna: p4sim only)")
     pu.add_argument("--ports", type=int, default=4)
     pu.add_argument("--transport", choices=["nn", "veth"], default="nn")
     pu.add_argument("--grpc-addr", default=None, help="default: a free 127.0.0.1 port")
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "up":
             state = up(args.name, args.target, args.program, args.ports, args.transport,
                        args.state_dir, args.grpc_addr, args.device_id, args.cpu_port, args.clock,
-                       args.include, args.define)
+                       args.include, args.define, arch=args.arch)
             print(describe(state))
             print(f"  state file  {args.state_dir / (args.name + '.json')}")
         elif args.cmd == "down":

@@ -38,6 +38,7 @@ class SwitchState:
     config: str
     p4info: str
     log: str
+    arch: str = "v1model"
     control_addr: str | None = None
     thrift_port: int | None = None
     ipc: str | None = None
@@ -64,13 +65,16 @@ def free_port() -> int:
 
 
 def compile_program(target: str, program: Path, out_dir: Path, include: list[str],
-                    defines: list[str], python: str = sys.executable) -> tuple[Path, Path]:
-    """(device config, P4Info) from the target's own compiler (``p4build``)."""
+                    defines: list[str], python: str = sys.executable,
+                    arch: str = "v1model") -> tuple[Path, Path]:
+    """(device config, P4Info) from the target's own compiler (``p4build``); ``arch`` is the
+    architecture the program instantiates (p4build refuses a pair no compiler builds, e.g.
+    tna on bmv2)."""
     from p4build import BuildError
     from p4build import compile_program as build
 
     try:
-        prog = build(program if program.is_absolute() else REPO / program, target, "v1model", out_dir,
+        prog = build(program if program.is_absolute() else REPO / program, target, arch, out_dir,
                      [d if Path(d).is_absolute() else str(REPO / d) for d in include], defines, python)
     except BuildError as err:
         raise EnvError(str(err)) from None
@@ -148,7 +152,7 @@ def push_pipeline(grpc_addr: str, device_id: int, p4info_path: Path, config_path
 def up(name: str, target: str, program: Path, ports: int, transport: str, state_dir: Path,
        grpc_addr: str | None = None, device_id: int = 1, cpu_port: int = 255, clock: str = "wall",
        include: list[str] | None = None, defines: list[str] | None = None,
-       python: str = sys.executable) -> SwitchState:
+       python: str = sys.executable, arch: str = "v1model") -> SwitchState:
     state_dir.mkdir(parents=True, exist_ok=True)
     state_file = state_dir / f"{name}.json"
     if state_file.exists():
@@ -160,7 +164,7 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
     if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
         raise EnvError("TARGET bmv2 needs simple_switch_grpc on PATH")
     config, p4info = compile_program(target, program, state_dir / name, include or [],
-                                     [f"CPU_PORT={cpu_port}", *(defines or [])], python)
+                                     [f"CPU_PORT={cpu_port}", *(defines or [])], python, arch)
     grpc_addr = grpc_addr or f"127.0.0.1:{free_port()}"
     log = state_dir / f"{name}.log"
     interfaces: dict[str, list[str]] = {}
@@ -186,7 +190,7 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
     state = SwitchState(name=name, target=target, pid=proc.pid, grpc_addr=grpc_addr,
                         device_id=device_id, cpu_port=cpu_port, transport=transport, ports=ports,
                         program=str(program), config=str(config), p4info=str(p4info), log=str(log),
-                        control_addr=control_addr, thrift_port=thrift_port, ipc=ipc,
+                        arch=arch, control_addr=control_addr, thrift_port=thrift_port, ipc=ipc,
                         interfaces=interfaces)
     state.save(state_file)  # saved before waiting so 'down' can clean up a half-started switch
     try:
@@ -231,7 +235,7 @@ def down(name: str, state_dir: Path) -> SwitchState:
 def ptf_params(state: SwitchState) -> str:
     """The ``ptf --test-params`` string ``ptf_tests/base.py`` reads, for this switch."""
     params = [f"grpc_addr='{state.grpc_addr}'", f"device_id={state.device_id}", f"cpu_port={state.cpu_port}",
-              f"target='{state.target}'", f"p4info='{state.p4info}'", f"config='{state.config}'"]
+              f"target='{state.target}'", f"arch='{state.arch}'", f"p4info='{state.p4info}'", f"config='{state.config}'"]
     ifaces = {int(p): sw for p, (sw, _h) in state.interfaces.items()}
     params.append(f"interfaces={ifaces if ifaces else None}")
     if state.control_addr:
@@ -252,7 +256,7 @@ def ptf_port_args(state: SwitchState) -> list[str]:
 def describe(state: SwitchState) -> str:
     """What a person needs to attach by hand."""
     lines = [
-        f"switch {state.name}: {state.target}, pid {state.pid}, device id {state.device_id}",
+        f"switch {state.name}: {state.target} ({state.arch}), pid {state.pid}, device id {state.device_id}",
         f"  P4Runtime   {state.grpc_addr}  (cpu port {state.cpu_port})",
         f"  program     {state.program}",
         f"  P4Info      {state.p4info}",

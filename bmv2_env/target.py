@@ -96,6 +96,10 @@ class P4simTarget(TargetControl):
     def set_port_up(self, port, up):
         self._call("set_port", port=port, up=up)
 
+    def enable_pktgen_port_down(self, app_id: int) -> None:
+        """TNA: the packet generator sends a port-down packet into ingress when a port fails."""
+        self._call("enable_pktgen_port_down", app_id=app_id)
+
     def set_queue_weight(self, weight, port=None, priority=None, group=None):
         self._call("set_queue_weight", weight=weight, port=port, priority=priority, group=group)
 

@@ -372,6 +372,10 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TE}.ecn.set_prob": _params(("prob", 16)),
         f"{_TE}.ecn.no_mark": (),
     }, None, 4096),
+    Table(_tna(f"{_TE}.rewrite.port_mac"), (KeyField("port", "exact", 9),), {
+        f"{_TE}.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
 )}
 TNA_METERS: dict[str, tuple[str, int]] = {_tna(f"{_TI}.qos.tenant_meter"): ("TENANT_SLOTS", 256)}
 # The liveness bitmap: the data plane clears a member's bit on a port-down packet; the

@@ -22,7 +22,7 @@ import jinja2
 from . import contract
 from .model import Fabric
 from .plan import SwitchPlan
-from .render import RenderError, _render_switch, _tenants, class_context
+from .render import RenderError, _ports, _render_switch, _tenants, class_context
 
 FULL = (1 << 16) - 1
 
@@ -74,9 +74,14 @@ def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
     ecn = fabric.dataplane.ecn
     if not ecn.enabled:
         return []
-    kmin, kmax = ecn.kmin_us * 1000, ecn.kmax_us * 1000
+    return ecn_ramp(ecn.kmin_us * 1000, ecn.kmax_us * 1000, ecn.pmax)
+
+
+def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]:
+    """ecn.prob rows (ns ranges) of one port's ramp: ecn_rows' arithmetic from the numbers alone,
+    so the PTF suite writes exactly what the render writes."""
     steps = contract.TNA_ECN_STEPS
-    pmax = min(FULL - 1, int(round(ecn.pmax * FULL)))
+    pmax = min(FULL - 1, int(round(pmax_fraction * FULL)))
     rows = []
     for j in range(steps):
         low = kmin + (kmax - kmin) * j // steps
@@ -116,6 +121,7 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
                           "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
         "liveness": [liveness[p] for p in sorted(liveness)],
+        "ports": _ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
     }

@@ -15,6 +15,8 @@ op                    args                                        result
 ``set_queue_weight``  ``weight`` (0 = strict; DWRR, p4sim.tm),     --
                       optional ``port``, ``priority``, ``group``
 ``set_port``          ``port``, ``up`` (bool)                     --
+``enable_pktgen_``    ``app_id`` (TNA pipelines only: Tofino's      --
+``port_down``         packet-generator port-down app)
 ``stats``             --                                          the switch's packet tallies
 ``sync``              --                                          -- (returns once all packets
                                                                   taken in are processed and
@@ -94,6 +96,15 @@ def dispatch(device: Device, op: str, args: dict[str, Any]) -> Any:
         if not isinstance(up, bool):
             raise ControlError("invalid", "argument 'up' must be true or false")
         device.set_port_up(_int_arg(args, "port"), up)
+        return None
+    if op == "enable_pktgen_port_down":
+        # Tofino's packet-generator port-down app (a BfRt setting on a real switch, outside
+        # P4Runtime): only a TNA pipe has one.
+        with device.lock:
+            switch = device.switch
+            if switch is None or not hasattr(switch, "enable_pktgen_port_down"):
+                raise ControlError("not_supported", "enable_pktgen_port_down needs a TNA pipeline")
+            switch.enable_pktgen_port_down(_int_arg(args, "app_id"))
         return None
     raise ControlError("not_supported", f"unknown operation {op!r}")
 

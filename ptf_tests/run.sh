@@ -2,9 +2,11 @@
 # Run the PTF suites, each against a freshly started switch, then stop it.
 #
 # A suite is a directory ptf_tests/<suite>/ with PTF test modules and a suite.env naming its
-# program (PROG=..., INCLUDES="dir ..."); each suite gets its own switch.
+# program per architecture (PROG=..., INCLUDES="dir ..." for v1model; PROG_TNA=... for tna, or
+# NO_TNA="why" where the suite has no TNA program); each suite gets its own switch.
 #
 #   TARGET=p4sim|bmv2   which switch (default p4sim; bmv2 needs p4c-bm2-ss + simple_switch_grpc)
+#   ARCH=v1model|tna    which program the suites run on (default v1model; tna: p4sim only)
 #   TRANSPORT=nn|veth   packet ports: nanomsg socket (default, no root) or veth pairs (root)
 #   NPORTS=8            switch ports (nanomsg ports or veth pairs ptf-p<i> <-> ptf-h<i>)
 #   VPY=...             the Python with the project installed (default .venv/bin/python)
@@ -20,7 +22,17 @@ TRANSPORT=${TRANSPORT:-nn}
 VPY=${VPY:-.venv/bin/python}
 NPORTS=${NPORTS:-8}
 CLOCK=${CLOCK:-virtual}
-CPU_PORT=255
+ARCH=${ARCH:-v1model}
+case "$ARCH" in
+  v1model) CPU_PORT=255 ;;  # BMv2's conventional CPU port
+  tna) CPU_PORT=64 ;;       # Tofino-1 pipe 0's CPU Ethernet port (68: pktgen/recirculation)
+  *) echo "ARCH=$ARCH: v1model or tna" >&2; exit 2 ;;
+esac
+if [ "$ARCH" = tna ] && [ "$TARGET" = bmv2 ]; then
+  echo "TARGET=bmv2 ARCH=tna is not possible: BMv2 runs v1model programs only and there is no" >&2
+  echo "Tofino model here; run the TNA program with TARGET=p4sim (p4sim's TNA pipe)." >&2
+  exit 2
+fi
 DEVICE_ID=1
 PTF_BIN=$(dirname "$VPY")/ptf
 if [ -z "${SUITES:-}" ]; then
@@ -41,10 +53,18 @@ stop_switch() {
 trap stop_switch EXIT
 
 run_suite() {
-  local suite=$1 PROG INCLUDES
+  local suite=$1 PROG INCLUDES PROG_TNA="" INCLUDES_TNA="" NO_TNA=""
   # shellcheck disable=SC1090
   source "ptf_tests/$suite/suite.env"
-  local BUILD=$ROOT/build/ptf/$suite
+  if [ "$ARCH" = tna ]; then
+    if [ -z "$PROG_TNA" ]; then
+      echo "== [$suite] not run on tna: ${NO_TNA:-the suite names no TNA program (PROG_TNA)}"
+      NOT_RUN+=("$suite")
+      return 0
+    fi
+    PROG=$PROG_TNA INCLUDES=$INCLUDES_TNA
+  fi
+  local BUILD=$ROOT/build/ptf/$ARCH/$suite
   mkdir -p "$BUILD"
   STATE_DIR=$BUILD/env
   rm -rf "$STATE_DIR"
@@ -54,9 +74,9 @@ run_suite() {
     echo "TRANSPORT=veth needs root" >&2; return 2
   fi
 
-  echo "== [$suite] compile $PROG for $TARGET, start it ($TRANSPORT ports)"
+  echo "== [$suite] compile $PROG for $TARGET ($ARCH), start it ($TRANSPORT ports)"
   if ! "$VPY" -m bmv2_env up --name ptf --state-dir "$STATE_DIR" --target "$TARGET" \
-      --program "$PROG" "${INC[@]}" --ports "$NPORTS" --transport "$TRANSPORT" \
+      --arch "$ARCH" --program "$PROG" "${INC[@]}" --ports "$NPORTS" --transport "$TRANSPORT" \
       --device-id $DEVICE_ID --cpu-port $CPU_PORT --clock "$CLOCK"; then
     echo "== [$suite] switch did not come up" >&2
     return 1
@@ -65,7 +85,7 @@ run_suite() {
   local GRPC_ADDR P4INFO CONFIG LOG PTF_PARAMS PTF_PORTS
   eval "$("$VPY" -m bmv2_env status --name ptf --state-dir "$STATE_DIR" --shell)"
 
-  echo "== [$suite] ptf ($TRANSPORT) against $TARGET at $GRPC_ADDR, log $LOG"
+  echo "== [$suite] ptf ($TRANSPORT) against $TARGET ($ARCH) at $GRPC_ADDR, log $LOG"
   local rc=0
   # shellcheck disable=SC2086
   "$PTF_BIN" --test-dir "ptf_tests/$suite" --pypath "$ROOT" "${PTF_PORTS[@]}" \
@@ -79,12 +99,17 @@ run_suite() {
 }
 
 FAILED=()
+NOT_RUN=()
 for suite in $SUITES; do
   [ -f "ptf_tests/$suite/suite.env" ] || { echo "no suite ptf_tests/$suite (suite.env missing)" >&2; exit 2; }
   run_suite "$suite" || FAILED+=("$suite")
 done
 if [ ${#FAILED[@]} -ne 0 ]; then
-  echo "== PTF suites failed: ${FAILED[*]}" >&2
+  echo "== PTF suites failed ($ARCH): ${FAILED[*]}" >&2
   exit 1
 fi
-echo "== PTF suites passed: $(echo $SUITES)"
+RAN=()
+for suite in $SUITES; do
+  [[ " ${NOT_RUN[*]} " == *" $suite "* ]] || RAN+=("$suite")
+done
+echo "== PTF suites passed ($ARCH): ${RAN[*]}${NOT_RUN[*]:+ (not run on $ARCH: ${NOT_RUN[*]})}"

@@ -42,6 +42,7 @@
 #include "include/control/feedback.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
+#include "include/control/rewrite.p4"
 
 control StellarIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
@@ -182,6 +183,10 @@ control StellarIngress(inout tna_headers_t hdr,
             }
         } else {
             ig_dprsr_md.drop_ctl = 1;
+            /* a packet dropped in a pass that asked for a second one (e.g. a
+             * new flow whose every member is down) ends here: no resubmit,
+             * and this pass counts it */
+            ig_dprsr_md.resubmit_type = 0;
         }
         if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
             telemetry.apply(meta);             /* once per packet, not per pass */
@@ -199,6 +204,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
     Ecn() ecn;
     Reorder() reorder;
     EgressTelemetry() telemetry;
+    Rewrite() rewrite;
 
     apply {
         if (meta.feedback_copy == 1) {
@@ -223,6 +229,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);
         telemetry.apply(meta, eg_intr_md.egress_port);
+        rewrite.apply(hdr, eg_intr_md.egress_port);
         hdr.bridged.setInvalid();
     }
 }

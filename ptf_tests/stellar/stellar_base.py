@@ -2,14 +2,17 @@
 
 Every test starts from the same leaf, configured only through P4Runtime writes named as in
 p4src/CONTRACT.md (so the suite runs unchanged against BMv2), and every write is undone after
-the test by the base class's autocleanup:
+the test by the base class's autocleanup.  The writes come from ptf_tests/stellar/arch.py, the
+one per-architecture place (test parameter ``arch``: the v1model program, or the TNA program on
+p4sim's TNA pipe, where a path set is a group and port 68 recirculates feedback):
 
     port 1  host 10.0.1.1                 10.0.1.1/32 -> path set 11 = {1}
     port 2  uplink to spine A  \\
     port 3  uplink to spine B  /          10.0.2.0/24 -> path set 1 = {2, 3}
     port 4  single-uplink tests           10.0.4.0/24 -> path set 4 = {4}
 
-ECN marking is switched off on every port (default action ``ecn_off``) except where a test
+ECN marking is switched off on every port (v1model: default action ``ecn_off``; TNA: no
+``ecn.prob`` rows) except where a test
 configures it, so a rate-limited queue changes no packet it does not study.  The sketch's
 elephant threshold is out of reach; elephants come only from hints.
 
@@ -20,11 +23,9 @@ setUp also lets enough time pass for every earlier reading to be stale.
 from __future__ import annotations
 
 import ipaddress
-import zlib
 from typing import Iterable, Sequence
 
 import ptf.testutils as tu
-from p4.v1 import p4runtime_pb2
 from ptf.mask import Mask
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
@@ -32,10 +33,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
 from bmv2_env.target import NotSupportedByTarget
-from p4sim.p4rt.client import update
 from ptf_tests.base import P4RuntimeTest
-
-ING, EGR = "StellarIngress", "StellarEgress"
+from ptf_tests.stellar.arch import Leaf, NotOnArch, leaf_for
 
 # Numbering from p4src/CONTRACT.md section 1.
 CHANGE_NEW, CHANGE_GAP, CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_MEMBERSHIP = 0, 1, 2, 3, 4
@@ -135,128 +134,129 @@ def ecn_dont_care(exp: Packet) -> Mask:
     return m
 
 
-def hash_member(src: str, dst: str, qp: int, count: int) -> int:
-    """Index of the path-set member a RoCE flow takes by hash alone (ECMP mode, or adaptive
-    mode with every score equal): crc32 over (src, dst, protocol 17, dest QP as 32 bits)
-    packed MSB-first, modulo 65521, then modulo the member count (stellar.p4 flowlet.p4 +
-    member_rank).  Written from the P4 source, so a test that relies on it also checks the
-    target hashes like BMv2."""
-    key = (ip_int(src).to_bytes(4, "big") + ip_int(dst).to_bytes(4, "big") + bytes([17])
-           + qp.to_bytes(4, "big"))
-    return (zlib.crc32(key) % 65521) % count  # BMv2's crc32 is IEEE CRC-32 (REFERENCE.md)
-
-
-def qps_hashing_to(member: int, dst: str, count: int, n: int, start: int,
-                   src: str = HOST_IP) -> list[int]:
-    """The first ``n`` dest QPs >= ``start`` whose flows hash onto ``member``."""
-    out, qp = [], start
-    while len(out) < n:
-        if hash_member(src, dst, qp, count) == member:
-            out.append(qp)
-        qp += 1
-    return out
-
-
 # --------------------------------------------------------------------------- the test class
 class StellarTest(P4RuntimeTest):
-    """A freshly configured leaf (see the module docstring) for every test."""
+    """A freshly configured leaf (see the module docstring) for every test, on either
+    architecture: ``self.leaf`` (ptf_tests/stellar/arch.py) turns the configuration requests
+    below into the program's own writes, and ``self.arch`` says which program runs."""
 
     def setUp(self) -> None:
         super().setUp()
-        self.params = dict(BASE_PARAMS)
-        self.set_default(f"{ING}.config.params", f"{ING}.config.set_params", self.params)
-        self.set_default(f"{EGR}.ecn.config", f"{EGR}.ecn.ecn_off")
-        self.route(HOST_IP, 32, HOST_SET)
+        self.arch = tu.test_param_get("arch", "v1model")
+        self.leaf: Leaf = leaf_for(self.arch, self)
+        self.leaf.setup(BASE_PARAMS)
         self.path_set(HOST_SET, [HOST_PORT])
-        self.route(REMOTE_NET, 24, UPLINK_SET)
+        self.route(HOST_IP, 32, HOST_SET)
         self.path_set(UPLINK_SET, [UPLINK_A, UPLINK_B])
-        self.route(SINGLE_NET, 24, SINGLE_SET)
+        self.route(REMOTE_NET, 24, UPLINK_SET)
         self.path_set(SINGLE_SET, [SINGLE_PORT])
-        for port in (HOST_PORT, UPLINK_A, UPLINK_B, SINGLE_PORT):
-            self.insert(f"{EGR}.rewrite.port_mac", {"standard_metadata.egress_port": port},
-                        f"{EGR}.rewrite.set_macs",
-                        {"src_mac": mac_int(port_mac(port)), "dst_mac": mac_int(neighbour_mac(port))})
+        self.route(SINGLE_NET, 24, SINGLE_SET)
+        self.leaf.port_macs({port: (mac_int(port_mac(port)), mac_int(neighbour_mac(port)))
+                             for port in (HOST_PORT, UPLINK_A, UPLINK_B, SINGLE_PORT)})
         if self.target.has_virtual_clock:
             self.target.advance_us(SETTLE_US)
 
-    # -- configuration (CONTRACT.md section 2) ------------------------------------------------
+    def tearDown(self) -> None:
+        try:
+            leaf = getattr(self, "leaf", None)
+            if leaf is not None:
+                leaf.cleanup()
+        finally:
+            super().tearDown()
+
+    def on_arch(self, fn, *args, **kwargs):
+        """Run a leaf request; where this architecture's program has no equivalent, skip the
+        test with the reason printed (and counted by PTF as a skip)."""
+        try:
+            return fn(*args, **kwargs)
+        except NotOnArch as err:
+            reason = f"{self.arch}: {err}"
+            print(f"SKIP {self.id()}: {reason}")
+            self.skipTest(reason)
+
+    def name(self, key: str) -> str:
+        """A P4Info name by role (arch.py's tables), skipping where the program has none."""
+        return self.on_arch(self.leaf.name, key)
+
+    # -- configuration (CONTRACT.md section 2; section 9 for TNA) -------------------------------
     def set_params(self, **changes: int) -> None:
-        """config.params is keyless: a default-action MODIFY with every parameter."""
-        unknown = set(changes) - set(BASE_PARAMS)
-        if unknown:
-            raise KeyError(f"not a config.params parameter: {sorted(unknown)}")
-        self.params.update(changes)
-        self.p4rt.write(update("MODIFY", table_entry=self.p4rt.table_entry(
-            f"{ING}.config.params", action=f"{ING}.config.set_params", params=self.params,
-            default=True)))
+        """Switch-wide parameters, in v1model's names (config.params); the TNA leaf translates
+        the ones its program has (units: ns) and skips the test for the others."""
+        self.on_arch(self.leaf.set_params, changes)
 
     def route(self, prefix: str, plen: int, path_set: int) -> None:
-        self.insert(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (ip_int(prefix), plen)},
-                    f"{ING}.routing.set_path_set", {"path_set_id": path_set})
-
-    @staticmethod
-    def _members(ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> dict[str, int]:
-        params = {"count": len(ports), "ecmp": int(ecmp)}
-        for i in range(8):
-            params[f"port{i}"] = ports[i] if i < len(ports) else 0
-            params[f"level{i}"] = levels[i] if i < len(levels) else 0
-        return params
+        self.leaf.route(prefix, plen, path_set)
 
     def path_set(self, ps: int, ports: Sequence[int], levels: Sequence[int] = (),
                  ecmp: bool = False) -> None:
-        self.insert(f"{ING}.routing.path_set", {"meta.route.path_set_id": ps},
-                    f"{ING}.routing.set_members", self._members(ports, levels, ecmp))
+        self.leaf.path_set(ps, ports, levels, ecmp)
 
     def modify_path_set(self, ps: int, ports: Sequence[int], levels: Sequence[int] = (),
                         ecmp: bool = False) -> None:
-        """MODIFY a path set, as the controller does when levels or mode change (the entry's
-        own DELETE still undoes it)."""
-        self.p4rt.write(update("MODIFY", table_entry=self.p4rt.table_entry(
-            f"{ING}.routing.path_set", {"meta.route.path_set_id": ps},
-            f"{ING}.routing.set_members", self._members(ports, levels, ecmp))))
+        """Change a path set's levels or mode, as the controller does (the entry's own DELETE
+        still undoes it)."""
+        self.on_arch(self.leaf.modify_path_set, ps, ports, levels, ecmp)
 
     def ecn_port(self, port: int, *, kmin_us: int, kmax_us: int, pmax: int, adapt: int = 0,
                  k_init_us: int | None = None, window_us: int = 100, target_us: int = 4,
                  step_us: int = 2, idle_bytes: int = 625000) -> None:
-        self.insert(f"{EGR}.ecn.config", {"standard_metadata.egress_port": port},
-                    f"{EGR}.ecn.set_ecn_params",
-                    {"window_us": window_us, "target_us": target_us, "kmin_us": kmin_us,
-                     "kmax_us": kmax_us, "k_init_us": kmin_us if k_init_us is None else k_init_us,
-                     "step_us": step_us, "pmax": pmax, "idle_bytes": idle_bytes, "adapt": adapt})
+        self.on_arch(self.leaf.ecn_port, port, kmin_us=kmin_us, kmax_us=kmax_us, pmax=pmax,
+                     adapt=adapt, k_init_us=kmin_us if k_init_us is None else k_init_us,
+                     window_us=window_us, target_us=target_us, step_us=step_us,
+                     idle_bytes=idle_bytes)
 
     def hint_elephant(self, dst: str, qp: int, src: str = HOST_IP) -> None:
-        full = 0xFFFFFFFF
-        self.insert(f"{ING}.elephant.hint",
-                    {"hdr.ipv4.src_addr": (ip_int(src), full), "hdr.ipv4.dst_addr": (ip_int(dst), full),
-                     "meta.flow.l4_id": (qp, full)},
-                    f"{ING}.elephant.hint_elephant", priority=10)
+        self.leaf.hint_elephant(src, dst, qp)
+
+    def tenant(self, subnet: str, plen: int, tenant: int) -> None:
+        self.leaf.tenant(subnet, plen, tenant)
 
     def port_down(self, port: int) -> None:
-        """The controller's liveness write: the port's entry in each of the eight member-position
-        liveness tables (table writes, which every target's P4Runtime accepts -- BMv2's PI refuses
-        register writes), deleted after the test."""
-        for i in range(8):
-            self.insert(f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port},
-                        f"{ING}.failover.port_down")
+        """The port is dead: v1model, the controller's liveness-table write; TNA, the link goes
+        down and the packet generator's port-down packet clears it in the data plane."""
+        self.leaf.port_down(port)
 
     def port_up(self, port: int) -> None:
-        """The port is alive again: MODIFY its entries (the after-test DELETE still applies)."""
-        for i in range(8):
-            self.p4rt.write(update("MODIFY", table_entry=self.p4rt.table_entry(
-                f"{ING}.failover.liveness{i}", {f"meta.route.port{i}": port}, f"{ING}.failover.port_up")))
+        self.leaf.port_up(port)
+
+    def probe(self, port: int) -> None:
+        """Make ``port`` report its queue delay now.  TNA only (HULA's rule: the best member
+        changes when another member reports a lower delay, so an idle member must send to be
+        seen); on v1model every packet reads every member's delay and this does nothing.  Its
+        packet goes out on ``port`` like any other: tests that count output filter by QP."""
+        self.leaf.probe(port)
+
+    def qps_hashing_to(self, member: int, dst: str, count: int, n: int, start: int,
+                       src: str = HOST_IP) -> list[int]:
+        """The first ``n`` dest QPs >= ``start`` whose flows hash onto ``member`` in this
+        program (written from the P4 source, so a test relying on it checks the hash too)."""
+        out, qp = [], start
+        while len(out) < n:
+            if self.leaf.hash_member(src, dst, qp, count) == member:
+                out.append(qp)
+            qp += 1
+        return out
+
+    def routed(self, pkt: Packet | bytes, port: int, *, ecn: int | None = None) -> Packet:
+        """The expected packet (both programs rewrite MACs per egress port)."""
+        return routed(pkt, port, ecn=ecn)
+
+    def reorder_total(self, ports: Sequence[int]) -> int:
+        """PSN regressions the switch counted (v1model per port, TNA switch-wide)."""
+        return self.leaf.reorder_total(ports)
 
     # -- telemetry over P4Runtime -------------------------------------------------------------
     def packets(self, counter: str, index: int) -> int:
         return self.read_counter(counter, index)[0]
 
     def drops(self, reason: int) -> int:
-        return self.packets(f"{ING}.telemetry.drops", reason)
+        return self.packets(self.name("drops"), reason)
 
     def malformed(self, kind: int) -> int:
-        return self.packets(f"{ING}.telemetry.malformed", kind)
+        return self.packets(self.name("malformed"), kind)
 
     def path_changes(self, reason: int) -> int:
-        return self.packets(f"{ING}.flowlet.path_changes", reason)
+        return self.packets(self.name("path_changes"), reason)
 
     # -- traffic --------------------------------------------------------------------------------
     def send_at_once(self, port: int, pkts: Iterable[Packet | bytes]) -> None:

@@ -1,13 +1,20 @@
 """Adaptive path choice vs ECMP, driven by a real queue: UPLINK_A is made slow (set_queue_rate)
 and a backlog is built on it on the virtual clock, so its egress pipeline reports a queue delay
 that ingress reads for the next placement.  The new flows are ones whose hash picks UPLINK_A, so
-only the congestion signal can send them elsewhere."""
+only the congestion signal can send them elsewhere.
+
+Feedback, per architecture: on v1model each new flow's ingress reads the queue delay every
+member's egress wrote (a shared register), so the backlog is seen at once.  On TNA the delay
+reaches ingress in feedback packets and the group keeps one best member (HULA's rule): it moves
+to FAST only once FAST reports a delay lower by the hysteresis, so after the backlog FAST is
+probed (one packet out of FAST; a no-op on v1model).  ECMP, per architecture: v1model's path set
+mode; on TNA the DRE choice off and the group's ports not reporting (arch.py)."""
 from __future__ import annotations
 
 import ptf.testutils as tu
 
 from ptf_tests.stellar.stellar_base import (HOST_PORT, UPLINK_A, UPLINK_B, UPLINK_SET, StellarTest,
-                                            qp_of, qps_hashing_to, roce, routed)
+                                            qp_of, roce)
 
 DST = "10.0.2.40"
 SLOW, FAST = UPLINK_A, UPLINK_B
@@ -31,6 +38,7 @@ class _BacklogTest(StellarTest):
         left = self.collect_sent_since(before)
         self.assertEqual({port for port, _ in left}, {SLOW}, "setup: the hog must be on SLOW")
         self.assertLess(len(left), HOG_PKTS, "setup: a backlog must remain on SLOW")
+        self.probe(FAST)
 
     def tearDown(self) -> None:
         try:
@@ -53,17 +61,17 @@ class AdaptiveAvoidsCongestedMemberTest(_BacklogTest):
 
     def runTest(self):
         self.require_virtual_clock()
-        calm, *new = qps_hashing_to(0, DST, 2, n=9, start=0x810)
+        calm, *new = self.qps_hashing_to(0, DST, 2, n=9, start=0x810)
         pkt = roce(DST, calm, 0)
         tu.send_packet(self, HOST_PORT, pkt)
-        tu.verify_packet(self, routed(pkt, SLOW), SLOW)
+        tu.verify_packet(self, self.routed(pkt, SLOW), SLOW)
         tu.verify_no_other_packets(self)
 
         self.build_backlog(ecmp=False)
         for qp in new:
             pkt = roce(DST, qp, 0)
             tu.send_packet(self, HOST_PORT, pkt)
-            tu.verify_packet(self, routed(pkt, FAST), FAST)
+            tu.verify_packet(self, self.routed(pkt, FAST), FAST)
         self.target.sync()
         tu.verify_no_other_packets(self)   # the clock stands still: the backlog stays queued
 
@@ -76,7 +84,7 @@ class EcmpIgnoresCongestionTest(_BacklogTest):
 
     def runTest(self):
         self.require_virtual_clock()
-        new = qps_hashing_to(0, DST, 2, n=8, start=0x910)
+        new = self.qps_hashing_to(0, DST, 2, n=8, start=0x910)
         self.build_backlog(ecmp=True)
         before = self.transmitted()
         self.send_at_once(HOST_PORT, [roce(DST, qp, 0) for qp in new])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ptf.testutils as tu
 
 from ptf_tests.stellar.stellar_base import (DROP_NO_ROUTE, DROP_TTL_EXPIRED, HOST_IP, HOST_PORT,
-                                            SINGLE_PORT, StellarTest, roce, routed, udp)
+                                            SINGLE_PORT, StellarTest, roce, udp)
 
 
 class ForwardingTest(StellarTest):
@@ -15,13 +15,13 @@ class ForwardingTest(StellarTest):
     def runTest(self):
         out = roce("10.0.4.7", qp=0x100, psn=5, ttl=64)
         tu.send_packet(self, HOST_PORT, out)
-        tu.verify_packet(self, routed(out, SINGLE_PORT), SINGLE_PORT)
+        tu.verify_packet(self, self.routed(out, SINGLE_PORT), SINGLE_PORT)
         plain = udp("10.0.4.8", sport=4000, ttl=2)   # TTL 2 -> 1 still forwards
         tu.send_packet(self, HOST_PORT, plain)
-        tu.verify_packet(self, routed(plain, SINGLE_PORT), SINGLE_PORT)
+        tu.verify_packet(self, self.routed(plain, SINGLE_PORT), SINGLE_PORT)
         back = roce(HOST_IP, qp=0x101, psn=9, src="10.0.4.7")
         tu.send_packet(self, SINGLE_PORT, back)
-        tu.verify_packet(self, routed(back, HOST_PORT), HOST_PORT)
+        tu.verify_packet(self, self.routed(back, HOST_PORT), HOST_PORT)
         tu.verify_no_other_packets(self)
 
 
@@ -38,7 +38,7 @@ class UnknownDestinationTest(StellarTest):
 
         control = roce("10.0.4.9", qp=0x200, psn=3)
         tu.send_packet(self, HOST_PORT, control)
-        tu.verify_packet(self, routed(control, SINGLE_PORT), SINGLE_PORT)
+        tu.verify_packet(self, self.routed(control, SINGLE_PORT), SINGLE_PORT)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(DROP_NO_ROUTE), before + 3)
 

@@ -1,5 +1,10 @@
 """Malformed input: truncated IPv4, UDP and BTH headers are dropped and counted by kind (the
-malformed counter, read over P4Runtime), and the switch keeps forwarding afterwards."""
+malformed counter, read over P4Runtime), and the switch keeps forwarding afterwards.
+
+Per architecture: v1model counts each truncation under the header that was cut; the TNA program
+counts every truncation as MALFORMED_OTHER (its ingress sees the parser's error code, which does
+not say which header was short) and has no policy to forward a truncated L4 header (every
+parser error is dropped), so the forward-policy test skips there."""
 from __future__ import annotations
 
 import ptf.testutils as tu
@@ -8,9 +13,10 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ptf_tests.stellar.stellar_base import (DROP_MALFORMED, HOST_MAC, HOST_PORT,
-                                            MALFORMED_IPV4_OPTIONS, MALFORMED_TRUNC_BTH,
-                                            MALFORMED_TRUNC_IPV4, MALFORMED_TRUNC_UDP, ROUTER_MAC,
-                                            SINGLE_PORT, StellarTest, roce, routed)
+                                            MALFORMED_IPV4_OPTIONS, MALFORMED_OTHER,
+                                            MALFORMED_TRUNC_BTH, MALFORMED_TRUNC_IPV4,
+                                            MALFORMED_TRUNC_UDP, ROUTER_MAC, SINGLE_PORT,
+                                            StellarTest, roce)
 
 ETH, IPV4, UDP_LEN = 14, 20, 8
 DST = "10.0.4.20"
@@ -27,8 +33,10 @@ class TruncatedHeadersTest(StellarTest):
     ]
 
     def runTest(self):
-        kinds = {kind for _, _, kind in self.CASES}
-        for psn, (what, keep, kind) in enumerate(self.CASES):
+        cases = [(what, keep, kind if self.leaf.truncation_kinds else MALFORMED_OTHER)
+                 for what, keep, kind in self.CASES]
+        kinds = {kind for _, _, kind in cases}
+        for psn, (what, keep, kind) in enumerate(cases):
             counts = {k: self.malformed(k) for k in kinds}
             drops = self.drops(DROP_MALFORMED)
             whole = roce(DST, 0x700, psn)
@@ -39,7 +47,7 @@ class TruncatedHeadersTest(StellarTest):
             self.assertEqual(self.drops(DROP_MALFORMED), drops + 1, what)
             # The switch keeps forwarding.
             tu.send_packet(self, HOST_PORT, whole)
-            tu.verify_packet(self, routed(whole, SINGLE_PORT), SINGLE_PORT)
+            tu.verify_packet(self, self.routed(whole, SINGLE_PORT), SINGLE_PORT)
             tu.verify_no_other_packets(self)
 
 
@@ -52,7 +60,7 @@ class TruncatedBthForwardPolicyTest(StellarTest):
         counted, drops = self.malformed(MALFORMED_TRUNC_BTH), self.drops(DROP_MALFORMED)
         cut = bytes(roce(DST, 0x701, 0))[:ETH + IPV4 + UDP_LEN + 6]
         tu.send_packet(self, HOST_PORT, cut)
-        tu.verify_packet(self, routed(cut, SINGLE_PORT), SINGLE_PORT)
+        tu.verify_packet(self, self.routed(cut, SINGLE_PORT), SINGLE_PORT)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.malformed(MALFORMED_TRUNC_BTH), counted + 1)
         self.assertEqual(self.drops(DROP_MALFORMED), drops)
@@ -68,6 +76,6 @@ class Ipv4OptionsTest(StellarTest):
                / IP(src="10.0.1.1", dst=DST, ttl=9, options=b"\x01\x01\x01\x00")
                / UDP(sport=7101, dport=5000) / Raw(b"o" * 30))
         tu.send_packet(self, HOST_PORT, pkt)
-        tu.verify_packet(self, routed(pkt, SINGLE_PORT), SINGLE_PORT)
+        tu.verify_packet(self, self.routed(pkt, SINGLE_PORT), SINGLE_PORT)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.malformed(MALFORMED_IPV4_OPTIONS), before + 1)

@@ -7,12 +7,21 @@ shrinks to nothing after ~400 µs, but the flow never pauses long.  Right after 
 controller makes UPLINK_B the cheap path.  Departure order is the order the switch sent the
 packets (PTF's dataplane keeps it across ports); the switch's own PSN-regression detector
 (StellarEgress.reorder.total) must agree.
+
+Feedback, per architecture: v1model's ingress reads each member's queue delay that egress wrote,
+so FAST is cheaper the moment the levels change.  On TNA the group's best member changes only
+when FAST reports a lower delay than SLOW (HULA's rule), and the flow can move only once SLOW's
+departure feedback shows its last packet left: FAST is probed once per round (as HULA probes
+each path; a no-op on v1model), and drain is proven by feedback packets through the
+recirculation port.  Units: TNA's parameters are in ns (the leaf converts); its drain margin is
+one tunable (v1model adds the member's level).  The reorder count is per port on v1model and
+switch-wide on TNA.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptf_tests.stellar.stellar_base import (CHANGE_DRAIN, CHANGE_GAP, EGR, HOST_PORT, UPLINK_A,
+from ptf_tests.stellar.stellar_base import (CHANGE_DRAIN, CHANGE_GAP, HOST_PORT, UPLINK_A,
                                             UPLINK_B, UPLINK_SET, StellarTest, psn_of, qp_of,
                                             roce)
 
@@ -35,10 +44,17 @@ class Run:
 class _OrderingScenario(StellarTest):
     qp = 0   # each test its own flow (and reorder slot), so no state carries over
 
-    def reorder_total(self) -> int:
-        """Reorder events on the two uplinks: the per-port counter, which every target's
-        P4Runtime reads (BMv2's PI reads no registers)."""
-        return sum(self.packets(f"{EGR}.reorder.events", port) for port in (SLOW, FAST))
+    def send_flow(self, psns: range) -> None:
+        """The flow's packets as its link delivers them: at one instant on v1model (its drain
+        test compares sequence numbers), ``arrival_spacing_us`` apart on TNA (its drain test
+        compares 64 ns arrival stamps, so packets within 64 ns are one to it)."""
+        gap = self.leaf.arrival_spacing_us
+        if not gap:
+            self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn) for psn in psns])
+            return
+        for psn in psns:
+            self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn)])
+            self.advance_us(gap)
 
     def run_scenario(self, **params: int) -> Run:
         self.require_virtual_clock()
@@ -46,27 +62,28 @@ class _OrderingScenario(StellarTest):
         self.hint_elephant(DST, self.qp)
         self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[0, 1000])   # start on SLOW
         drains, gaps = self.path_changes(CHANGE_DRAIN), self.path_changes(CHANGE_GAP)
-        reorders = self.reorder_total()
+        reorders = self.reorder_total((SLOW, FAST))
         self.target_op(self.target.set_queue_rate, 100_000, port=SLOW)
         out, first_fast = [], None
         self.start_tap()
         try:
-            self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn) for psn in range(BURST)])
             start = self.target.now_us()
+            self.send_flow(range(BURST))
             psn = BURST
             self.advance_us(1)
             # The cheaper path appears: FAST loses its level; SLOW is dear through its own backlog
             # (no remote level, so the drain margin stays the plain one).
             self.modify_path_set(UPLINK_SET, [SLOW, FAST], levels=[0, 0])
             for _ in range(ROUNDS):
-                self.advance_us(ROUND_GAP_US - 1)
+                self.advance_us(ROUND_GAP_US - 1 - ROUND_PKTS * self.leaf.arrival_spacing_us)
                 out += self.take()
                 sent_at = self.target.now_us() - start
-                self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn + i) for i in range(ROUND_PKTS)])
+                self.probe(FAST)
+                self.send_flow(range(psn, psn + ROUND_PKTS))
                 psn += ROUND_PKTS
                 self.advance_us(1)
                 got = self.take()
-                if first_fast is None and any(port == FAST for port, _ in got):
+                if first_fast is None and any(port == FAST and qp_of(p) == self.qp for port, p in got):
                     first_fast = sent_at
                 out += got
             self.advance_us(2000)            # whatever is still queued leaves
@@ -77,7 +94,7 @@ class _OrderingScenario(StellarTest):
         self.assertEqual(len(mine), psn, "packets were lost")
         return Run([port for port, _ in mine], [psn_of(p) for _, p in mine],
                    self.path_changes(CHANGE_DRAIN) - drains, self.path_changes(CHANGE_GAP) - gaps,
-                   self.reorder_total() - reorders, first_fast)
+                   self.reorder_total((SLOW, FAST)) - reorders, first_fast)
 
 
 class DrainDetectionKeepsOrderTest(_OrderingScenario):

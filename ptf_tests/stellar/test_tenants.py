@@ -4,34 +4,36 @@
 The committed and peak rates are tiny (100 and 200 bytes/s), so in the second a burst may
 take to send, on any clock, the buckets refill by less than one packet (~90 bytes): the outcome
 is set by the burst sizes alone and the test runs unchanged on a wall-clock target (the +-2
-packet slack covers a target whose bucket arithmetic rounds differently)."""
+packet slack covers a target whose bucket arithmetic rounds differently).
+
+Per architecture: v1model counts yellow (demoted) and red packets per tenant (qos.tenant_yellow,
+qos.tenant_red); the TNA program acts on red only -- dropped, counted as the drop reason
+DROP_TENANT_RED -- so there the green+yellow share is checked by what left, and red by the drop
+counter and the packets missing."""
 from __future__ import annotations
 
 import ptf.testutils as tu
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4rt.client import update
-from ptf_tests.stellar.stellar_base import (HOST_PORT, ING, SINGLE_PORT, StellarTest, ip_int, qp_of,
-                                            roce)
+from ptf_tests.stellar.stellar_base import HOST_PORT, SINGLE_PORT, StellarTest, qp_of, roce
 
 DST = "10.0.4.80"
 TENANT1_SRC, TENANT2_SRC = "10.0.1.10", "10.0.1.200"
 FRAME_LEN = len(roce(DST, 1, 0, src=TENANT1_SRC))
 CBURST_PKTS, PBURST_PKTS, BURST = 16, 32, 44   # 88 frames: PTF keeps 100 per port
 DROP_TENANT_RED = 7
-METER = f"{ING}.qos.tenant_meter"
 
 
 class _TenantTest(StellarTest):
     def setUp(self) -> None:
         super().setUp()
         for tenant, subnet in ((1, "10.0.1.0"), (2, "10.0.1.128")):
-            self.insert(f"{ING}.qos.tenant", {"hdr.ipv4.src_addr": (ip_int(subnet), 25)},
-                        f"{ING}.qos.set_tenant", {"tenant_id": tenant})
+            self.tenant(subnet, 25, tenant)
 
     def meter(self, tenant: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         """Configure a tenant's meter; reset to unconfigured (all green) after the test."""
-        mid = self.p4rt.object_id("meters", METER)
+        mid = self.p4rt.object_id("meters", self.name("tenant_meter"))
         entry = p4runtime_pb2.MeterEntry(meter_id=mid)
         entry.index.index = tenant
         entry.config.cir, entry.config.cburst = cir, cburst
@@ -55,9 +57,12 @@ class _TenantTest(StellarTest):
             counts[qp_of(pkt)] += 1
         return counts
 
-    def tenant_counters(self, tenant: int) -> tuple[int, int]:
-        return (self.packets(f"{ING}.qos.tenant_yellow", tenant),
-                self.packets(f"{ING}.qos.tenant_red", tenant))
+    def tenant_counters(self, tenant: int) -> tuple[int, int] | None:
+        """(yellow, red) of a tenant, or None where the program keeps no per-tenant counts."""
+        if self.arch == "tna":
+            return None
+        return (self.packets(self.name("tenant_yellow"), tenant),
+                self.packets(self.name("tenant_red"), tenant))
 
 
 class TenantOverItsMeterTest(_TenantTest):
@@ -66,25 +71,27 @@ class TenantOverItsMeterTest(_TenantTest):
 
     def runTest(self):
         self.meter(1, cir=100, cburst=CBURST_PKTS * FRAME_LEN, pir=200, pburst=PBURST_PKTS * FRAME_LEN)
-        y1, r1 = self.tenant_counters(1)
-        y2, r2 = self.tenant_counters(2)
+        before1, before2 = self.tenant_counters(1), self.tenant_counters(2)
         drops = self.drops(DROP_TENANT_RED)
         sent = self.burst_both_tenants(0xC01, 0xC02)
-        yellow, red = (a - b for a, b in zip(self.tenant_counters(1), (y1, r1)))
-        self.assertTrue(CBURST_PKTS - 2 <= yellow <= CBURST_PKTS + 2, f"yellow {yellow}")
         self.assertTrue(PBURST_PKTS - 2 <= sent[0xC01] <= PBURST_PKTS + 2, f"tenant 1 sent {sent}")
-        self.assertEqual(sent[0xC01], BURST - red)
+        red = BURST - sent[0xC01]
+        if before1 is not None:
+            yellow, counted_red = (a - b for a, b in zip(self.tenant_counters(1), before1))
+            self.assertTrue(CBURST_PKTS - 2 <= yellow <= CBURST_PKTS + 2, f"yellow {yellow}")
+            self.assertEqual(counted_red, red)
         self.assertEqual(self.drops(DROP_TENANT_RED), drops + red)
         # The other tenant is untouched.
         self.assertEqual(sent[0xC02], BURST)
-        self.assertEqual(self.tenant_counters(2), (y2, r2))
+        self.assertEqual(self.tenant_counters(2), before2)
 
 
 class TenantWithoutMeterControlTest(_TenantTest):
     """Control: the same bursts with no meter configured -- nothing demoted or dropped."""
 
     def runTest(self):
-        before = self.tenant_counters(1)
+        before, drops = self.tenant_counters(1), self.drops(DROP_TENANT_RED)
         sent = self.burst_both_tenants(0xC03, 0xC04)
         self.assertEqual(sent, {0xC03: BURST, 0xC04: BURST})
         self.assertEqual(self.tenant_counters(1), before)
+        self.assertEqual(self.drops(DROP_TENANT_RED), drops)

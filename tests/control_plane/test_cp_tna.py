@@ -183,6 +183,24 @@ def test_rendered_entries_forward_leaf_spine_leaf(program, lab) -> None:
     (port, data), = delivered
     assert port == dst_host.port
     assert Ether(data)[IP].dst == str(dst_host.ip) and Ether(data)[IP].ttl < 64
+    # the last hop's MACs: leaf2's own and the host's (rewrite.port_mac, from the render)
+    assert (Ether(data).src, Ether(data).dst) == (fabric.switches["leaf2"].mac, dst_host.mac)
+
+
+def test_negative_control_without_the_mac_rows_the_frame_keeps_its_macs(program, lab) -> None:
+    fabric, result = lab
+    doc = dict(result.documents["leaf1"])
+    doc["entries"] = [e for e in doc["entries"] if not e["table"].endswith("rewrite.port_mac")]
+    assert len(doc["entries"]) < len(result.documents["leaf1"]["entries"])
+    sw = p4sim.Switch(program, priority_queues=8)
+    apply_document(sw, doc)
+    dst_host = next(h for h in fabric.hosts.values() if h.leaf == "leaf2")
+    pkt = raw(Ether(src="02:00:00:00:01:01", dst="02:00:00:00:00:aa") /
+              IP(src="10.0.1.1", dst=str(dst_host.ip), tos=26 << 2) / UDP(sport=1234, dport=2000) / Raw(b"\x00" * 64))
+    sw.send(1, pkt)
+    sw.advance(10)
+    (_, data), = sw.take_output()
+    assert (Ether(data).src, Ether(data).dst) == ("02:00:00:00:01:01", "02:00:00:00:00:aa")
 
 
 def test_negative_control_no_spine_route_no_forwarding(program, lab) -> None:

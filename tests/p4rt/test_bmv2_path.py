@@ -62,3 +62,13 @@ def test_bmv2_env_up_down_with_target_bmv2(bmv2_standins, tmp_path):
         assert (bmv2_standins.parent / "simple_switch_grpc.argv").read_text().count("\n") == 1
     finally:
         down("b1", tmp_path / "env")
+
+
+def test_ptf_refuses_tna_on_bmv2():
+    """No Tofino model behind BMv2: the runner says so before starting anything."""
+    env = dict(os.environ, TARGET="bmv2", ARCH="tna", SUITES="stellar", VPY=sys.executable)
+    res = subprocess.run(["ptf_tests/run.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2
+    assert "TARGET=bmv2 ARCH=tna is not possible" in res.stderr and "TARGET=p4sim" in res.stderr
+    assert "compile" not in res.stdout

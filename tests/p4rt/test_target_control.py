@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,37 @@ def test_sync_waits_for_output_to_be_handed_to_the_ports(control):
     dev.flush_output = lambda: flushed.append(True)
     assert client.call("sync") is None
     assert flushed == [True]
+
+
+def test_pktgen_port_down_is_refused_without_a_tna_pipeline(control):
+    _dev, client = control
+    with pytest.raises(ControlError) as ei:
+        client.call("enable_pktgen_port_down", app_id=1)
+    assert ei.value.kind == "not_supported" and "TNA" in str(ei.value)
+
+
+def test_pktgen_port_down_on_a_tna_pipeline_sends_the_port_down_packet(tmp_path):
+    """A port going down after the op reaches the TNA program's ingress as pktgen's packet
+    (the program clears the member's bit); before it, the same failure sends nothing."""
+    from p4sim import compiler
+
+    out = tmp_path / "s.json"
+    compiler.compile_files(Path(__file__).resolve().parents[2] / "p4src/tna/stellar.p4", out_json=out)
+    dev = Device(DeviceOptions(device_id=1, clock="virtual"))
+    _, sw = dev.build_switch(out.read_bytes())
+    dev.install(sw)
+    server = ControlServer(dev, "127.0.0.1:0")
+    server.start()
+    client = ControlClient(f"127.0.0.1:{server.port}")
+    try:
+        client.call("set_port", port=5, up=False)          # control: no app, no packet
+        assert client.call("stats").get("pktgen_port_down", 0) == 0
+        client.call("set_port", port=5, up=True)
+        client.call("enable_pktgen_port_down", app_id=1)
+        client.call("set_port", port=5, up=False)
+        assert client.call("stats")["pktgen_port_down"] == 1
+        with pytest.raises(ControlError):
+            client.call("enable_pktgen_port_down", app_id=99)   # out of pktgen's app range
+    finally:
+        client.close()
+        server.stop()

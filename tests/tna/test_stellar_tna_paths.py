@@ -336,3 +336,22 @@ def test_the_same_packets_without_drain_tests_count_the_same():
     leaf.send(roce("10.0.1.1", DST, 7, 3))
     size = len(roce("10.0.1.1", DST, 7, 3)) - 14
     assert _dre_bytes(leaf) == 4 * size
+
+
+@pytest.mark.parametrize("dre", [True, False], ids=["dre", "no-dre"])
+def test_every_member_down_is_dropped_and_counted_as_no_live_member(dre):
+    # a new flow with the DRE on asks for a second pass; dropped in the first, it is still
+    # counted (once), and the bitmap's bits above the group's count are not members
+    leaf = TnaLeaf(dre=dre)
+    leaf.sw.set_port_up(2, False)
+    leaf.sw.set_port_up(3, False)
+    assert leaf.sw.stats["pktgen_port_down"] == 2
+    leaf.send(roce("10.0.1.1", DST, 40, 0))
+    assert leaf.out() == []
+    drops = [leaf.counter(f"{ING}.telemetry.drops", r) for r in range(8)]
+    assert drops[6] == 1 and sum(drops) == 1          # DROP_NO_LIVE_MEMBER, nothing else
+    # control: a member back up (link and bit, as the controller does) forwards again
+    leaf.sw.set_port_up(3, True)
+    leaf.sw.register_write(f"{ING}.failover.alive", GROUP, 0xFF ^ 0b01)
+    leaf.send(roce("10.0.1.1", DST, 41, 0))
+    assert [p for p, _ in leaf.out()] == [3]

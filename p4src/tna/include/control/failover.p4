@@ -118,6 +118,11 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
                     meta.chosen = meta.best;
                 } else {
                     first_up.apply();
+                    /* the bitmap's bits above the group's count are never cleared:
+                     * a "live" member there means every real member is down */
+                    if ((bit<4>) meta.chosen >= meta.count) {
+                        meta.chosen_alive = 0;
+                    }
                 }
                 if (meta.chosen_alive == 0) {
                     meta.drop = 1;
