@@ -59,6 +59,13 @@ class ArchNames:
     topology_tables: frozenset = frozenset()
     alive_all: int = 0xFF                         # an alive cell with every member up
 
+    @staticmethod
+    def alive_mask(count: int) -> int:
+        """A group's alive cell with its ``count`` members up and no bit for positions past
+        them: a flow that still holds a member past the count (its group shrank in a re-plan)
+        must see that member as down and move, not pick a member row that no longer exists."""
+        return (1 << max(0, min(8, count))) - 1
+
     def counter_names(self) -> list[str]:
         """Every counter this program's stats read (for one Read request)."""
         return [n for n in (self.rx_port, self.tx_port, self.tx_queue, self.ecn_marks, self.reorder_per_port,

@@ -18,8 +18,12 @@ What differs (p4src/tna/README.md, CONTRACT.md §9):
 * **Liveness** is the ``failover.alive`` register (per group, bit k = member k up).  The data
   plane clears a member's bit itself (the packet generator's port-down packet); where that app
   is not enabled, ``mark_ports_down`` does the same from the controller (read, clear, write).
-  After a re-plan every group whose membership changed is written back to all-up: its members
-  are renumbered, so a bit cleared for the old member k would now stop the new member k.
+  After a re-plan every group whose membership changed gets its cell written with exactly its
+  members up (``(1 << count) - 1``): its members are renumbered, so a bit cleared for the old
+  member k would now stop the new member k; and an established flow still holding a position
+  past the new count (the program does not compare a stored member with the count) must see
+  it down and move, or it keeps picking a member row that was deleted (found by the TNA demo:
+  every flow entering the failed leaf stalled for good with an all-ones reset).
 * **Failover deltas**: group ids and member positions can move when a path set loses a port
   (groups are deduplicated by member ports), so the controller does not patch entries in
   place as on v1model; it renders the fabric without every failed link and writes the
@@ -47,6 +51,25 @@ HASH_TABLE = f"{contract.TNA_PIPE}StellarIngress.path_choice.hash_member"
 def _copy(documents: dict[str, dict]) -> dict[str, dict]:
     return {name: {"entries": [dict(e, params=dict(e.get("params") or {})) for e in doc["entries"]]}
             for name, doc in documents.items()}
+
+
+def group_alive_cells(delta: dict[str, EntryDelta], after: dict[str, dict],
+                      names: archnames.ArchNames = archnames.TNA) -> dict[str, list[tuple[int, int]]]:
+    """Per switch, (group, alive value) for each group whose member rows ``delta`` changes and
+    that ``after`` still has: its members up, positions past its count down."""
+    out = {}
+    for switch, d in delta.items():
+        touched = {e["match"]["meta.group"] for e in d.inserts + d.modifies + d.deletes
+                   if e["table"] in (MEMBER_TABLE, HASH_TABLE)}
+        count: dict[int, int] = {}
+        for e in (after.get(switch) or {}).get("entries", []):
+            if e["table"] == MEMBER_TABLE:
+                g = e["match"]["meta.group"]
+                count[g] = count.get(g, 0) + 1
+        cells = [(g, names.alive_mask(count[g])) for g in sorted(touched) if g in count]
+        if cells:
+            out[switch] = cells
+    return out
 
 
 class TnaController(Controller):
@@ -137,15 +160,12 @@ class TnaController(Controller):
             self.ops[switch].write_registers(cells)
 
     def _alive_resets(self, delta: dict[str, EntryDelta], after: dict[str, dict]) -> dict[str, list[Change]]:
-        """All-up alive cells for every group whose member rows the delta changes."""
+        """For every group whose member rows the delta changes, its alive cell with exactly its
+        members up (``ArchNames.alive_mask``; a group the re-plan removed is left alone)."""
         reg = self.names.alive_register
         out = {}
-        for switch, d in delta.items():
-            groups = {e["match"]["meta.group"] for e in d.inserts + d.modifies + d.deletes
-                      if e["table"] in (MEMBER_TABLE, HASH_TABLE)}
-            if groups:
-                out[switch] = [Change("modify", "register", {"name": reg, "index": g, "value": self.names.alive_all})
-                               for g in sorted(groups)]
+        for switch, cells in group_alive_cells(delta, after, self.names).items():
+            out[switch] = [Change("modify", "register", {"name": reg, "index": g, "value": v}) for g, v in cells]
         return out
 
     # ------------------------------------------------------------------ failures and returns
@@ -163,7 +183,7 @@ class TnaController(Controller):
 
     def handle_link_restore(self, a: str, b: str, ports: list[tuple[str, int]] = ()) -> FailoverReport:
         """The a-b link is back: write the re-plan with it (and without the links still down),
-        the alive cells of the groups it rejoins all-up."""
+        the alive cells of the groups it rejoins with their members up."""
         started, cpu = time.perf_counter(), time.process_time()
         key = next((k for k in self.failed if set(k) == {a, b}), None)
         if key is None:

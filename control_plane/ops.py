@@ -319,20 +319,22 @@ def topology_documents(fabric: Fabric, before: FailedLinks, after: FailedLinks, 
     one, from the YAML): each switch's entries in the tables that follow the topology
     (archnames.topology_tables; reconcile them with those as ``managed_tables``), plus
     * v1model: the liveness entries of the ``returning`` ports (a link that is back: port_up);
-    * TNA: the ``failover.alive`` cell, all up, of every group whose member rows change between
-      ``before`` and ``after`` (members are renumbered; a bit the port-down packet cleared for
-      the old member would stop the new one).
+    * TNA: the ``failover.alive`` cell of every group whose member rows change between
+      ``before`` and ``after``, with exactly its members up (members are renumbered: a bit the
+      port-down packet cleared for the old member would stop the new one, and a flow holding a
+      position past the new count must see it down and move).
     Everything else on the switches stays as it is."""
     names = archnames.names(arch)
     after_docs = render_documents(after.apply(fabric), arch)
     returning_ports = {(s, p) for s, p in returning}
     resets: dict[str, list[dict[str, Any]]] = {}
     if names.liveness == "register":
-        member_tables = {t for t in names.topology_tables if t.endswith(("member_port.members", "hash_member"))}
+        from .controller_tna import group_alive_cells
+
         before_docs = render_documents(before.apply(fabric), arch)
-        for name, delta in entry_delta(before_docs, after_docs, member_tables).items():
-            groups = {e["match"]["meta.group"] for e in delta.inserts + delta.modifies + delta.deletes}
-            resets[name] = [{"name": names.alive_register, "index": g, "value": names.alive_all} for g in sorted(groups)]
+        delta = entry_delta(before_docs, after_docs, names.topology_tables)
+        for name, cells in group_alive_cells(delta, after_docs, names).items():
+            resets[name] = [{"name": names.alive_register, "index": g, "value": v} for g, v in cells]
     docs = {}
     for name, doc in after_docs.items():
         entries = [e for e in doc["entries"] if e["table"] in names.topology_tables]

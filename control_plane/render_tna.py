@@ -100,7 +100,9 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
     ctx = {
         "params": {"flowlet_timeout": dp.flowlet.timeout_us * 1000,
                    "elephant_threshold": dp.elephant.threshold_bytes,
-                   "drain": int(dp.flowlet.drain_detection), "dre_choice": 1,
+                   "drain": int(dp.flowlet.drain_detection),
+                   # ECMP (path_mode ecmp): no DRE choice, flows stay on their hash member
+                   "dre_choice": int(dp.path_mode != "ecmp"),
                    "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                    "drain_margin": dp.flowlet.drain_margin_us * 1000,
                    "gap_needs_drain": int(dp.flowlet.drain_detection)},

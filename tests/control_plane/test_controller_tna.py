@@ -143,7 +143,7 @@ def test_link_failure_replans_and_resets_the_alive_bitmap(program, fabric) -> No
     report = ctl.handle_link_failure("leaf1", "spine1", LEAF1_TO_SPINE1, mark_down=False)
     assert report.entries_written > 0 and ctl.failed == [("leaf1", "spine1")]
     assert {e.params["port"] for e in leaf1.table_entries(MEMBERS) if e.match["meta.group"] == 1} == {10}
-    assert leaf1.register_read(ALIVE, 1) == 0xFF          # group 1 renumbered: {10} is member 0
+    assert leaf1.register_read(ALIVE, 1) == 0x01          # group 1 renumbered: {10} is member 0, alone
     assert set(new_flows(leaf1, 100)) == {10}
     assert leaf1.counter_read(archnames.TNA.drops, 6)[0] == 0
     # spine1 no longer routes to leaf1
@@ -210,3 +210,35 @@ def test_without_tracking_the_second_failure_re_adds_the_first_link(program, fab
     assert leaf1.stats["port_down"] == 0
     new_flows(leaf1, 100, dst="10.0.3.1")
     assert leaf1.stats["port_down"] > 0      # flows sent into the dead link
+
+
+def _established_on_member_1(switches) -> bytes:
+    """A flow leaf1 placed on port 10 (member 1 of group 1 = {9, 10})."""
+    leaf1 = switches["leaf1"]
+    for qp in range(100, 200):
+        leaf1.send(1, roce(qp))
+        leaf1.advance(1)
+        if [p for p, _ in leaf1.take_output()] == [10]:
+            return roce(qp)
+    raise AssertionError("no flow placed on port 10")
+
+
+@pytest.mark.parametrize("reset", ["members", "all-ones"])
+def test_an_established_flow_past_the_shrunk_count_moves(program, fabric, monkeypatch, reset) -> None:
+    """After leaf1-spine1 fails, group 1 = {10} (count 1); a flow that held member 1 (port 10)
+    keeps that member in its slot.  The alive reset to the group's members marks position 1
+    down, so the flow moves to member 0 = port 10 and keeps flowing.  Negative control: an
+    all-ones reset leaves position 1 "up", and the flow picks the deleted member row: dropped."""
+    switches, ctl = build(program, fabric)
+    leaf1 = switches["leaf1"]
+    packet = _established_on_member_1(switches)
+    if reset == "all-ones":
+        monkeypatch.setattr(archnames.ArchNames, "alive_mask", staticmethod(lambda count: 0xFF))
+    fail(switches, LEAF1_TO_SPINE1)
+    ctl.handle_link_failure("leaf1", "spine1", LEAF1_TO_SPINE1, mark_down=False)
+    out = []
+    for _ in range(5):
+        leaf1.send(1, packet)
+        leaf1.advance(1)
+        out += [p for p, _ in leaf1.take_output()]
+    assert out == ([10] * 5 if reset == "members" else [])
