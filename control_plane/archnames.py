@@ -104,6 +104,7 @@ TNA = ArchNames(
     topology_tables=frozenset({f"{_P}{_I}.routing.lpm", f"{_P}{_I}.routing.reservation",
                                f"{_P}{_I}.member_port.members", f"{_P}{_I}.path_choice.hash_member",
                                f"{_P}{_I}.failover.port_member", f"{_P}{_I}.elephant.hint",
+                               f"{_P}{_I}.path_choice.port_member", f"{_P}{_E}.feedback.ports",
                                f"{_P}{_I}.dre.levels",
                                *(f"{_P}{_I}.dre.level{k}" for k in range(contract.TNA_MEMBERS))}),
 )

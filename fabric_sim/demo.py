@@ -62,6 +62,7 @@ POLL_US = 1000.0  # controller telemetry cadence (virtual time)
 JITTER_US = 20.0  # QPs of the collective start spread over this window
 QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames; tail drop, no PFC
 MESSAGE_BYTES = 32 * 1024
+MIRROR_SESSION = 1  # p4src/tna: the feedback copies' mirror session (MIRROR_TYPE_FEEDBACK)
 
 
 @dataclass
@@ -138,6 +139,14 @@ class Lab:
             # bit in failover.alive, so the data plane skips the port at once.
             for dev in self.sim.devices.values():
                 dev.switch.enable_pktgen_port_down(1)
+        if arch == "tna" and self.fabric.dataplane.path_mode != "ecmp":
+            # Congestion feedback: the rendered feedback.ports copy each uplink's queue delay to
+            # mirror session 1, which must send them, truncated, to the recirculation port (a
+            # target setting, not an entry).  ECMP leaves it unset: no feedback, hash members.
+            from p4sim.runtime.tna_switch import RECIRC_PORT
+
+            for dev in self.sim.devices.values():
+                dev.switch.set_clone_session(MIRROR_SESSION, [RECIRC_PORT], truncate_bytes=64)
         # The controller is a second client with a higher election id: it becomes primary.
         self.sessions = {name: SwitchSession(addr, self.fabric.switches[name].device_id, program.p4info,
                                              election_id=(0, 2), name=name).connect()
@@ -335,12 +344,12 @@ def build_program(out_dir: Path, arch: str = "v1model") -> tuple[Path, Path]:
 TNA_NOTES = """\
 program: p4src/tna/stellar.p4 on p4sim's Tofino pipe (TnaSwitch).  Where it legitimately differs
 from the v1model run:
-  * path choice: the DRE (per group and member) plus the controller's dre.levels; no queue-delay
-    feedback (the mirror session to the recirculation port is not in the rendered entries), so
-    local queue delay reaches ingress only as the DRE's bytes;
-  * drain: departures are known only from feedback packets, which are off here, so gap moves
-    wait (gap_needs_drain) and drain moves do not happen;
-  * ECMP mode: dre_choice = 0, flows stay on their hash member;
+  * path choice: the DRE (per group and member), the controller's dre.levels, and queue delay
+    that reaches ingress only by feedback: egress mirrors a copy per uplink at most every 2 us
+    to the recirculation port (mirror session 1, set by the demo), so a choice sees local
+    congestion one feedback copy late (v1model: the next packet sees it);
+  * drain: a departure is known once its feedback copy is back in ingress;
+  * ECMP mode: dre_choice = 0 and no mirror session: flows stay on their hash member;
   * local failover: the packet generator's port-down packet clears failover.alive in the data
     plane; the controller's delta is a re-render diff (groups renumber), then alive resets;
   * elephants: the TNA program counts elephant packets, not detections.
