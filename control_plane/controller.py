@@ -342,6 +342,52 @@ class Controller:
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
                               len({name for name, _, _ in writes}), cpu * 1e3)
 
+    def handle_link_restore(self, a: str, b: str, ports: list[tuple[str, int]] = ()) -> FailoverReport:
+        """A failed link is back: MODIFY its ports' liveness entries up, then every path set
+        whose members differ between the current plan and a plan of the intact fabric without
+        the links still failed (the sets a failure re-planned, and those it left without a
+        path: their entries are still on the switch, failover never deletes one), levels 0.
+        Timed like a failure."""
+        from control_plane.plan import plan_fabric
+
+        started, cpu = time.perf_counter(), time.process_time()
+        key = next((k for k in self.failed if set(k) == {a, b}), None)
+        if key is None:
+            raise ValueError(f"the link between {a} and {b} is not failed (failed: {self.failed or 'none'})")
+        remaining = [k for k in self.failed if k != key]
+        fabric = self.intact_fabric.without_links(remaining) if remaining else self.intact_fabric
+        plans = plan_fabric(fabric, None)
+        by_switch: dict[str, list[dict]] = {}
+        for switch, port in ports:
+            by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=False))
+        writes: list[tuple[str, str, list]] = [(s_, "entries", e) for s_, e in by_switch.items()]
+        changed_entries = 0
+        for name, plan in plans.items():
+            held = {p.id: [m.port for m in p.slots] for p in self.plans[name].path_sets} if name in self.plans else {}
+            changed = []
+            for ps in plan.path_sets:
+                entry = self._entries.get(name, {}).get(ps.id)
+                if entry is None or held.get(ps.id) == [m.port for m in ps.slots]:
+                    continue
+                ports_ = [m.port for m in ps.slots] + [0] * (8 - len(ps.slots))
+                entry["params"] = dict(entry["params"], count=len(ps.slots),
+                                       **{f"port{i}": p for i, p in enumerate(ports_)},
+                                       **{f"level{i}": 0 for i in range(8)})
+                changed.append(entry)
+            if changed:
+                writes.append((name, "entries", changed))
+                changed_entries += len(changed)
+        computed = time.perf_counter()
+        acks: list[float] = []
+        self._write_all(writes, acks.append)
+        finished, cpu = time.perf_counter(), time.process_time() - cpu
+        self.failed, self.fabric, self.plans = remaining, fabric, plans
+        self._remote = self._remote_hops()
+        self.writes += changed_entries
+        return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
+                              (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
+                              len({name for name, _, _ in writes}), cpu * 1e3)
+
     def resync(self, documents: dict[str, dict], program=None, addresses: Optional[dict[str, str]] = None,
                fabric: Optional[Fabric] = None, plans: Optional[dict[str, SwitchPlan]] = None):
         """Converge every switch to ``documents`` by reconcile (read-diff-write), for what the
