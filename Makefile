@@ -5,6 +5,7 @@ PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
 TARGET  ?= p4sim
+ARCH    ?= v1model   # v1model or tna (demo and ptf; p4sim only for tna)
 BUILD   ?= build
 PROG    ?= p4src/v1model/stellar.p4
 NAME    := $(basename $(notdir $(PROG)))
@@ -67,9 +68,10 @@ ptf: setup
 	@if [ -x ptf_tests/run.sh ]; then TARGET=$(TARGET) ARCH=$(or $(ARCH),v1model) VPY=$(VPY) ptf_tests/run.sh; else echo "ptf: no PTF suite yet"; fi
 
 # The main job: bring up the lab fabric on p4sim and compare ECMP with Stellar
-# (DEMO_ARGS=--quick for a short run; the report lands in build/demo/).  A thin entry into fabric_sim.
+# (DEMO_ARGS=--quick for a short run; ARCH=tna runs p4src/tna/stellar.p4; the report lands in
+# build/demo/, build/demo/tna/ for ARCH=tna).  A thin entry into fabric_sim.
 demo: setup
-	$(VPY) -m fabric_sim $(DEMO_ARGS)
+	$(VPY) -m fabric_sim --arch $(ARCH) $(DEMO_ARGS)
 
 # The fabric study: a quick matrix by default (<= 10 min on 2 cores), EVAL_ARGS=--full for the rest,
 # EVAL_ARGS="--ray ADDRESS" to run the same sweep on a Ray cluster.  Output: build/eval/.

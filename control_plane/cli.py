@@ -15,6 +15,12 @@ Commands that talk to the switches over P4Runtime (control_plane/ops.py):
   stellarctl push|diff FABRIC --arch tna     the same with p4src/tna/stellar.p4 and its entries
   stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
   stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
+                                             and without every link failed before (recorded in the state file
+                                             FABRIC.failed-links.json, or --state FILE), so failures compose
+  stellarctl fail-link FABRIC A B --restore  the link is back: ports up, path sets with it; removed from the state
+  stellarctl push|diff FABRIC --state FILE   render without the links the state file records
+  stellarctl stats|watch|fail-link --arch tna   the same on p4src/tna/stellar.p4 (its counters, groups and
+                                             failover.alive register; control_plane/archnames.py)
 
 Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
 """
@@ -235,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     p.add_argument("--count", type=int, default=1_000_000, help="refreshes before exiting")
     p.add_argument("--top", type=int, default=10, help="links shown (default 10)")
+    p.add_argument("--arch", choices=("v1model", "tna"), default="v1model",
+                   help="the program's queue-delay histogram (tna: pipe.StellarEgress.telemetry.qdelay_hist)")
     p.set_defaults(func=cmd_watch)
     return parser
 
@@ -253,7 +261,7 @@ def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             session = SwitchSession(sw.p4runtime, sw.device_id, name=name, timeout=5.0)
             sessions[name] = session.connect(read_only=True)
             session.load_switch_p4info()
-        watch(fabric, sessions, args.interval, args.count, out, args.top)
+        watch(fabric, sessions, args.interval, args.count, out, args.top, arch=args.arch)
     except P4RuntimePushError as exc:
         print(f"error: {exc}", file=err)
         return 1

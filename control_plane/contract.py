@@ -340,6 +340,14 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
           (KeyField("meta.group", "exact", 8), KeyField("meta.flow_hash[2:0]", "exact", 3)), {
               f"{_TI}.path_choice.set_hashed": _params(("member", 3)),
           }, None, 2048),
+    Table(_tna(f"{_TI}.path_choice.port_member"), (KeyField("hdr.feedback.port", "exact", 9),), {
+        f"{_TI}.path_choice.set_member": _params(("group", 8), ("member", 3)),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
+    Table(_tna(f"{_TE}.feedback.ports"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
+        f"{_TE}.feedback.report": _params(("interval_ns", 32)),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
     Table(_tna(f"{_TI}.failover.port_member"), (KeyField("hdr.port_down.port_num", "exact", 9),), {
         f"{_TI}.failover.set_member": _params(("group", 8), ("member", 3), ("clear_mask", 8)),
         "NoAction": (),

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
-from control_plane import contract
+from control_plane import archnames, contract
 from control_plane.model import Fabric, Link, Port, Switch
 from control_plane.plan import Member, PathSet, SwitchPlan, weighted_slots
 
@@ -81,6 +81,24 @@ class InProcessOps:
                                      e.get("priority"))
         return len(entries)
 
+    def apply_changes(self, changes: list) -> int:
+        """Insert/modify/delete entries and write registers, in order (``p4rt.Change``-shaped:
+        ``op``, ``kind``, ``item``): what ``SwitchSession.submit`` does over P4Runtime."""
+        from control_plane.inprocess import p4sim_match
+
+        for c in changes:
+            item = c.item
+            if c.kind == "register":
+                self.switch.register_write(item["name"], item["index"], item["value"])
+            elif c.op == "insert":
+                self.switch.insert_entry(item["table"], p4sim_match(item["match"]), item["action"],
+                                         dict(item.get("params", {})), item.get("priority"))
+            elif c.op == "delete":
+                self.switch.delete_entry(item["table"], p4sim_match(item["match"]), item.get("priority"))
+            else:
+                self.modify_entries([item])
+        return len(changes)
+
 
 @dataclass
 class CongestionMap:
@@ -112,14 +130,15 @@ class HistogramReader:
     """Per-port queue-delay histograms of switches, as deltas since the previous read (the first
     read: since the switch started)."""
 
-    def __init__(self) -> None:
+    def __init__(self, counter: str = contract.QDELAY_HIST) -> None:
+        self.counter = counter  # the program's histogram (archnames: qdelay_hist)
         self._last: dict[tuple[str, int], list[int]] = {}
 
     def read(self, name: str, ops: "SwitchOps", ports: list[int]) -> dict[int, int]:
         """{port: 90th-percentile queue delay (µs) of the packets that left since the last read}."""
         buckets = len(contract.QDELAY_BUCKET_LOWER_US)
-        cells = ops.read_counters([contract.QDELAY_HIST], [p * buckets + b for p in ports for b in range(buckets)])
-        cells = cells.get(contract.QDELAY_HIST, {})
+        cells = ops.read_counters([self.counter], [p * buckets + b for p in ports for b in range(buckets)])
+        cells = cells.get(self.counter, {})
         out = {}
         for port in ports:
             now = [cells.get(port * buckets + b, (0, 0))[0] for b in range(buckets)]
@@ -149,7 +168,14 @@ class LevelMember:
 
 
 class Controller:
-    """Polls telemetry and pushes congestion levels; reacts to link failures."""
+    """Polls telemetry and pushes congestion levels; reacts to link failures and returns.
+
+    This class drives the v1model program; ``control_plane.controller_tna.TnaController``
+    overrides what differs on the Tofino program (``make_controller`` picks by arch).  The
+    program's P4Info names come from ``names`` (control_plane.archnames).
+    """
+
+    names: archnames.ArchNames = archnames.V1MODEL
 
     def __init__(self, fabric: Fabric, ops: dict[str, SwitchOps], plans: dict[str, SwitchPlan],
                  documents: dict[str, dict], quantum_us: int = 2, max_age_us: int = 200,
@@ -166,7 +192,11 @@ class Controller:
         self.max_age_us = max_age_us
         self.writes = 0
         self.polls = 0
-        self._hist = HistogramReader()
+        self._hist = HistogramReader(self.names.qdelay_hist)
+        # Failed links, as (leaf, spine), in the order they failed: the controller's model is the
+        # intact fabric without them, so successive failures compose and a return undoes one.
+        self.intact_fabric = fabric
+        self.failed: list[tuple[str, str]] = []
         # The rendered path-set entries of every leaf, by path set id; levels start at 0.
         self._entries: dict[str, dict[int, dict]] = {
             name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
@@ -303,8 +333,55 @@ class Controller:
         self._write_all(writes, acks.append)
         finished, cpu = time.perf_counter(), time.process_time() - cpu
         # the model, after the data plane has converged
+        self.failed.append((link.leaf, link.spine))
         self.fabric = self.fabric.without_links([(a, b)])
         self.plans = apply_delta(self.plans, delta, self.fabric)
+        self._remote = self._remote_hops()
+        self.writes += changed_entries
+        return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
+                              (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
+                              len({name for name, _, _ in writes}), cpu * 1e3)
+
+    def handle_link_restore(self, a: str, b: str, ports: list[tuple[str, int]] = ()) -> FailoverReport:
+        """A failed link is back: MODIFY its ports' liveness entries up, then every path set
+        whose members differ between the current plan and a plan of the intact fabric without
+        the links still failed (the sets a failure re-planned, and those it left without a
+        path: their entries are still on the switch, failover never deletes one), levels 0.
+        Timed like a failure."""
+        from control_plane.plan import plan_fabric
+
+        started, cpu = time.perf_counter(), time.process_time()
+        key = next((k for k in self.failed if set(k) == {a, b}), None)
+        if key is None:
+            raise ValueError(f"the link between {a} and {b} is not failed (failed: {self.failed or 'none'})")
+        remaining = [k for k in self.failed if k != key]
+        fabric = self.intact_fabric.without_links(remaining) if remaining else self.intact_fabric
+        plans = plan_fabric(fabric, None)
+        by_switch: dict[str, list[dict]] = {}
+        for switch, port in ports:
+            by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=False))
+        writes: list[tuple[str, str, list]] = [(s_, "entries", e) for s_, e in by_switch.items()]
+        changed_entries = 0
+        for name, plan in plans.items():
+            held = {p.id: [m.port for m in p.slots] for p in self.plans[name].path_sets} if name in self.plans else {}
+            changed = []
+            for ps in plan.path_sets:
+                entry = self._entries.get(name, {}).get(ps.id)
+                if entry is None or held.get(ps.id) == [m.port for m in ps.slots]:
+                    continue
+                ports_ = [m.port for m in ps.slots] + [0] * (8 - len(ps.slots))
+                entry["params"] = dict(entry["params"], count=len(ps.slots),
+                                       **{f"port{i}": p for i, p in enumerate(ports_)},
+                                       **{f"level{i}": 0 for i in range(8)})
+                changed.append(entry)
+            if changed:
+                writes.append((name, "entries", changed))
+                changed_entries += len(changed)
+        computed = time.perf_counter()
+        acks: list[float] = []
+        self._write_all(writes, acks.append)
+        finished, cpu = time.perf_counter(), time.process_time() - cpu
+        self.failed, self.fabric, self.plans = remaining, fabric, plans
         self._remote = self._remote_hops()
         self.writes += changed_entries
         return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
@@ -434,13 +511,13 @@ def format_congestion(fabric: Fabric, cmap: CongestionMap, top: int = 10) -> str
 
 
 def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: int, out,
-          top: int = 10) -> None:
+          top: int = 10, arch: str = "v1model") -> None:
     """``stellarctl watch``: print the live congestion map every ``interval_s`` seconds.
 
     Each map is the 90th-percentile queue delay per directed link of the packets that left
     since the previous map (the first: since the switches started); a link nothing left on
     in between is idle.  Counters only, which every target's P4Runtime reads."""
-    hist = HistogramReader()
+    hist = HistogramReader(archnames.names(arch).qdelay_hist)
     for i in range(count):
         cmap = CongestionMap(0.0)
         for name, switch in fabric.switches.items():
@@ -453,3 +530,14 @@ def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: i
         out.flush()
         if i + 1 < count:
             time.sleep(interval_s)  # a human-facing refresh cadence, not a timing mechanism
+
+
+def make_controller(arch: str, fabric: Fabric, ops: dict[str, SwitchOps], plans: dict[str, SwitchPlan],
+                    documents: dict[str, dict], **options) -> Controller:
+    """The controller for ``arch``'s program (``v1model`` or ``tna``)."""
+    archnames.names(arch)  # ValueError for an unknown architecture
+    if arch == "tna":
+        from control_plane.controller_tna import TnaController
+
+        return TnaController(fabric, ops, plans, documents, **options)
+    return Controller(fabric, ops, plans, documents, **options)

@@ -13,9 +13,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, TextIO
+from typing import Any, Mapping, Optional, Sequence, TextIO
 
-from . import contract
+from . import archnames, contract
+from .linkstate import FailedLinks, default_state_path, entry_delta
 from .model import Fabric, Link
 from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
 from .render import RenderError, render_fabric
@@ -112,47 +113,57 @@ class SwitchStats:
     error: Optional[str] = None
 
 
-def read_switch_stats(session: SwitchSession, ports: list[int], tenants: int = 0) -> SwitchStats:
-    """Read the telemetry counters for `ports` (and tenants 1..`tenants`) from one switch."""
+def read_switch_stats(session: SwitchSession, ports: list[int], tenants: int = 0,
+                      arch: str = "v1model") -> SwitchStats:
+    """Read the telemetry counters for `ports` (and tenants 1..`tenants`) from one switch.
+
+    The counter names are the program's (control_plane.archnames): the TNA program has no rx,
+    per-queue, per-class or tenant-policing counters and counts reordering in one cell; those
+    fields stay empty (``reorder_total`` then comes from that cell)."""
+    n = archnames.names(arch)
     stats = SwitchStats(session.name)
     queue_cells = [p * QUEUES_PER_PORT + q for p in ports for q in range(QUEUES_PER_PORT)]
     tenant_ids = list(range(1, tenants + 1))
-    read = session.read_counters(
-        ["StellarIngress.telemetry.rx_port", "StellarEgress.telemetry.tx_port", "StellarEgress.telemetry.tx_queue",
-         "StellarEgress.ecn.marks", "StellarEgress.reorder.events", "StellarIngress.flowlet.path_changes",
-         "StellarIngress.elephant.detections", "StellarIngress.telemetry.drops", "StellarIngress.telemetry.malformed",
-         "StellarIngress.telemetry.class_rx", "StellarIngress.qos.tenant_yellow", "StellarIngress.qos.tenant_red"],
-        {"StellarIngress.telemetry.rx_port": ports, "StellarEgress.telemetry.tx_port": ports,
-         "StellarEgress.telemetry.tx_queue": queue_cells, "StellarEgress.ecn.marks": ports,
-         "StellarEgress.reorder.events": ports, "StellarIngress.qos.tenant_yellow": tenant_ids,
-         "StellarIngress.qos.tenant_red": tenant_ids})
-    stats.rx = read["StellarIngress.telemetry.rx_port"]
-    stats.tx = read["StellarEgress.telemetry.tx_port"]
-    stats.tx_queue = {divmod(i, QUEUES_PER_PORT): v for i, v in read["StellarEgress.telemetry.tx_queue"].items()}
-    stats.ecn_marks = {p: v[0] for p, v in read["StellarEgress.ecn.marks"].items()}
-    stats.reorder = {p: v[0] for p, v in read["StellarEgress.reorder.events"].items()}
-    pc = read["StellarIngress.flowlet.path_changes"]
-    stats.path_changes = {r: pc.get(i, (0, 0))[0] for i, r in enumerate(PATH_CHANGE_REASONS)}
-    det = read["StellarIngress.elephant.detections"]
-    stats.elephants = {"sketch": det.get(0, (0, 0))[0], "hint": det.get(1, (0, 0))[0]}
-    stats.drops = {name: read["StellarIngress.telemetry.drops"].get(i, (0, 0))[0] for i, name in DROP_REASONS.items()}
-    stats.malformed = {name: read["StellarIngress.telemetry.malformed"].get(i, (0, 0))[0]
-                       for i, name in MALFORMED_KINDS.items()}
-    stats.class_rx = {name: read["StellarIngress.telemetry.class_rx"].get(i, (0, 0))[0]
-                      for i, name in enumerate(CLASS_NAMES)}
-    stats.tenant_yellow = {t: v[0] for t, v in read["StellarIngress.qos.tenant_yellow"].items()}
-    stats.tenant_red = {t: v[0] for t, v in read["StellarIngress.qos.tenant_red"].items()}
-    try:
-        stats.reorder_total = session.read_registers(["StellarEgress.reorder.total"], [0])[
-            "StellarEgress.reorder.total"][0]
-    except (KeyError, P4RuntimePushError):
-        stats.reorder_total = None  # a program without the register: the per-port counter still says
+    indexes = {n.rx_port: ports, n.tx_port: ports, n.tx_queue: queue_cells, n.ecn_marks: ports,
+               n.reorder_per_port: ports, n.tenant_yellow: tenant_ids, n.tenant_red: tenant_ids}
+    read = session.read_counters(n.counter_names(), {k: v for k, v in indexes.items() if k})
+
+    def cells(name: Optional[str]) -> dict[int, tuple[int, int]]:
+        return read.get(name, {}) if name else {}
+
+    def first(name: Optional[str], index: int) -> int:
+        return cells(name).get(index, (0, 0))[0]
+
+    stats.rx = cells(n.rx_port)
+    stats.tx = cells(n.tx_port)
+    stats.tx_queue = {divmod(i, QUEUES_PER_PORT): v for i, v in cells(n.tx_queue).items()}
+    stats.ecn_marks = {p: v[0] for p, v in cells(n.ecn_marks).items()}
+    stats.reorder = {p: v[0] for p, v in cells(n.reorder_per_port).items()}
+    stats.path_changes = {r: first(n.path_changes, i) for i, r in enumerate(PATH_CHANGE_REASONS)}
+    if n.elephant_detections:
+        stats.elephants = {"sketch": first(n.elephant_detections, 0), "hint": first(n.elephant_detections, 1)}
+    elif n.elephant_packets:
+        stats.elephants = {"elephant packets": first(n.elephant_packets, 1)}
+    stats.drops = {name: first(n.drops, i) for i, name in DROP_REASONS.items()}
+    stats.malformed = {name: first(n.malformed, i) for i, name in MALFORMED_KINDS.items()}
+    if n.class_rx:
+        stats.class_rx = {name: first(n.class_rx, i) for i, name in enumerate(CLASS_NAMES)}
+    stats.tenant_yellow = {t: v[0] for t, v in cells(n.tenant_yellow).items()}
+    stats.tenant_red = {t: v[0] for t, v in cells(n.tenant_red).items()}
+    if n.reorder_total_counter:
+        stats.reorder_total = first(n.reorder_total_counter, 0)
+    elif n.reorder_total_register:
+        try:
+            stats.reorder_total = session.read_registers([n.reorder_total_register], [0])[
+                n.reorder_total_register][0]
+        except (KeyError, P4RuntimePushError):
+            stats.reorder_total = None  # a program without the register: the per-port counter still says
     return stats
 
 
 def collect_stats(fabric: Fabric, switches: Optional[list[str]] = None,
                   addresses: Optional[Mapping[str, str]] = None, election_id: tuple[int, int] = (0, 1),
-                  timeout: float = 10.0) -> dict[str, SwitchStats]:
+                  timeout: float = 10.0, arch: str = "v1model") -> dict[str, SwitchStats]:
     """Counters of every (or the named) switch, read concurrently.  Reads need no arbitration,
     so this works beside a primary controller."""
     names = switches or list(fabric.switches)
@@ -163,7 +174,7 @@ def collect_stats(fabric: Fabric, switches: Optional[list[str]] = None,
                                 name=name, timeout=timeout)
         try:
             session.connect(read_only=True)
-            return read_switch_stats(session, sorted(sw.ports), len(fabric.tenants))
+            return read_switch_stats(session, sorted(sw.ports), len(fabric.tenants), arch)
         except (P4RuntimePushError, KeyError) as exc:
             return SwitchStats(name, error=str(exc))
         finally:
@@ -212,8 +223,11 @@ def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats]) -> str:
         lines.append(f"  tx per queue (port/queue packets): {', '.join(queues) if queues else 'none'}")
         lines.append(f"  path changes: {_nonzero(s.path_changes)}")
         lines.append(f"  elephant detections: {_nonzero(s.elephants)}")
-        lines.append(f"  reorder events: {sum(s.reorder.values())}"
-                     + (f" (register total {s.reorder_total})" if s.reorder_total is not None else ""))
+        if s.reorder:
+            lines.append(f"  reorder events: {sum(s.reorder.values())}"
+                         + (f" (register total {s.reorder_total})" if s.reorder_total is not None else ""))
+        else:  # a program that counts reordering in one cell (TNA)
+            lines.append(f"  reorder events: {s.reorder_total if s.reorder_total is not None else 'n/a'}")
         lines.append(f"  drops: {_nonzero(s.drops)}")
         lines.append(f"  malformed: {_nonzero(s.malformed)}")
         lines.append(f"  rx by class: {_nonzero(s.class_rx)}")
@@ -268,6 +282,8 @@ class FailLinkReport:
     last_ack_ms: float  # command start -> last write of the re-push acknowledged
     push: FabricPush
     port_down_errors: list[str] = field(default_factory=list)  # ends that could not be marked down
+    restore: bool = False  # the link came back (--restore)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # every link failed after the command
 
     @property
     def ok(self) -> bool:
@@ -275,7 +291,11 @@ class FailLinkReport:
 
     def text(self) -> str:
         lk = self.link
-        lines = [f"fail-link {lk.leaf}:{lk.leaf_port} <-> {lk.spine}:{lk.spine_port}"]
+        lines = [f"fail-link {'--restore ' if self.restore else ''}{lk.leaf}:{lk.leaf_port} <-> "
+                 f"{lk.spine}:{lk.spine_port}"]
+        if self.restore:
+            lines.append(f"  ports up on {lk.leaf} port {lk.leaf_port} and {lk.spine} port {lk.spine_port} "
+                         f"in the re-push")
         if self.port_down_ms is not None:
             marked = (f"{lk.leaf} port {lk.leaf_port} and {lk.spine} port {lk.spine_port}"
                       if not self.port_down_errors else "the reachable end")
@@ -289,21 +309,85 @@ class FailLinkReport:
                 lines.extend(f"      {line}" for line in r.diff.lines()[:20])
         lines.append(f"  path sets re-pushed: {self.push.written} writes; last write acknowledged "
                      f"{self.last_ack_ms:.1f} ms after the command")
+        lines.append("  failed links now: " + (", ".join(f"{a}-{b}" for a, b in self.failed) or "none"))
         return "\n".join(lines) + "\n"
+
+
+def topology_documents(fabric: Fabric, before: FailedLinks, after: FailedLinks, arch: str = "v1model",
+                       returning: Sequence[tuple[str, int]] = ()) -> dict[str, dict[str, Any]]:
+    """Partial documents for the fabric with ``after``'s links failed (``fabric`` is the intact
+    one, from the YAML): each switch's entries in the tables that follow the topology
+    (archnames.topology_tables; reconcile them with those as ``managed_tables``), plus
+    * v1model: the liveness entries of the ``returning`` ports (a link that is back: port_up);
+    * TNA: the ``failover.alive`` cell of every group whose member rows change between
+      ``before`` and ``after``, with exactly its members up (members are renumbered: a bit the
+      port-down packet cleared for the old member would stop the new one, and a flow holding a
+      position past the new count must see it down and move).
+    Everything else on the switches stays as it is."""
+    names = archnames.names(arch)
+    after_docs = render_documents(after.apply(fabric), arch)
+    returning_ports = {(s, p) for s, p in returning}
+    resets: dict[str, list[dict[str, Any]]] = {}
+    if names.liveness == "register":
+        from .controller_tna import group_alive_cells
+
+        before_docs = render_documents(before.apply(fabric), arch)
+        delta = entry_delta(before_docs, after_docs, names.topology_tables)
+        for name, cells in group_alive_cells(delta, after_docs, names).items():
+            resets[name] = [{"name": names.alive_register, "index": g, "value": v} for g, v in cells]
+    docs = {}
+    for name, doc in after_docs.items():
+        entries = [e for e in doc["entries"] if e["table"] in names.topology_tables]
+        if names.liveness == "tables":
+            ports = {p for s, p in returning_ports if s == name}
+            for port in sorted(ports):
+                entries += contract.liveness_entries(port, down=False, comment="link back")
+        docs[name] = {**doc, "entries": entries, "meters": [], "registers": resets.get(name, [])}
+    return docs
+
+
+def _alive_cleared(session: SwitchSession, fabric: Fabric, failed: FailedLinks, name: str, port: int,
+                   arch: str) -> list[tuple[str, int, int]]:
+    """The TNA alive cell of the group ``port`` belongs to, with its bit cleared (read now)."""
+    names = archnames.names(arch)
+    doc = render_documents(failed.apply(fabric), arch)[name]
+    row = next((e for e in doc["entries"] if e["table"].endswith("failover.port_member")
+                and e["match"]["hdr.port_down.port_num"] == port), None)
+    if row is None:
+        return []
+    group, clear = row["params"]["group"], row["params"]["clear_mask"]
+    now = session.read_registers([names.alive_register], [group])[names.alive_register].get(group, names.alive_all)
+    return [(names.alive_register, group, now & clear)]
 
 
 def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, str]] = None,
               started: Optional[float] = None, progress: Optional[TextIO] = None,
-              election_id: tuple[int, int] = (0, 1), timeout: float = 5.0) -> FailLinkReport:
+              election_id: tuple[int, int] = (0, 1), timeout: float = 5.0,
+              failed: Optional[FailedLinks] = None, arch: str = "v1model",
+              restore: bool = False) -> FailLinkReport:
     """Mark the link's ports down on both ends (the data plane skips them at once), then
-    reconcile every switch to path sets computed without the link.
+    reconcile every switch to path sets computed without the link -- and without every link
+    ``failed`` already records, so successive failures compose.  ``failed`` is updated (the
+    caller saves it).  ``restore``: the link is back; the entries are computed with it (and
+    without the links still failed), its ports marked up in the same reconcile.
 
     `started` is the `time.perf_counter()` the command began at (now if None): the report's
     times run from there to the acknowledgements, which is what an operator waits for.
     """
     t0 = time.perf_counter() if started is None else started
+    names = archnames.names(arch)
     link = find_link(fabric, a, b)
+    failed = failed if failed is not None else FailedLinks()
+    before = FailedLinks(list(failed.links))
+    key = (link.leaf, link.spine)
+    if restore and key not in failed.links:
+        raise ValueError(f"the link {link.leaf}-{link.spine} is not recorded as failed"
+                         + (f" in {failed.path}" if failed.path else ""))
+    if not restore and key in failed.links:
+        raise ValueError(f"the link {link.leaf}-{link.spine} is already recorded as failed"
+                         + (f" in {failed.path}" if failed.path else "") + " (--restore brings it back)")
     ends = [(link.leaf, link.leaf_port), (link.spine, link.spine_port)]
+    (failed.remove if restore else failed.add)(fabric, a, b)
 
     sessions: dict[str, SwitchSession] = {}  # the two ends, kept open for the re-push
 
@@ -317,9 +401,16 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
         except P4RuntimePushError as exc:  # e.g. the switch at that end is what died
             return None, str(exc)
         sessions[name] = session
+        if restore:
+            return None, None  # the ports come up in the reconcile, with the entries that use them
         try:
-            # table writes (the liveness entries), which simple_switch_grpc accepts
-            session.modify_entries(contract.liveness_entries(port, down=True, comment="link failed"))
+            if names.liveness == "tables":
+                # table writes (the liveness entries), which simple_switch_grpc accepts
+                session.modify_entries(contract.liveness_entries(port, down=True, comment="link failed"))
+            else:  # TNA: what the port-down packet does, for a switch whose pktgen app is off
+                cells = _alive_cleared(session, fabric, before, name, port, arch)
+                if cells:
+                    session.write_registers(cells)
             return time.perf_counter(), None
         except P4RuntimePushError as exc:
             return None, str(exc)
@@ -332,9 +423,9 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
         port_down_at = max(acked) if acked else None
         # The path sets are recomputed even if one end could not be told: the others must stop
         # sending towards the link either way.
-        docs = failover_documents(fabric, link)
+        docs = topology_documents(fabric, before, failed, arch, ends if restore else ())
         push = push_fabric(fabric, docs, None, addresses, progress=progress, label="fail-link",
-                           election_id=election_id, managed_tables=ROUTING_TABLES, timeout=timeout,
+                           election_id=election_id, managed_tables=names.topology_tables, timeout=timeout,
                            sessions=sessions)
     finally:
         # closed only now: closing a gRPC channel takes ~0.15 s, which would delay the re-push
@@ -343,7 +434,7 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
     stamps = acked + [r.diff.last_ack for r in push.results.values() if r.diff is not None and r.diff.last_ack]
     last = max(stamps) if stamps else time.perf_counter()
     return FailLinkReport(link, None if port_down_at is None else (port_down_at - t0) * 1000, (last - t0) * 1000,
-                          push, errors)
+                          push, errors, restore=restore, failed=list(failed.links))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -414,7 +505,8 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=False)
-    docs = _render(fabric, err, args.arch) if ok else None
+    current = _failed_links(args, fabric, err)
+    docs = _render(current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
@@ -428,7 +520,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline)
-    docs = _render(fabric, err, args.arch) if ok else None
+    current = _failed_links(args, fabric, err)
+    docs = _render(current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
@@ -442,7 +535,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fabric = _load(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
-    stats = collect_stats(fabric, args.switch, election_id=_election(args))
+    stats = collect_stats(fabric, args.switch, election_id=_election(args), arch=args.arch)
     if args.json:
         out.write(json.dumps(stats_json(stats), indent=1, sort_keys=True) + "\n")
     else:
@@ -455,16 +548,38 @@ def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fabric = _load(args.fabric, err)
     if fabric is None:
         return 1
+    state = Path(args.state) if args.state else default_state_path(args.fabric)
     try:
-        report = fail_link(fabric, args.a, args.b, started=started, progress=None, election_id=_election(args))
-    except ValueError as exc:  # no such switch or link
+        failed = FailedLinks.load(state, fabric)
+        report = fail_link(fabric, args.a, args.b, started=started, progress=None, election_id=_election(args),
+                           failed=failed, arch=args.arch, restore=args.restore)
+    except ValueError as exc:  # no such switch or link, a bad state file, already failed / not failed
         print(f"error: {exc}", file=err)
         return 1
     except RenderError as exc:
         print(f"error: rendering without the link: {exc}", file=err)
         return 1
+    # The link's state changed whatever the switches answered (a failed write is retried by
+    # running the command's reconcile again: `push --state`), so the record follows it.
+    failed.save(state)
     out.write(report.text())
+    out.write(f"  state: {state}" + (" (removed: no failed links)" if not failed.links else "") + "\n")
     return 0 if report.ok else 1
+
+
+def _failed_links(args: argparse.Namespace, fabric: Fabric, err: TextIO) -> Optional[Fabric]:
+    """The fabric as ``--state`` records it (the YAML's, without the failed links)."""
+    if not getattr(args, "state", None):
+        return fabric
+    try:
+        failed = FailedLinks.load(args.state, fabric)
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return None
+    if failed.links:
+        print(f"note: {len(failed.links)} failed link(s) from {args.state}: "
+              + ", ".join(f"{a}-{b}" for a, b in failed.links), file=err)
+    return failed.apply(fabric)
 
 
 def _program_options(p: argparse.ArgumentParser) -> None:
@@ -489,6 +604,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     _program_options(p)
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.add_argument("--state", help="render without the failed links this fail-link state file records")
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("push", help="reconcile every switch with the rendered entries over P4Runtime")
@@ -501,6 +617,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every change written")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--state", help="render without the failed links this fail-link state file records")
     p.set_defaults(func=cmd_push)
 
     p = sub.add_parser("stats", help="per-port, per-queue and per-reason counters of the switches")
@@ -508,12 +625,20 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.add_argument("--arch", choices=archnames.ARCHES, default="v1model",
+                   help="the program's counter names (tna: p4src/tna/stellar.p4's)")
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("fail-link", help="mark a link down on both ends and re-push path sets without it")
+    p = sub.add_parser("fail-link", help="mark a link down on both ends and re-push path sets without it "
+                                         "(and without the links failed before; --restore: it is back)")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("a", help="switch at one end")
     p.add_argument("b", help="switch at the other end")
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
+    p.add_argument("--restore", action="store_true", help="the link is back: ports up, path sets with it")
+    p.add_argument("--state", help="the failed-links record (default: FABRIC" + ".failed-links.json beside it); "
+                                   "successive failures compose through it")
+    p.add_argument("--arch", choices=archnames.ARCHES, default="v1model",
+                   help="the program's tables (tna: groups, the failover.alive register)")
     p.set_defaults(func=cmd_fail_link)
 

@@ -11,7 +11,12 @@ Why a module of its own: the TNA program is structured differently from the v1mo
   - liveness is the data plane's bitmap: the controller maps each port to the (group, member)
     its port-down packet clears (failover.port_member; a port clears one group, the largest
     that holds it);
-  - ECN is a quantised probability ramp per port (ecn.prob), not per-packet arithmetic.
+  - ECN is a quantised probability ramp per port (ecn.prob), not per-packet arithmetic;
+  - congestion feedback: every member port of a group with a choice reports its queue delay
+    (feedback.ports, one copy per TNA_FEEDBACK_INTERVAL_NS) and its feedback packets are mapped
+    back to the same (group, member) as its port-down packets (path_choice.port_member).  The
+    copies need mirror session 1 to the recirculation port, a target setting the entry document
+    cannot express: without it they go nowhere and the DRE chooses alone.
 """
 from __future__ import annotations
 
@@ -101,11 +106,15 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
     for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it
         for m in g["members"]:
             liveness.setdefault(m["port"], {"port": m["port"], "group": g["id"], "member": m["slot"],
-                                            "clear_mask": 0xFF ^ (1 << m["slot"]), "via": m["via"]})
+                                            "clear_mask": 0xFF ^ (1 << m["slot"]), "via": m["via"],
+                                            # a member of a real choice reports its queue delay
+                                            "feedback": g["count"] > 1})
     ctx = {
         "params": {"flowlet_timeout": dp.flowlet.timeout_us * 1000,
                    "elephant_threshold": dp.elephant.threshold_bytes,
-                   "drain": int(dp.flowlet.drain_detection), "dre_choice": 1,
+                   "drain": int(dp.flowlet.drain_detection),
+                   # ECMP (path_mode ecmp): no DRE choice, flows stay on their hash member
+                   "dre_choice": int(dp.path_mode != "ecmp"),
                    "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                    "drain_margin": dp.flowlet.drain_margin_us * 1000,
                    "gap_needs_drain": int(dp.flowlet.drain_detection)},
@@ -122,6 +131,7 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
         "liveness": [liveness[p] for p in sorted(liveness)],
         "ports": _ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
+        "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
     }
@@ -145,6 +155,9 @@ def _define(name: str, fallback: int) -> int:
 
 
 TNA_DRE_DELAY_PENALTY = _define("TNA_DRE_DELAY_PENALTY", 16)
+# Feedback copies per uplink at most one per this many ns (feedback.ports; README: "a real
+# deployment sets a few microseconds"): 2 us, a copy per ~6 4 KB frames at 100G.
+TNA_FEEDBACK_INTERVAL_NS = 2000
 
 
 def render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan,

@@ -54,11 +54,15 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fabrics" / "lab.yaml"
 STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
+# The program per architecture (``--arch``; ``make demo ARCH=tna``) and its preprocessor defines.
+PROGRAMS = {"v1model": (STELLAR, {}),
+            "tna": (ROOT / "p4src" / "tna" / "stellar.p4", {"__TARGET_TOFINO__": "1"})}
 CONTROLLER_REACTION_US = 4900.0  # measured event-to-last-ack of the controller's push (lab)
 POLL_US = 1000.0  # controller telemetry cadence (virtual time)
 JITTER_US = 20.0  # QPs of the collective start spread over this window
 QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames; tail drop, no PFC
 MESSAGE_BYTES = 32 * 1024
+MIRROR_SESSION = 1  # p4src/tna: the feedback copies' mirror session (MIRROR_TYPE_FEEDBACK)
 
 
 @dataclass
@@ -98,20 +102,24 @@ def mode_fabric(fabric, mode: str):
 class Lab:
     """One mode's fabric: switches up, P4Runtime servers serving, entries pushed, controller."""
 
-    def __init__(self, fabric, program_files: tuple[Path, Path], mode: str) -> None:
+    def __init__(self, fabric, program_files: tuple[Path, Path], mode: str, arch: str = "v1model",
+                 local_failover: bool = True) -> None:
         from fabric_sim.simfabric import SimFabric
-        from control_plane.controller import Controller
+        from control_plane import archnames
+        from control_plane.controller import make_controller
         from control_plane.p4rt import ProgramFiles, SwitchSession, push_fabric
         from control_plane.render import render_fabric
 
         self.mode = mode
+        self.arch = arch
+        self.names = archnames.names(arch)
         self.fabric = mode_fabric(fabric, mode)
         from fabric_sim.rdma import NicParams, frame_bytes
 
         self.pps_per_gbps = 1e9 / (8 * frame_bytes(NicParams().payload))
         self.sim = SimFabric(self.fabric, pps_per_gbps=self.pps_per_gbps, queue_depth=QUEUE_DEPTH)
         self.addresses = self.sim.serve_p4runtime()
-        rendered = render_fabric(self.fabric)
+        rendered = render_fabric(self.fabric, arch=arch)
         # No tenant policing in the demo: with the lab YAML's shares the meters police the
         # collective's own traffic red (fabric_sim/experiment.py says more).
         rendered = replace(rendered, documents={n: dict(d, meters=[]) for n, d in rendered.documents.items()})
@@ -125,11 +133,25 @@ class Lab:
             failed = {n: (r.error or r.write_errors) for n, r in self.push.results.items() if not r.ok}
             raise RuntimeError(f"push failed: {failed}")
         self.push_s = time.perf_counter() - started
+        if arch == "tna" and local_failover:
+            # Tofino's local failover is the packet generator's port-down app (a switch setting,
+            # not a P4Runtime entry): a port going down sends a packet that clears its member's
+            # bit in failover.alive, so the data plane skips the port at once.
+            for dev in self.sim.devices.values():
+                dev.switch.enable_pktgen_port_down(1)
+        if arch == "tna" and self.fabric.dataplane.path_mode != "ecmp":
+            # Congestion feedback: the rendered feedback.ports copy each uplink's queue delay to
+            # mirror session 1, which must send them, truncated, to the recirculation port (a
+            # target setting, not an entry).  ECMP leaves it unset: no feedback, hash members.
+            from p4sim.runtime.tna_switch import RECIRC_PORT
+
+            for dev in self.sim.devices.values():
+                dev.switch.set_clone_session(MIRROR_SESSION, [RECIRC_PORT], truncate_bytes=64)
         # The controller is a second client with a higher election id: it becomes primary.
         self.sessions = {name: SwitchSession(addr, self.fabric.switches[name].device_id, program.p4info,
                                              election_id=(0, 2), name=name).connect()
                          for name, addr in self.addresses.items()}
-        self.controller = Controller(self.fabric, self.sessions, rendered.plans, rendered.documents)
+        self.controller = make_controller(arch, self.fabric, self.sessions, rendered.plans, rendered.documents)
 
     def close(self) -> None:
         for session in self.sessions.values():
@@ -150,6 +172,20 @@ class Lab:
         return [sum(self.sim.switch(s).counter_read(name, i)[0] for s in self.sim.devices)
                 for i in range(size)]
 
+    def reorder_events(self) -> int:
+        """PSN regressions the switches counted (v1model: per port; TNA: one cell)."""
+        n = self.names
+        if n.reorder_per_port:
+            return sum(self.counters(n.reorder_per_port, 512))
+        return sum(self.counters(n.reorder_total_counter, 1))
+
+    def elephants(self) -> tuple[str, int]:
+        """(label, count): v1model counts detections, the TNA program elephant packets."""
+        n = self.names
+        if n.elephant_detections:
+            return "elephant detections", sum(self.counters(n.elephant_detections, 2))
+        return "elephant packets (TNA counter)", self.counters(n.elephant_packets, 2)[1]
+
 
 def _poll(lab, net) -> None:
     """The controller's congestion poll, every POLL_US while a transfer is unfinished."""
@@ -165,13 +201,14 @@ def _fct(ts) -> list[float]:
     return [t.done_us - t.started_us for t in ts if t.done_us is not None]
 
 
-def run_congestion(fabric, files, mode: str, messages: int, together: bool = False) -> ModeResult:
+def run_congestion(fabric, files, mode: str, messages: int, together: bool = False,
+                   arch: str = "v1model") -> ModeResult:
     from fabric_sim.rdma import RdmaNetwork
     from fabric_sim.traffic import percentile
     from fabric_sim.workloads import alltoall
 
     started = time.perf_counter()
-    lab = Lab(fabric, files, mode)
+    lab = Lab(fabric, files, mode, arch)
     try:
         lab.degrade("leaf1", "spine1", 0.4)
         net = RdmaNetwork(lab.sim, lab.fabric)
@@ -195,7 +232,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         if mode != "ecmp":
             _poll(lab, net)
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters("StellarIngress.flowlet.path_changes", 5)
+        reasons = lab.counters(lab.names.path_changes, 5)
         done = [t for t in a2a if t.done_us is not None]
         job_us = (max(t.done_us for t in a2a) - min(t.started_us for t in a2a)) if len(done) == len(a2a) else None
         mice_fct = _fct(mice)
@@ -206,13 +243,14 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         m.update({
             "PSN regressions at receivers": sum(t.reorders for t in net.transfers),
             "go-back-N retransmissions": sum(t.retransmits for t in net.transfers),
-            "reorder events (switch counters)": sum(lab.counters("StellarEgress.reorder.events", 512)),
+            "reorder events (switch counters)": lab.reorder_events(),
             "CE marks / CNPs": f"{sum(t.ce for t in net.transfers)}/{sum(t.cnps for t in net.transfers)}",
             "transfers completed": f"{sum(t.done_us is not None for t in net.transfers)}/{len(net.transfers)}",
             "path changes gap/drain/failover": f"{reasons[1]}/{reasons[2]}/{reasons[3]}",
-            "elephant detections": sum(lab.counters("StellarIngress.elephant.detections", 2)),
             "controller writes": lab.controller.writes,
         })
+        label, count = lab.elephants()
+        m[label] = count
         return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
                           time.perf_counter() - started)
     finally:
@@ -227,7 +265,8 @@ def _stall(t, after: float) -> Optional[float]:
     return max((b - a for a, b in zip(times, times[1:])), default=0.0)
 
 
-def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = True) -> ModeResult:
+def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = True,
+                arch: str = "v1model") -> ModeResult:
     """``local_failover``: the failed link's own switches take the dead port out of path choice at
     once (its ``failover.liveness0..7`` entries MODIFYed to down; what ECMP hardware's link-down
     handling does too).  False is the negative
@@ -235,7 +274,7 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
     from fabric_sim.rdma import RdmaNetwork
 
     started = time.perf_counter()
-    lab = Lab(fabric, files, mode)
+    lab = Lab(fabric, files, mode, arch, local_failover)
     try:
         net = RdmaNetwork(lab.sim, lab.fabric)
         hosts = lab.fabric.hosts
@@ -251,8 +290,9 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
         def fail():
             ports = lab.sim.fail_link("leaf1", "spine2")
             down = [(r.switch, r.port) for r in ports]
-            if local_failover:
+            if local_failover and arch == "v1model":
                 lab.controller.mark_ports_down(down)  # the switches' own port-status handling
+            # (TNA: the pktgen port-down packet did it in the data plane, Lab enabled it)
             lab.sim.at(lab.sim.now_us + CONTROLLER_REACTION_US,
                        lambda: report.update(r=lab.controller.handle_link_failure(
                            "leaf1", "spine2", down, mark_down=True)))
@@ -260,7 +300,7 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
         lab.sim.at(fail_at, fail)
         net.start()
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters("StellarIngress.flowlet.path_changes", 5)
+        reasons = lab.counters(lab.names.path_changes, 5)
         r = report.get("r")
 
         def worst(tag):
@@ -291,13 +331,29 @@ def _every(sim, period: float, until: float, action) -> None:
         t += period
 
 
-def build_program(out_dir: Path) -> tuple[Path, Path]:
+def build_program(out_dir: Path, arch: str = "v1model") -> tuple[Path, Path]:
     from p4sim.compiler import compile_files
 
+    source, defines = PROGRAMS[arch]
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, p4info_path = out_dir / "stellar.json", out_dir / "stellar.p4info.txtpb"
-    compile_files(str(STELLAR), [str(ROOT / "p4src")], {}, str(json_path), str(p4info_path))
+    compile_files(str(source), [str(ROOT / "p4src")], dict(defines), str(json_path), str(p4info_path))
     return json_path, p4info_path
+
+
+TNA_NOTES = """\
+program: p4src/tna/stellar.p4 on p4sim's Tofino pipe (TnaSwitch).  Where it legitimately differs
+from the v1model run:
+  * path choice: the DRE (per group and member), the controller's dre.levels, and queue delay
+    that reaches ingress only by feedback: egress mirrors a copy per uplink at most every 2 us
+    to the recirculation port (mirror session 1, set by the demo), so a choice sees local
+    congestion one feedback copy late (v1model: the next packet sees it);
+  * drain: a departure is known once its feedback copy is back in ingress;
+  * ECMP mode: dre_choice = 0 and no mirror session: flows stay on their hash member;
+  * local failover: the packet generator's port-down packet clears failover.alive in the data
+    plane; the controller's delta is a re-render diff (groups renumber), then alive resets;
+  * elephants: the TNA program counts elephant packets, not detections.
+"""
 
 
 def format_report(results: list[ModeResult]) -> str:
@@ -354,21 +410,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "demo"))
     ap.add_argument("--messages", type=int, default=8, help="32 KB messages per AlltoAll QP")
     ap.add_argument("--quick", action="store_true", help="a short run (CI): 2 messages per QP")
+    ap.add_argument("--arch", choices=tuple(PROGRAMS), default="v1model",
+                    help="the program the switches run: p4src/v1model/stellar.p4 (default) or "
+                         "p4src/tna/stellar.p4 (p4sim's Tofino pipe)")
     args = ap.parse_args(argv)
     messages = 2 if args.quick else args.messages
-    out = Path(args.out)
+    arch = args.arch
+    out = Path(args.out) / "tna" if arch == "tna" and args.out == str(ROOT / "build" / "demo") else Path(args.out)
     fabric = load_fabric(args.fabric)
-    print(f"compiling {STELLAR.relative_to(ROOT)} with p4sim ...", flush=True)
-    files = build_program(out)
+    print(f"compiling {PROGRAMS[arch][0].relative_to(ROOT)} with p4sim ...", flush=True)
+    files = build_program(out, arch)
     results = []
     for scenario, runner, modes in (
             ("congestion", run_congestion, ("ecmp", "stellar", "no-drain")),
-            ("together", lambda f, p, m, n: run_congestion(f, p, m, n, together=True), ("ecmp", "stellar")),
+            ("together", lambda f, p, m, n, arch: run_congestion(f, p, m, n, together=True, arch=arch),
+             ("ecmp", "stellar")),
             ("failure", run_failure, ("ecmp", "stellar"))):
         for mode in modes:
             print(f"running {scenario} / {mode} ...", flush=True)
-            results.append(runner(fabric, files, mode, messages))
+            results.append(runner(fabric, files, mode, messages, arch=arch))
     text = format_report(results)
+    if arch == "tna":
+        text = TNA_NOTES + text
     print(text)
     (out / "report.txt").write_text(text + "\n")
     (out / "report.json").write_text(json.dumps([r.__dict__ for r in results], indent=2, default=str))

@@ -28,5 +28,44 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
 control EgressTelemetry(inout tna_egress_metadata_t meta, in PortId_t port) {
     /* Packets sent per port.  Size: PORT_SLOTS. */
     Counter<bit<32>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS_AND_BYTES) tx;
-    apply { tx.count(port); }
+    /* Queue-delay histogram per port, index {port, bucket} (= port * 16 +
+     * bucket, as v1model's qdelay_hist): what the controller's congestion
+     * map reads (a counter: every P4Runtime server reads counters).  Buckets'
+     * lower edges in us: 0 1 2 4 8 12 16 24 32 48 64 96 128 192 256 512.
+     * Size: QDELAY_HIST_SLOTS (PORT_SLOTS * 16). */
+    Counter<bit<32>, bit<13>>(QDELAY_HIST_SLOTS, CounterType_t.PACKETS_AND_BYTES) qdelay_hist;
+
+    bit<4> bucket;
+    action set_bucket(bit<4> b) { bucket = b; }
+    /* Queue delay (ns) -> histogram bucket: the v1model edges in ns (no
+     * run-time compare chain; one range lookup).  Size: 16 const rows. */
+    table qdelay_bucket {
+        key = { meta.qdelay_ns: range; }
+        actions = { set_bucket; }
+        default_action = set_bucket(15);
+        const entries = {
+            0 .. 999: set_bucket(0);
+            1000 .. 1999: set_bucket(1);
+            2000 .. 3999: set_bucket(2);
+            4000 .. 7999: set_bucket(3);
+            8000 .. 11999: set_bucket(4);
+            12000 .. 15999: set_bucket(5);
+            16000 .. 23999: set_bucket(6);
+            24000 .. 31999: set_bucket(7);
+            32000 .. 47999: set_bucket(8);
+            48000 .. 63999: set_bucket(9);
+            64000 .. 95999: set_bucket(10);
+            96000 .. 127999: set_bucket(11);
+            128000 .. 191999: set_bucket(12);
+            192000 .. 255999: set_bucket(13);
+            256000 .. 511999: set_bucket(14);
+            512000 .. 4294967295: set_bucket(15);
+        }
+        size = 16;
+    }
+    apply {
+        tx.count(port);
+        qdelay_bucket.apply();
+        qdelay_hist.count(port ++ bucket);
+    }
 }
