@@ -5,7 +5,8 @@ PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
 TARGET  ?= p4sim
-ARCH    ?= v1model   # v1model or tna (demo and ptf; p4sim only for tna)
+#   ARCH=v1model (default) or ARCH=tna (demo and ptf; p4sim only for tna)
+ARCH    ?= v1model
 BUILD   ?= build
 PROG    ?= p4src/v1model/stellar.p4
 NAME    := $(basename $(notdir $(PROG)))
