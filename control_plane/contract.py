@@ -45,7 +45,7 @@ def _params(*pairs: tuple[str, int]) -> tuple[tuple[str, int], ...]:
 
 
 _MEMBERS = _params(("count", 4), ("ecmp", 1), *[(f"port{i}", 9) for i in range(8)],
-                   *[(f"level{i}", 16) for i in range(8)])
+                   *[(f"level{i}", 16) for i in range(8)], ("measured", 8))
 
 TABLES: dict[str, Table] = {t.name: t for t in (
     Table("StellarIngress.config.params", (), {

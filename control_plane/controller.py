@@ -28,7 +28,7 @@ from typing import Callable, Optional, Protocol
 
 from control_plane import archnames, contract
 from control_plane.model import Fabric, Link, Port, Switch
-from control_plane.plan import Member, PathSet, SwitchPlan, weighted_slots
+from control_plane.plan import Member, PathSet, SwitchPlan, known_downstream_mask, weighted_slots
 
 PATH_SET_TABLE = "StellarIngress.routing.path_set"
 PATH_SET_ACTION = "StellarIngress.routing.set_members"
@@ -265,8 +265,15 @@ class Controller:
                 for m in members:
                     level = min(LEVEL_MAX, int(self.headroom * cmap.qdelay_us.get(m.remote, 0))) if m.remote else 0
                     new[f"level{m.slot}"] = level
-                if any(abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
-                       for m in members):
+                    if m.remote in cmap.qdelay_us:
+                        # a level from a histogram reading: the data plane may now trust it
+                        # for drain and gap moves (flowlet.p4; unmeasured = no move off it)
+                        new["measured"] = new.get("measured", 0) | (1 << m.slot)
+                # compared with this controller's own record of the entry, so the first reading
+                # is written even when it equals the rendered level (its measured bit is new)
+                if new.get("measured", 0) != params.get("measured", 0) or any(
+                        abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
+                        for m in members):
                     entry["params"] = new
                     changed.append(entry)
             if changed:
@@ -323,6 +330,7 @@ class Controller:
                 params["count"] = len(ps.slots)
                 params.update({f"port{i}": p for i, p in enumerate(ports_)})
                 params.update({f"level{i}": 0 for i in range(8)})
+                params["measured"] = known_downstream_mask(self.fabric, ps.slots)  # as rendered
                 entry["params"] = params
                 changed.append(entry)
             if changed:

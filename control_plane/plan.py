@@ -109,6 +109,22 @@ def weighted_slots(weights: list[tuple[Member, float]], total_slots: int = MAX_P
     return tuple(slots)
 
 
+def known_downstream_mask(fabric: Fabric, slots: tuple[Member, ...]) -> int:
+    """The ``measured`` bitmap a path set is rendered with (p4src/CONTRACT.md, routing.path_set):
+    bit i set when member i's downstream delay is known without a measurement, i.e. its next hop
+    is a host or a leaf (the set's destination: the members' packets meet in that switch's FIFO
+    queue, so no queue lies between here and the point where their order is fixed).  A member
+    via a spine has the spine's downlink in between, whose delay only the controller's
+    histogram reading can tell: unmeasured until then, and the data plane moves no flow off it
+    (a rendered level 0 there would be a guess, and a move trusting it can reorder)."""
+    mask = 0
+    for i, member in enumerate(slots):
+        peer = fabric.switches.get(member.via)
+        if peer is None or peer.role != "spine":
+            mask |= 1 << i
+    return mask
+
+
 HOST_SET_BASE = 0x1000  # + host port: a host's one-member set
 JOB_SET_BASE = 0x2000  # + k: the job sets of a switch, in (job, destination leaf) order
 

@@ -36,7 +36,7 @@ import jinja2
 from . import contract
 from .model import CLASSES, ECN_WINDOW_MIN_US, Fabric, Switch
 from .paths import Assignment, assign_jobs
-from .plan import SwitchPlan, plan_fabric
+from .plan import SwitchPlan, known_downstream_mask, plan_fabric
 
 FORMAT = "stellar-entries/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -163,7 +163,8 @@ def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
         "ports": _ports(fabric, switch),
         "path_sets": [{"id": p.id, "count": len(p.slots), "ecmp": int(p.ecmp),
                        "ports": [m.port for m in p.slots] + [0] * (8 - len(p.slots)),
-                       "levels": [0] * 8, "purpose": p.purpose} for p in plan.path_sets],
+                       "levels": [0] * 8, "measured": known_downstream_mask(fabric, p.slots),
+                       "purpose": p.purpose} for p in plan.path_sets],
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "path_set": r.path_set, "purpose": r.purpose} for r in plan.routes],
         "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),

@@ -118,7 +118,7 @@ def render(spec: FabricSpec) -> str:
     out("  path_mode: adaptive")
     out("  priority_queues: 8")
     out("  flowlet: {timeout_us: 200, gap_moves: true, drain_detection: true, drain_margin_us: 8, hysteresis_us: 4}")
-    out("  ecn: {enabled: true, adaptive: true, window_us: 100, target_delay_us: 4, kmin_us: 4, kmax_us: 32,")
+    out("  ecn: {enabled: true, adaptive: true, target_delay_us: 4, kmin_us: 4, kmax_us: 32,")
     out("        k_init_us: 16, pmax: 0.2, step_us: 2, idle_fraction: 0.5}")
     out("  elephant: {threshold_bytes: 500000, window_us: 1000, idle_timeout_us: 2000}")
     out("")

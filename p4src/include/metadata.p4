@@ -51,6 +51,7 @@ struct route_md_t {
     bit<16> level5;
     bit<16> level6;
     bit<16> level7;
+    bit<8>  measured;           /* bit i: level i comes from a measurement (else unknown, not 0) */
 }
 
 /* Flow identity and the flow's stored state. */
@@ -106,6 +107,7 @@ struct path_md_t {
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;
     bit<32> cur_level;          /* controller level of the current member: remote queue delay (us) */
+    bit<1>  cur_measured;       /* ... and that level was measured (0: unknown, no drain proof) */
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;

@@ -155,6 +155,7 @@ class V1modelLeaf(Leaf):
         for i in range(8):
             params[f"port{i}"] = ports[i] if i < len(ports) else 0
             params[f"level{i}"] = levels[i] if i < len(levels) else 0
+        params["measured"] = (1 << len(ports)) - 1  # every level measured (as after a poll)
         return params
 
     def path_set(self, ps: int, ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> None:

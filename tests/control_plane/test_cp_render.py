@@ -264,7 +264,7 @@ def test_parameters_reach_the_entries(lab: Fabric, lab_render) -> None:
     assert params["drain_moves"] == 1 and params["elephant_bytes"] == 500000
     ecn = next(e for e in doc["entries"] if e["table"] == "StellarEgress.ecn.config")["params"]
     assert ecn["pmax"] == 13107  # 0.2 in 1/65536
-    assert ecn["idle_bytes"] == 625000  # half of 100 Gbps for 100 us
+    assert ecn["window_us"] == 8 and ecn["idle_bytes"] == 50000  # the default window; half of 100 Gbps for 8 us
     queue = {(e["match"]["meta.qos.traffic_class"], e["match"]["meta.flow.elephant"]): e["params"]["queue"]
              for e in doc["entries"] if e["table"] == "StellarIngress.queueing.queue_map"}
     assert queue[(2, 0)] == 6 and queue[(2, 1)] == 5 and queue[(3, 1)] == 7

@@ -339,7 +339,7 @@ def test_compute_diff_orders_path_sets_before_routes_and_after_them_on_delete(do
 
 def test_phases_never_leave_a_route_pointing_at_a_missing_path_set():
     def path_set(ident: int, port: int) -> dict:
-        params = {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)}, **{f"level{i}": 0 for i in range(8)}}
+        params = {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)}, **{f"level{i}": 0 for i in range(8)}, "measured": 0}
         params["port0"] = port
         return {"table": PATH_SET, "match": {"meta.route.path_set_id": ident},
                 "action": "StellarIngress.routing.set_members", "params": params}

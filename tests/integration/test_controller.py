@@ -139,3 +139,33 @@ def test_link_failure_marks_ports_down_and_rewrites_only_affected_path_sets(lab_
     assert {p[f"port{i}"] for i in range(p["count"])} == {9}
     # path sets not involving the failed link are untouched
     assert all(n in ("leaf1", "leaf2", "leaf3", "leaf4", "spine2") for n, _ in changed)
+
+
+def _uplink_sets(controller, sim, leaf):
+    return {r.path_set: path_set_params(sim, leaf, r.path_set) for r in controller.plans[leaf].routes
+            if controller.plans[leaf].path_set(r.path_set).slots[0].via.startswith("spine")}
+
+
+def test_the_first_reading_marks_members_measured_even_when_it_equals_the_rendered_level(lab_sim, controller):
+    # Rendered: uplink members unmeasured (the data plane moves no flow off them), levels 0.
+    before = _uplink_sets(controller, lab_sim, "leaf1")
+    assert before and all(p["measured"] == 0 for p in before.values())
+    controller.step(now_us=10)  # an idle fabric: every reading 0, i.e. the rendered levels
+    after = _uplink_sets(controller, lab_sim, "leaf1")
+    for ps, p in after.items():
+        assert [p[f"level{i}"] for i in range(8)] == [before[ps][f"level{i}"] for i in range(8)] == [0] * 8
+        assert p["measured"] == (1 << p["count"]) - 1, ps  # written anyway: the bits are new
+    # Control: a second identical reading changes nothing, so nothing is written.
+    written = controller.writes
+    controller.step(now_us=20)
+    assert controller.writes == written
+
+
+def test_a_failover_repush_makes_the_changed_members_unmeasured_until_the_next_reading(lab_sim, controller):
+    controller.step(now_us=10)
+    controller.handle_link_failure("leaf1", "spine2", [("leaf1", 10), ("spine2", 1)])
+    ps = leaf2_set_id(controller.plans["leaf1"])
+    assert path_set_params(lab_sim, "leaf1", ps)["measured"] == 0  # members moved: levels unknown
+    controller.step(now_us=20)
+    params = path_set_params(lab_sim, "leaf1", ps)
+    assert params["measured"] == (1 << params["count"]) - 1

@@ -103,7 +103,7 @@ def test_read_back_sees_a_stale_path_set(lab):
     lab.sim.switch("leaf1").insert_entry(PATH_SET, {"meta.route.path_set_id": 77},
                                          "StellarIngress.routing.set_members",
                                          {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)},
-                                          **{f"level{i}": 0 for i in range(8)}})
+                                          **{f"level{i}": 0 for i in range(8)}, "measured": 0})
     problems = read_back(lab, docs)
     assert list(problems) == ["leaf1"] and any("77" in line for line in problems["leaf1"])
 
@@ -225,7 +225,7 @@ def test_controller_restart_converges_and_removes_drift(lab):
     lab.sim.switch("leaf4").insert_entry(PATH_SET, {"meta.route.path_set_id": 99},
                                          "StellarIngress.routing.set_members",
                                          {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)},
-                                          **{f"level{i}": 0 for i in range(8)}})
+                                          **{f"level{i}": 0 for i in range(8)}, "measured": 0})
     sessions = {name: SwitchSession(addr, lab.fabric.switches[name].device_id, lab.program.p4info,
                                     election_id=(0, 3), name=name).connect()
                 for name, addr in lab.addresses.items()}

@@ -208,13 +208,16 @@ class Leaf:
                              f"{EGR}.ecn.set_ecn_params", params)
 
     def set_path_set(self, path_set_id: int, ports: Sequence[int], levels: Sequence[int] = (),
-                     *, ecmp: bool = False, modify: bool = False) -> None:
-        """routing.path_set: members, controller congestion levels (us-equivalent), mode."""
+                     *, ecmp: bool = False, modify: bool = False, measured: Optional[int] = None) -> None:
+        """routing.path_set: members, controller congestion levels (us-equivalent), mode.
+        ``measured``: bit i = level i comes from the controller's measurement; default every
+        member, as after the controller's first poll (0 = as rendered for uplinks: unknown)."""
         assert 1 <= len(ports) <= 8
         params: dict[str, int] = {"count": len(ports), "ecmp": int(ecmp)}
         for i in range(8):
             params[f"port{i}"] = ports[i] if i < len(ports) else 0
             params[f"level{i}"] = levels[i] if i < len(levels) else 0
+        params["measured"] = (1 << len(ports)) - 1 if measured is None else measured
         write = self.sw.modify_entry if modify else self.sw.insert_entry
         write(f"{ING}.routing.path_set", {"meta.route.path_set_id": path_set_id},
               f"{ING}.routing.set_members", params)

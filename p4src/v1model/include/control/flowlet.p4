@@ -22,6 +22,12 @@
  *                  of the queue they may still sit in downstream (e.g. a
  *                  spine's congested downlink), so the margin grows by it:
  *                  a move then cannot overtake them there either.
+ *                  A level the controller has never measured (its
+ *                  routing.path_set `measured` bit clear: rendered, or reset
+ *                  by a failover re-push) is unknown, not 0: no move off
+ *                  that member proves anything downstream, so none is made
+ *                  until the first measured level arrives.
+ *   Gap moves need the same proof ("drained", order guard GAP_DRAIN).
  * (b) lets a flow leave a congested port as soon as doing so cannot reorder
  * it here, instead of waiting out a worst-case timeout.  Mice are not moved
  * at drain points (pinned), only at gaps.
@@ -152,9 +158,12 @@ control Flowlet(inout headers_t hdr,
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
             /* Drained: every packet of the flow has left this switch, at least
-             * the margin plus the old member's downstream level ago. */
+             * the margin plus the old member's downstream level ago, and that
+             * level was measured (an unmeasured member's downstream queue is
+             * unknown: its rendered level 0 proves nothing). */
             bit<1> drained = 0;
-            if (meta.flow.departed_seq == meta.flow.last_seq &&
+            if (meta.path.cur_measured == 1 &&
+                meta.flow.departed_seq == meta.flow.last_seq &&
                 now - meta.flow.departed_stamp >=
                     (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
                 drained = 1;

@@ -16,7 +16,9 @@
  *       that holds packets but had no departure for config.qdelay_max_age_us
  *       is stalled (paused, failed silently) and scores worst, never idle;
  *       one with nothing waiting and no departure for that long is idle,
- *   (c) the controller's congestion level for that member (routing.path_set),
+ *   (c) the controller's congestion level for that member (routing.path_set;
+ *       an unmeasured level counts as 0 here, since placing a new flow cannot
+ *       reorder it, but flowlet.p4 refuses to move a flow off such a member),
  *   (d) liveness (failover.p4),
  * with ties shared out by flow hash.  In ECMP mode only liveness and the hash
  * count.  Members beyond the set's count are not read at all.  This step
@@ -236,39 +238,48 @@ control PathChoice(inout headers_t hdr,
         port_t cur = meta.flow.cur_port[8:0];
         meta.path.cur_member = 1;
         meta.path.cur_level = 0;
+        meta.path.cur_measured = 0;
         if (meta.flow.known == 0) {
             meta.path.cur_member = 0;
         } else if (n > 0 && meta.route.port0 == cur) {
             meta.path.cur_score = meta.path.rank0 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level0;
+            meta.path.cur_measured = meta.route.measured[0:0];
             meta.path.cur_alive = meta.path.alive0;
         } else if (n > 1 && meta.route.port1 == cur) {
             meta.path.cur_score = meta.path.rank1 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level1;
+            meta.path.cur_measured = meta.route.measured[1:1];
             meta.path.cur_alive = meta.path.alive1;
         } else if (n > 2 && meta.route.port2 == cur) {
             meta.path.cur_score = meta.path.rank2 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level2;
+            meta.path.cur_measured = meta.route.measured[2:2];
             meta.path.cur_alive = meta.path.alive2;
         } else if (n > 3 && meta.route.port3 == cur) {
             meta.path.cur_score = meta.path.rank3 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level3;
+            meta.path.cur_measured = meta.route.measured[3:3];
             meta.path.cur_alive = meta.path.alive3;
         } else if (n > 4 && meta.route.port4 == cur) {
             meta.path.cur_score = meta.path.rank4 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level4;
+            meta.path.cur_measured = meta.route.measured[4:4];
             meta.path.cur_alive = meta.path.alive4;
         } else if (n > 5 && meta.route.port5 == cur) {
             meta.path.cur_score = meta.path.rank5 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level5;
+            meta.path.cur_measured = meta.route.measured[5:5];
             meta.path.cur_alive = meta.path.alive5;
         } else if (n > 6 && meta.route.port6 == cur) {
             meta.path.cur_score = meta.path.rank6 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level6;
+            meta.path.cur_measured = meta.route.measured[6:6];
             meta.path.cur_alive = meta.path.alive6;
         } else if (n > 7 && meta.route.port7 == cur) {
             meta.path.cur_score = meta.path.rank7 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level7;
+            meta.path.cur_measured = meta.route.measured[7:7];
             meta.path.cur_alive = meta.path.alive7;
         } else {
             meta.path.cur_member = 0;

@@ -5,7 +5,9 @@
  * leaf, one per leaf on a spine).  A job reservation (src, dst ternary) may
  * replace it with a reserved set.  The path_set table then yields up to
  * MAX_PATH_MEMBERS member ports with the controller's congestion level of
- * each and the set's mode (adaptive or plain ECMP).  Which member a flow
+ * each, a bitmap of which levels were measured (bit i = member i; a clear
+ * bit = the downstream queue is unknown, flowlet.p4 then moves no flow off
+ * that member), and the set's mode (adaptive or plain ECMP).  Which member a flow
  * uses is decided later (path_choice.p4, flowlet.p4).
  */
 #ifndef _STELLAR_CONTROL_ROUTING_P4_
@@ -63,7 +65,8 @@ control Routing(inout headers_t hdr,
                                port_t port0, port_t port1, port_t port2, port_t port3,
                                port_t port4, port_t port5, port_t port6, port_t port7,
                                bit<16> level0, bit<16> level1, bit<16> level2, bit<16> level3,
-                               bit<16> level4, bit<16> level5, bit<16> level6, bit<16> level7) {
+                               bit<16> level4, bit<16> level5, bit<16> level6, bit<16> level7,
+                               bit<8> measured) {
         meta.route.count = count;
         meta.route.ecmp = ecmp;
         meta.route.port0 = port0;
@@ -82,6 +85,7 @@ control Routing(inout headers_t hdr,
         meta.route.level5 = level5;
         meta.route.level6 = level6;
         meta.route.level7 = level7;
+        meta.route.measured = measured;
     }
 
     action drop_no_path_set() {
