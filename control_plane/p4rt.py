@@ -574,6 +574,7 @@ class SwitchSession:
         self.name = name or f"{address}#{device_id}"
         self.batch_size = batch_size
         self.timeout = timeout
+        self._credentials = credentials
         self.client = P4Client(address, credentials, wait_for_ready=False)
         self.schema: Optional[fy.P4Schema] = None
         self.codec: Optional[EntryCodec] = None
@@ -590,7 +591,25 @@ class SwitchSession:
         return P4RuntimePushError(f"switch {self.name}: cannot connect to {self.address} "
                                   f"(device id {self.device_id}): {why}")
 
+    # A session this process closed a moment ago may still hold its election id on the server
+    # (the server drops a stream when it sees the cancel, not when the client returns), so a
+    # reconnect with the same id is retried for this long before the refusal is reported.
+    ELECTION_ID_RELEASE_S = 2.0
+
     def connect(self, read_only: bool = False) -> "SwitchSession":
+        """Open the channel and arbitrate; see `_connect_once`.  An "election id already used"
+        refusal is retried for ELECTION_ID_RELEASE_S, then reported as it came."""
+        deadline = time.monotonic() + self.ELECTION_ID_RELEASE_S
+        while True:
+            try:
+                return self._connect_once(read_only)
+            except P4RuntimePushError as exc:
+                if "already used" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+                self.client = P4Client(self.address, self._credentials, wait_for_ready=False)
+
+    def _connect_once(self, read_only: bool = False) -> "SwitchSession":
         """Open the channel and arbitrate (StreamChannel); fail unless this client becomes primary.
 
         `read_only`: no stream and no arbitration (P4Runtime Reads need neither), so reading

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -560,3 +561,19 @@ def test_push_congestion_map_and_fail_link_need_no_register_access(fabric, docum
     assert report.ok and report.port_down_ms is not None, report.text()
     with session_for(lab, fabric, "spine1") as s:
         assert liveness_of(s, 1) == {"port_down"}
+
+
+def test_an_election_id_held_by_a_live_client_is_refused_and_a_closed_ones_is_reusable(fabric, lab):
+    """The spec's INVALID_ARGUMENT for a duplicate election id reaches the caller once the
+    release window (SwitchSession.ELECTION_ID_RELEASE_S) has passed; an id whose session was
+    just closed is taken again without an error (the window covers the server's release)."""
+    held = session_for(lab, fabric, "spine1", election_id=(0, 77))
+    try:
+        started = time.monotonic()
+        with pytest.raises(P4RuntimePushError, match="INVALID_ARGUMENT: election id .* already used"):
+            session_for(lab, fabric, "spine1", election_id=(0, 77))
+        assert time.monotonic() - started >= SwitchSession.ELECTION_ID_RELEASE_S
+    finally:
+        held.close()
+    for _ in range(3):  # close and reconnect at once, as push() then session_for() do
+        session_for(lab, fabric, "spine1", election_id=(0, 77)).close()
