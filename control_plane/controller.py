@@ -28,7 +28,8 @@ from typing import Callable, Optional, Protocol
 
 from control_plane import archnames, contract
 from control_plane.model import Fabric, Link, Port, Switch
-from control_plane.plan import Member, PathSet, SwitchPlan, known_downstream_mask, weighted_slots
+from control_plane.plan import (JOB_SET_BASE, Member, PathSet, SwitchPlan, known_downstream_mask,
+                                weighted_slots)
 
 PATH_SET_TABLE = "StellarIngress.routing.path_set"
 PATH_SET_ACTION = "StellarIngress.routing.set_members"
@@ -167,6 +168,21 @@ class LevelMember:
     remote: Optional[tuple[str, int]]  # (spine, port towards the destination leaf)
 
 
+def highest_level(cmap: CongestionMap, hops: list[Optional[tuple[str, int]]], headroom: float,
+                  cap: int = LEVEL_MAX) -> tuple[int, bool]:
+    """The level of a member whose traffic may take any of ``hops`` (one remote hop per
+    destination leaf its path set serves), and whether it is measured.
+
+    The level is the *highest* among the hops (``headroom`` x µs of queue delay, capped): the
+    data plane cannot tell the destinations apart within one entry, and the worst hop is the
+    safe drain margin -- the rule the TNA controller applies to a group shared by several
+    destinations.  Measured only when every hop exists and has a reading in ``cmap``: a level
+    that left a destination out could undershoot its queue, so the member stays unmeasured."""
+    level = max((min(cap, int(headroom * cmap.qdelay_us.get(h, 0))) for h in hops if h is not None), default=0)
+    measured = bool(hops) and all(h is not None and h in cmap.qdelay_us for h in hops)
+    return level, measured
+
+
 class Controller:
     """Polls telemetry and pushes congestion levels; reacts to link failures and returns.
 
@@ -202,11 +218,18 @@ class Controller:
             name: {e["match"]["meta.route.path_set_id"]: dict(e, params=dict(e["params"]))
                    for e in doc["entries"] if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
             for name, doc in documents.items()}
-        self._remote = self._remote_hops()
+        self._refresh_hops()
 
     # ------------------------------------------------------------------ topology knowledge
+    def _refresh_hops(self) -> None:
+        """The remote hops behind every leaf's routing sets (``_remote``) and job sets
+        (``_job_remote``), from the current model (after every re-plan)."""
+        self._remote = self._remote_hops()
+        self._job_remote = self._job_remote_hops()
+
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
-        """For every leaf path set: per slot, the spine port the traffic takes after the uplink."""
+        """For every leaf routing path set: per slot, the spine port the traffic takes after the
+        uplink (the TNA controller reads these too)."""
         out: dict[str, dict[int, list[LevelMember]]] = {}
         by_subnet = {s.subnet: s for s in self.fabric.leaves}
         # spine -> {leaf: the spine's port down to it}, built once (not per member: 512 GPUs have ~8k)
@@ -231,6 +254,44 @@ class Controller:
             out[name] = per_set
         return out
 
+    def _job_remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
+        """For every leaf job (reservation) path set: per slot, one ``LevelMember`` per
+        destination leaf the set serves (its reservations' destinations, in name order).
+
+        One job set can serve several destinations ("job moe to leaf2; job moe to leaf3"), so a
+        member's traffic may leave its spine by any of those leaves' downlinks; ``push_levels``
+        gives the member the highest of their levels, and its measured bit only once every one
+        of them was read (``highest_level``).  A member whose spine has no link to one of the
+        destinations (failed) has a hop ``None`` there: never measured."""
+        out: dict[str, dict[int, list[LevelMember]]] = {}
+        by_subnet = {s.subnet: s for s in self.fabric.leaves}
+        down_port = {s.name: {p.peer_switch: p.number for p in reversed(s.uplinks)} for s in self.fabric.spines}
+        for name, plan in self.plans.items():
+            if plan.switch.role != "leaf" or not plan.reservations:
+                continue
+            dests: dict[int, set[str]] = {}
+            for r in plan.reservations:
+                dest = by_subnet.get(r.dst)
+                if dest is not None and dest.name != name:
+                    dests.setdefault(r.path_set, set()).add(dest.name)
+            sets = {p.id: p for p in plan.path_sets}
+            per_set: dict[int, list[LevelMember]] = {}
+            for ps_id, leaves in sorted(dests.items()):
+                ps = sets.get(ps_id)
+                if ps is None:
+                    continue
+                members = []
+                for slot, m in enumerate(ps.slots):
+                    if m.via not in down_port:
+                        continue  # not via a spine: its downstream is known (rendered measured)
+                    for dest in sorted(leaves):
+                        down = down_port[m.via].get(dest)
+                        members.append(LevelMember(slot, (m.via, down) if down is not None else None))
+                per_set[ps_id] = members
+            if per_set:
+                out[name] = per_set
+        return out
+
     def _fabric_ports(self, switch: Switch) -> list[Port]:
         return [p for p in switch.ports.values() if p.peer_switch is not None]
 
@@ -252,28 +313,34 @@ class Controller:
         return cmap
 
     def push_levels(self, cmap: CongestionMap) -> int:
-        """MODIFY the path-set entries whose remote-hop levels moved by a quantum or more."""
+        """MODIFY the path-set entries (routing and job sets) whose remote-hop levels moved by a
+        quantum or more, or whose members gained a measured bit."""
         written = 0
-        for leaf, sets in self._remote.items():
+        for leaf in {**self._remote, **self._job_remote}:
+            sets = {**self._remote.get(leaf, {}), **self._job_remote.get(leaf, {})}
             changed = []
             for ps_id, members in sets.items():
                 entry = self._entries[leaf].get(ps_id)
                 if entry is None:
                     continue
+                hops: dict[int, list[Optional[tuple[str, int]]]] = {}
+                for m in members:
+                    hops.setdefault(m.slot, []).append(m.remote)
                 params = entry["params"]
                 new = dict(params)
-                for m in members:
-                    level = min(LEVEL_MAX, int(self.headroom * cmap.qdelay_us.get(m.remote, 0))) if m.remote else 0
-                    new[f"level{m.slot}"] = level
-                    if m.remote in cmap.qdelay_us:
-                        # a level from a histogram reading: the data plane may now trust it
-                        # for drain and gap moves (flowlet.p4; unmeasured = no move off it)
-                        new["measured"] = new.get("measured", 0) | (1 << m.slot)
+                for slot, slot_hops in hops.items():
+                    level, measured = highest_level(cmap, slot_hops, self.headroom)
+                    new[f"level{slot}"] = level
+                    if measured:
+                        # a level from a histogram reading of every hop behind the member: the
+                        # data plane may now trust it for drain and gap moves (flowlet.p4;
+                        # unmeasured = no move off it)
+                        new["measured"] = new.get("measured", 0) | (1 << slot)
                 # compared with this controller's own record of the entry, so the first reading
                 # is written even when it equals the rendered level (its measured bit is new)
                 if new.get("measured", 0) != params.get("measured", 0) or any(
-                        abs(new[f"level{m.slot}"] - params.get(f"level{m.slot}", 0)) >= self.quantum_us
-                        for m in members):
+                        abs(new[f"level{slot}"] - params.get(f"level{slot}", 0)) >= self.quantum_us
+                        for slot in hops):
                     entry["params"] = new
                     changed.append(entry)
             if changed:
@@ -284,8 +351,8 @@ class Controller:
 
     def step(self, now_us: float) -> CongestionMap:
         """One loop iteration: read the remote hops the levels depend on, push what changed."""
-        remote = {m.remote[0] for sets in self._remote.values() for ms in sets.values()
-                  for m in ms if m.remote}
+        remote = {m.remote[0] for hops in (self._remote, self._job_remote) for sets in hops.values()
+                  for ms in sets.values() for m in ms if m.remote}
         cmap = self.poll(now_us, only=remote)
         self.push_levels(cmap)
         return cmap
@@ -344,7 +411,7 @@ class Controller:
         self.failed.append((link.leaf, link.spine))
         self.fabric = self.fabric.without_links([(a, b)])
         self.plans = apply_delta(self.plans, delta, self.fabric)
-        self._remote = self._remote_hops()
+        self._refresh_hops()
         self.writes += changed_entries
         return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
@@ -365,6 +432,12 @@ class Controller:
         remaining = [k for k in self.failed if k != key]
         fabric = self.intact_fabric.without_links(remaining) if remaining else self.intact_fabric
         plans = plan_fabric(fabric, None)
+        # Job sets and reservations are not re-planned by a failure either (the data plane's
+        # liveness steers job flows off a dead member): keep them in the model, so their levels
+        # are still pushed after the return.
+        plans = {n: replace(p, path_sets=p.path_sets + [s_ for s_ in self.plans[n].path_sets if s_.id >= JOB_SET_BASE],
+                            reservations=list(self.plans[n].reservations)) if n in self.plans else p
+                 for n, p in plans.items()}
         by_switch: dict[str, list[dict]] = {}
         for switch, port in ports:
             by_switch.setdefault(switch, []).extend(contract.liveness_entries(port, down=False))
@@ -390,7 +463,7 @@ class Controller:
         self._write_all(writes, acks.append)
         finished, cpu = time.perf_counter(), time.process_time() - cpu
         self.failed, self.fabric, self.plans = remaining, fabric, plans
-        self._remote = self._remote_hops()
+        self._refresh_hops()
         self.writes += changed_entries
         return FailoverReport((a, b), list(ports), changed_entries, (finished - started) * 1e3,
                               (min(acks) - started) * 1e3 if acks else None, (computed - started) * 1e3,
@@ -424,7 +497,7 @@ class Controller:
                                     for e in doc["entries"]
                                     if e["table"] == PATH_SET_TABLE and not e.get("default_action")}
                              for name, doc in documents.items()}
-            self._remote = self._remote_hops()
+            self._refresh_hops()
         return push
 
     def _link(self, a: str, b: str) -> Link:
