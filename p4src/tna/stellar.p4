@@ -142,7 +142,7 @@ control StellarIngress(inout tna_headers_t hdr,
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
             /* data: flow state (and the drain test); feedback: departures */
             flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                          drain_margin_ns[21:6], gap_drain, ig_dprsr_md);
+                          drain_margin_ns[21:6], gap_drain);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
             /* data: the packet's bytes into its member's estimate; a new or
              * gap flow: the estimate's choice, taken in a second pass */
@@ -159,6 +159,8 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.resub.prev_ts = 0;
                 meta.resub._pad1 = 0;
                 meta.resub._pad2 = 0;
+            } else if (meta.drain_test == 1) {
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;   /* flowlet.p4 filled it */
             }
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);

@@ -130,7 +130,8 @@ def test_negative_control_a_new_flow_alone_takes_its_hash_member():
 
 def _levels(leaf: TnaLeaf, levels: list[int]) -> None:
     leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": G4}, f"{ING}.dre.set_levels",
-                         {f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))})
+                         {**{f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))},
+                          "measured": 0xFF})
 
 
 def test_the_controllers_level_keeps_new_flows_off_a_member():

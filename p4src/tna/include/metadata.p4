@@ -30,6 +30,7 @@ struct tna_ingress_metadata_t {
     bit<1>   feedback_known; /* some member of the group has reported a delay */
     bit<1>   choose;         /* a new flow or a gap: the DRE chooses (dre.p4) */
     bit<1>   drain_test;     /* this pass asks for a drain-test pass: its bytes count there */
+    bit<1>   move_refused;   /* a gap or drain move off an unmeasured member was refused (dre.p4) */
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     member_t dre_pick;

@@ -118,25 +118,76 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     DRE_MEMBER_STATE(6)
     DRE_MEMBER_STATE(7)
 
+    bit<8> ctl_measured;
+    bit<1> from_measured;
+
     action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
-                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7) {
+                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
         ctl0 = l0; ctl1 = l1; ctl2 = l2; ctl3 = l3;
         ctl4 = l4; ctl5 = l5; ctl6 = l6; ctl7 = l7;
+        ctl_measured = measured;
     }
     /* The controller's congestion level of each member of a group (from
      * its congestion map: remote congestion this switch cannot see), as
      * table action data -- controller-owned state is written as table
-     * entries, never as register writes.  Size: 256 groups. */
+     * entries, never as register writes -- and `measured`, bit k set when
+     * member k's level comes from a reading of the hop behind it (clear:
+     * rendered, or never polled; the level is then unknown, not 0).  An
+     * unmeasured member may still be chosen for a new flow, but no flow is
+     * moved off it at a gap or a drain point (the v1model rule: nothing is
+     * known about the queue its packets may still sit in downstream).
+     * The default (no entry) is unmeasured.  Size: 256 groups. */
     table levels {
         key = { meta.group: exact; }
         actions = { set_levels; }
-        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0);
+        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0, 0);
         size = 256;
+    }
+
+    action is_measured() { from_measured = 1; }
+    action not_measured() { from_measured = 0; }
+    /* Whether the member a flow would move off (`old` at a gap, `resub.cur`
+     * for a drain test, copied to `from_member`) has a measured level: bit
+     * `from_member` of `measured`, as a const table (no run-time shift). */
+    member_t from_member;
+    table measured_bit {
+        key = { ctl_measured: ternary; from_member: exact; }
+        actions = { is_measured; not_measured; }
+        default_action = not_measured();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 0): is_measured();
+            (8w0x02 &&& 8w0x02, 1): is_measured();
+            (8w0x04 &&& 8w0x04, 2): is_measured();
+            (8w0x08 &&& 8w0x08, 3): is_measured();
+            (8w0x10 &&& 8w0x10, 4): is_measured();
+            (8w0x20 &&& 8w0x20, 5): is_measured();
+            (8w0x40 &&& 8w0x40, 6): is_measured();
+            (8w0x80 &&& 8w0x80, 7): is_measured();
+        }
+        size = 8;
     }
 
     apply {
         if (meta.kind != KIND_DATA) {
             return;
+        }
+        levels.apply();
+        /* A move off a member whose level was never measured is refused:
+         * the flow stays where it is (a gap: no choice pass; a drain test:
+         * no drain pass), and this pass counts its bytes there.  New flows
+         * are not affected (placing a flow cannot reorder it). */
+        if (meta.drain_test == 1 || (meta.choose == 1 && meta.is_new == 0)) {
+            from_member = meta.old;
+            if (meta.drain_test == 1) {
+                from_member = meta.resub.cur;
+            }
+            measured_bit.apply();
+            if (from_measured == 0) {
+                meta.choose = 0;
+                meta.drain_test = 0;
+                meta.resub.setInvalid();
+                meta.move_refused = 1;
+            }
         }
         /* this packet's bytes go to its member's cell, unless this pass asks
          * for a second one (a choice or a drain test): then they go in there,
@@ -186,7 +237,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
         level4.apply(); level5.apply(); level6.apply(); level7.apply();
-        levels.apply();
         DRE_MEMBER_SCORE(0)
         DRE_MEMBER_SCORE(1)
         DRE_MEMBER_SCORE(2)

@@ -36,8 +36,7 @@ struct flow_pair_t {
 
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
-                in bit<16> margin_units, in bit<1> gap_drain,
-                inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+                in bit<16> margin_units, in bit<1> gap_drain) {
     /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
     Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
     /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
@@ -197,8 +196,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             } else if (drain_moves == 1 && meta.elephant == 1 && !meta.resub.isValid() &&
                        meta.chosen != meta.best) {
                 /* an elephant kept on a worse member: test for drain in a
-                 * second pass (its register accesses are that pass's) */
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
+                 * second pass (its register accesses are that pass's;
+                 * stellar.p4 sets the resubmit unless dre.p4 refuses the
+                 * move: its member's level was never measured) */
                 meta.drain_test = 1;
                 meta.resub.setValid();
                 meta.resub.kind = RESUB_DRAIN;
