@@ -66,7 +66,6 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
     bit<1>  drain_moves = 1;
     bit<1>  dre_on = 1;
-    bit<8>  delay_penalty = TNA_DRE_DELAY_PENALTY;
     bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
     bit<1>  gap_drain = 1;
 
@@ -77,7 +76,7 @@ control StellarIngress(inout tna_headers_t hdr,
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
         dre_on = dre_choice;
-        delay_penalty = dre_delay_penalty;
+        meta.dre_penalty = (bit<16>) dre_delay_penalty;
         drain_margin_ns = drain_margin;
         gap_drain = gap_needs_drain;
     }
@@ -114,7 +113,10 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_MALFORMED;
             } else if (!hdr.ipv4.isValid()) {
                 meta.drop = 1;
-                meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
+                meta.drop_reason = DROP_NOT_IPV4;
+                if (meta.malformed == MALFORMED_BAD_VERSION) {   /* (bf-p4c: no ?: in an action) */
+                    meta.drop_reason = DROP_MALFORMED;
+                }
             }
             if (meta.drop == 0) {
                 /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
@@ -146,7 +148,7 @@ control StellarIngress(inout tna_headers_t hdr,
             failover.apply(hdr, meta);         /* port down: mark; data: check */
             /* data: the packet's bytes into its member's estimate; a new or
              * gap flow: the estimate's choice, taken in a second pass */
-            dre.apply(hdr, meta, dre_on, meta.feedback_known, delay_penalty);
+            dre.apply(hdr, meta, dre_on, meta.feedback_known);
             if (meta.choose == 1) {
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
                 meta.resub.setValid();

@@ -34,6 +34,8 @@ struct tna_ingress_metadata_t {
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     member_t dre_pick;
+    bit<16>  dre_penalty;    /* params' dre_delay_penalty (in metadata: bf-p4c's copy of a control
+                              * argument would share the score's action) */
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;
@@ -53,6 +55,8 @@ struct tna_ingress_metadata_t {
 
 struct tna_egress_metadata_t {
     bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
+    MirrorId_t mirror_session;   /* MIRROR_SESSION_FEEDBACK, for the deparser */
+    bit<8>   mirror_pkt_type;    /* PKT_FEEDBACK, for the deparser */
     bit<1>   ipv4_options;
     bit<16>  ipv4_residual;  /* the checksum of what egress does not change */
     bit<32>  qdelay_ns;

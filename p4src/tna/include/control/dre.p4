@@ -67,7 +67,7 @@ struct dre_pair_t {
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    action set_level##k(bit<8> level) { lvl##k = level; }                      \
+    action set_level##k(bit<8> level) { lvl##k = (bit<16>) level; }                      \
     table level##k {                                                            \
         key = { meta.group: exact; q##k: range; }                               \
         actions = { set_level##k; }                                             \
@@ -77,9 +77,9 @@ struct dre_pair_t {
 
 /* The estimate's part of the choice for member k (after the tables). */
 #define DRE_MEMBER_SCORE(k)                                                     \
-    score##k = ((bit<16>) lvl##k + (bit<16>) ctl##k);                           \
+    score##k = lvl##k + ctl##k;                           \
     if (feedback_known == 1 && meta.best != k) {                                \
-        score##k = score##k + (bit<16>) delay_penalty;                          \
+        score##k = score##k + meta.dre_penalty;                          \
     }                                                                           \
     score##k = score##k << 1;                                                   \
     if (meta.hashed != k) {                                                     \
@@ -90,7 +90,7 @@ struct dre_pair_t {
     }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
-            in bit<1> dre_on, in bit<1> feedback_known, in bit<8> delay_penalty) {
+            in bit<1> dre_on, in bit<1> feedback_known) {
     bit<32> now_win;
     bit<32> elapsed;
     bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
@@ -104,10 +104,12 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
-    bit<8> lvl0; bit<8> lvl1; bit<8> lvl2; bit<8> lvl3;
-    bit<8> lvl4; bit<8> lvl5; bit<8> lvl6; bit<8> lvl7;
-    bit<8> ctl0; bit<8> ctl1; bit<8> ctl2; bit<8> ctl3;
-    bit<8> ctl4; bit<8> ctl5; bit<8> ctl6; bit<8> ctl7;
+    /* 16 bits wide, zero-extended from the 8-bit action data in the
+     * actions (bf-p4c: a cast inside the score's add needs a stage of its own) */
+    bit<16> lvl0; bit<16> lvl1; bit<16> lvl2; bit<16> lvl3;
+    bit<16> lvl4; bit<16> lvl5; bit<16> lvl6; bit<16> lvl7;
+    bit<16> ctl0; bit<16> ctl1; bit<16> ctl2; bit<16> ctl3;
+    bit<16> ctl4; bit<16> ctl5; bit<16> ctl6; bit<16> ctl7;
 
     DRE_MEMBER_STATE(0)
     DRE_MEMBER_STATE(1)
@@ -123,8 +125,8 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
 
     action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
                       bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
-        ctl0 = l0; ctl1 = l1; ctl2 = l2; ctl3 = l3;
-        ctl4 = l4; ctl5 = l5; ctl6 = l6; ctl7 = l7;
+        ctl0 = (bit<16>) l0; ctl1 = (bit<16>) l1; ctl2 = (bit<16>) l2; ctl3 = (bit<16>) l3;
+        ctl4 = (bit<16>) l4; ctl5 = (bit<16>) l5; ctl6 = (bit<16>) l6; ctl7 = (bit<16>) l7;
         ctl_measured = measured;
     }
     /* The controller's congestion level of each member of a group (from

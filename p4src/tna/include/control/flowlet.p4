@@ -11,7 +11,7 @@
  *   empty or stale slot               -> take the best member  (new)
  *   another flow active in the slot   -> hash member, slot untouched
  * A new flow with the DRE on, and a gap, are settled by a second pass
- * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `assign` writes the
+ * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `take` writes the
  * member the first pass chose (dre.p4).  A gap moves only once the flow's
  * last packet has left the old member's queue (`departed`, read in the first
  * pass), so a flow never changes (port, queue) while a packet of it is queued
@@ -29,16 +29,20 @@
  * pass touches `flows` (and `departed` at a gap), the second `departed` and
  * `flows`.
  */
-struct flow_pair_t {
-    bit<32> tag;      /* signature (31:16) | member (2:0) */
-    bit<32> ts;       /* last arrival, low 32 bits of ns */
-}
-
+/* The slot's state is two registers, each touched once per pass: bf-p4c's
+ * stateful ALU takes no slice of a register value in a condition, no
+ * concatenation or OR in its output, and at most two comparisons per action,
+ * which a paired {tag, time} cell with the gap test inside could not meet
+ * (README.md, "What bf-p4c changed"). */
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
                 in bit<16> margin_units, in bit<1> gap_drain) {
-    /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
-    Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
+    /* Per flow slot: the flow's signature (31:16, bit 31 always set) and
+     * member (2:0); 0 = empty.  Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
+    Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) flows;
+    /* Per flow slot: the last arrival of any packet hashed to the slot (ns,
+     * low 32 bits, bit 0 forced to 1 so that 0 means "never").  Size: FLOW_SLOTS. */
+    Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) arrivals;
     /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
      * the last packet that left that queue of the member's port, from the
      * feedback packets (per queue: only one queue is FIFO).
@@ -46,54 +50,37 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     Register<bit<32>, bit<16>>(65536, 0) departed;   /* bit 16: some departure recorded */
 
     bit<16> sig;
-    bit<32> offer;    /* what a new or moved flow takes: sig | best member */
+    bit<32> sig_base; /* sig ++ 16w0: the slot is this flow's iff tag - sig_base < 2^16 */
+    bit<32> offer;    /* what the slot takes (sig | member), or 0: leave it */
+    bit<32> stamp;
     bit<32> fb_departed;
-    bit<1>  drained;
 
-    /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
-     * bit 12 = a gap (the slot keeps its member), bit 9 = another flow holds the slot, bit 10 = new flow */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) touch = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] == sig) {
-                if (meta.now - v.ts < timeout_ns) {
-                    rv = v.ts[21:6] ++ v.tag[15:0];
-                } else {
-                    /* a gap: the move (if any) is written by the second pass,
-                     * once the old member is known to have drained */
-                    rv = (v.ts[21:6] ++ v.tag[15:0]) | 32w0x1000;
-                }
-                v.ts = meta.now;
-            } else if (v.tag[31:31] == 1 && meta.now - v.ts < timeout_ns) {
-                rv = 32w0x200;
-            } else {
-                v.tag = offer;
-                v.ts = meta.now;
-                rv = offer | 32w0x400;
+    /* rv: the slot's previous arrival; the slot now holds this packet's. */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            v = stamp;
+        }
+    };
+    /* First pass.  rv: the tag before this packet.  Another flow's tag (or
+     * none) is replaced by `offer` unless offer is 0 (the slot was used
+     * within the flowlet timeout: held by an active flow). */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) touch = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (v - sig_base >= 32w0x10000 && offer != 0) {
+                v = offer;
             }
         }
     };
-    /* The DRE choice's second pass: the slot takes the member chosen (if
-     * the flow still holds it). */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) assign = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] != sig) {
-                rv = 32w0x200;
-            } else {
-                v.tag = offer;
-                rv = offer;
-            }
-        }
-    };
-    /* The drain-test pass: move to the best member if the flow drained. */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) move_if_drained = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] != sig) {
-                rv = 32w0x200;
-            } else if (drained == 1) {
-                v.tag = offer;
-                rv = offer | 32w0x800;
-            } else {
-                rv = v.tag;
+    /* Second pass (a DRE choice, or a drained flow's move): the slot takes
+     * `offer` if it is still this flow's (offer 0: not drained, no move).
+     * rv: the tag before. */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) take = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (v - sig_base < 32w0x10000 && offer != 0) {
+                v = offer;
             }
         }
     };
@@ -120,15 +107,16 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             return;
         }
         sig = meta.flow_hash[31:16] | TNA_FLOW_SIG_VALID;
-        offer = sig ++ (bit<16>) meta.best;
+        sig_base = sig ++ 16w0;
+        bit<13> slot = meta.flow_hash[12:0];
         bit<32> r;
         meta.change_reason = 0xFF;
         if (meta.resub.isValid() && meta.resub.kind == RESUB_CHOOSE) {
             /* The DRE's choice (dre.p4), made in the first pass. */
-            offer = sig ++ (bit<16>) meta.resub.cur;
-            r = assign.execute(meta.flow_hash[12:0]);
-            if (r[9:9] == 1) {
-                meta.chosen = meta.hashed;
+            offer = sig_base | (bit<32>) meta.resub.cur;
+            r = take.execute(slot);
+            if (r[31:16] != sig) {
+                meta.chosen = meta.hashed;   /* the slot went to another flow */
             } else {
                 meta.chosen = meta.resub.cur;
                 if (meta.resub.is_new == 1) {
@@ -151,27 +139,49 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             bit<32> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
             bit<16> since = d[15:0] - meta.resub.prev_ts;
             bit<16> waited = meta.now[21:6] - meta.resub.prev_ts;
-            drained = 0;
+            offer = 0;
             if (d[16:16] == 1 && since < 16w0x8000 && waited >= margin_units) {
-                drained = 1;
+                offer = sig_base | (bit<32>) meta.best;
             }
-            r = move_if_drained.execute(meta.flow_hash[12:0]);
-        } else {
-            r = touch.execute(meta.flow_hash[12:0]);
-        }
-        if (r[9:9] == 1) {
-            meta.chosen = meta.hashed;
-        } else if (r[10:10] == 1) {
-            /* a new flow: the slot took the best member (offer); with the
-             * DRE on, its choice is written by a second pass */
-            meta.chosen = meta.best;
-            meta.is_new = 1;
-            if (dre_on == 1) {
-                meta.choose = 1;
+            r = take.execute(slot);
+            if (r[31:16] != sig) {
+                meta.chosen = meta.hashed;
+            } else if (offer != 0) {
+                meta.chosen = meta.best;
+                meta.change_reason = CHANGE_DRAIN;
             } else {
-                meta.change_reason = CHANGE_NEW;
+                meta.chosen = (member_t) r[2:0];
             }
-        } else if (r[12:12] == 1) {
+            return;
+        }
+        /* First pass: the slot's previous arrival, then its tag. */
+        stamp = meta.now | 1;
+        bit<32> prev = arrive.execute(slot);
+        bit<1> recent = 0;
+        if (prev != 0 && stamp - prev < timeout_ns) {
+            recent = 1;
+        }
+        offer = sig_base | (bit<32>) meta.best;
+        if (recent == 1) {
+            offer = 0;      /* used within the timeout: not free to take */
+        }
+        r = touch.execute(slot);
+        bit<16> prev_ts = prev[21:6];
+        if (r[31:16] != sig) {
+            if (recent == 1) {
+                meta.chosen = meta.hashed;   /* another active flow holds the slot */
+            } else {
+                /* a new flow: the slot took the best member (offer); with the
+                 * DRE on, its choice is written by a second pass */
+                meta.chosen = meta.best;
+                meta.is_new = 1;
+                if (dre_on == 1) {
+                    meta.choose = 1;
+                } else {
+                    meta.change_reason = CHANGE_NEW;
+                }
+            }
+        } else if (recent == 0) {
             /* a gap: the flow may move only if its packets have left the old
              * member's queue (a gap longer than the timeout is not proof when
              * the queue is longer still): the same departure test as a drain
@@ -181,7 +191,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             bit<1> gap_ok = 1;
             if (gap_drain == 1) {
                 bit<32> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
-                bit<16> since = d[15:0] - r[31:16];
+                bit<16> since = d[15:0] - prev_ts;
                 if (d[16:16] == 0 || since >= 16w0x8000) {   /* never reported: not proven */
                     gap_ok = 0;
                 }
@@ -191,10 +201,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         } else {
             meta.chosen = (member_t) r[2:0];
-            if (r[11:11] == 1) {
-                meta.change_reason = CHANGE_DRAIN;
-            } else if (drain_moves == 1 && meta.elephant == 1 && !meta.resub.isValid() &&
-                       meta.chosen != meta.best) {
+            if (drain_moves == 1 && meta.elephant == 1 && meta.chosen != meta.best) {
                 /* an elephant kept on a worse member: test for drain in a
                  * second pass (its register accesses are that pass's;
                  * stellar.p4 sets the resubmit unless dre.p4 refuses the
@@ -204,7 +211,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 meta.resub.kind = RESUB_DRAIN;
                 meta.resub.elephant = 1;
                 meta.resub.is_new = 0;
-                meta.resub.prev_ts = r[31:16];
+                meta.resub.prev_ts = prev_ts;
                 meta.resub.cur = meta.chosen;
                 meta.resub.old = 0;
                 meta.resub._pad0 = 0;
