@@ -1,15 +1,22 @@
 /*
- * flowlet.p4 (TNA) -- per-flow state and flowlet switching in one
- * RegisterAction.
+ * flowlet.p4 (TNA) -- per-flow state and flowlet switching, one
+ * RegisterAction per register per pass.
  *
  * v1model: seven registers per flow slot (signature, port, last arrival,
  * sequence numbers, departure stamp, state), read and written separately.
- * Tofino: one paired register {signature|member, last arrival} updated by
- * one RegisterAction, which decides in the stateful ALU:
- *   same flow, gap < flowlet timeout  -> keep its member
- *   same flow, gap >= timeout         -> keep it for now; a gap (below)
- *   empty or stale slot               -> take the best member  (new)
- *   another flow active in the slot   -> hash member, slot untouched
+ * Tofino: two registers per slot, `arrivals` (the last arrival of any packet
+ * in the slot) and `flows` (signature | member).  The first pass reads and
+ * restamps `arrivals`; ingress decides whether the slot was used within the
+ * flowlet timeout ("recent"), then `touch` reads `flows` and writes the new
+ * flow's tag only into a slot that is not recent:
+ *   same flow, recent                 -> keep its member
+ *   same flow, not recent             -> keep it for now; a gap (below)
+ *   another flow's (or no) tag, not recent -> take the best member  (new)
+ *   another flow's tag, recent        -> hash member, slot untouched
+ * (first design, refused by bf-p4c: one paired {tag, time} cell deciding all
+ * of this in one stateful ALU, README.md "bf-p4c").
+ * A colliding flow's packets restamp `arrivals` too, so the holder's gap can
+ * be masked (it then stays where it is: no reordering, fewer moves).
  * A new flow with the DRE on, and a gap, are settled by a second pass
  * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `take` writes the
  * member the first pass chose (dre.p4).  A gap moves only once the flow's
@@ -26,14 +33,12 @@
  * through and reports in the feedback packets -- and moves the flow if it
  * is later than the flow's previous packet and the downstream skew margin
  * has passed since that packet.  One access per register per pass: the first
- * pass touches `flows` (and `departed` at a gap), the second `departed` and
- * `flows`.
+ * pass touches `arrivals`, `flows` (and `departed` at a gap), the second
+ * `departed` (a drain test) and `flows`.
  */
-/* The slot's state is two registers, each touched once per pass: bf-p4c's
- * stateful ALU takes no slice of a register value in a condition, no
- * concatenation or OR in its output, and at most two comparisons per action,
- * which a paired {tag, time} cell with the gap test inside could not meet
- * (README.md, "What bf-p4c changed"). */
+/* Two registers: bf-p4c's stateful ALU takes no slice of a register value
+ * in a condition, no concatenation or OR in its output, and at most two
+ * comparisons per action (README.md, "bf-p4c"). */
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
                 in bit<16> margin_units, in bit<1> gap_drain) {
