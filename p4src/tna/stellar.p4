@@ -76,7 +76,8 @@ control StellarIngress(inout tna_headers_t hdr,
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
         dre_on = dre_choice;
-        meta.dre_penalty = (bit<16>) dre_delay_penalty;
+        meta.dre_penalty = (bit<16>) (dre_delay_penalty ++ 1w0);
+        meta.dre_penalty_tie = (bit<16>) (dre_delay_penalty ++ 1w1);
         drain_margin_ns = drain_margin;
         gap_drain = gap_needs_drain;
     }

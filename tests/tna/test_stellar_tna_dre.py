@@ -43,7 +43,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": G4,
                              f"q{m}": (level * width, level * width + width - 1)},
-                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
     return leaf
 
 
@@ -160,7 +160,7 @@ def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": GROUP,
                              f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + 15)},
-                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
     leaf.send(_feedback(3, 1000), port=68)
     assert leaf.best() == 1
     ports = []

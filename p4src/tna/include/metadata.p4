@@ -6,7 +6,17 @@
 #ifndef _STELLAR_TNA_METADATA_P4_
 #define _STELLAR_TNA_METADATA_P4_
 
+/* The DRE's per-member scores and partial sums (dre.p4), in metadata so
+ * that each step stays in its own table action (bf-p4c). */
+struct dre_scores_t {
+    bit<16> s0; bit<16> s1; bit<16> s2; bit<16> s3;
+    bit<16> s4; bit<16> s5; bit<16> s6; bit<16> s7;
+    bit<16> x0; bit<16> x1; bit<16> x2; bit<16> x3;
+    bit<16> x4; bit<16> x5; bit<16> x6; bit<16> x7;
+}
+
 struct tna_ingress_metadata_t {
+    dre_scores_t dre_score;
     resubmit_h resub;        /* valid on a resubmitted pass (drain test or DRE choice) */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
@@ -34,8 +44,8 @@ struct tna_ingress_metadata_t {
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     member_t dre_pick;
-    bit<16>  dre_penalty;    /* params' dre_delay_penalty (in metadata: bf-p4c's copy of a control
-                              * argument would share the score's action) */
+    bit<16>  dre_penalty_tie; /* 2 x params' dre_delay_penalty + 1 (dre.p4's score) */
+    bit<16>  dre_penalty;    /* 2 x params' dre_delay_penalty */
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;

@@ -44,13 +44,14 @@ struct dre_pair_t {
 }
 
 /* Member k's cell, its update, and table level<k>: (group, estimate of
- * member k in 64 B units) -> level, written from the port's rate.
- * Size of each level table: DRE_LEVEL_SIZE. */
+ * member k in 64 B units) -> level, written from the port's rate as TWICE
+ * the level (the score's low bit is the tie bit; bf-p4c cannot shift action
+ * data inside an add, so the controller writes it scaled).  The action adds
+ * it to x_k (below) -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
 #define DRE_MEMBER_STATE(k)                                                     \
     bit<32> add##k;                                                             \
     bit<32> est##k;    /* bytes, this and the previous window */               \
     bit<16> q##k;                                                               \
-    bit<16> score##k;                                                           \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
     RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
@@ -67,7 +68,9 @@ struct dre_pair_t {
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    action set_level##k(bit<8> level) { lvl##k = (bit<16>) level; }                      \
+    action set_level##k(bit<8> level) {                                         \
+        meta.dre_score.s##k = meta.dre_score.x##k + (bit<16>) level;            \
+    }                                                                           \
     table level##k {                                                            \
         key = { meta.group: exact; q##k: range; }                               \
         actions = { set_level##k; }                                             \
@@ -75,18 +78,27 @@ struct dre_pair_t {
         size = DRE_LEVEL_SIZE;                                                  \
     }
 
-/* The estimate's part of the choice for member k (after the tables). */
-#define DRE_MEMBER_SCORE(k)                                                     \
-    score##k = lvl##k + ctl##k;                           \
+/* score_k = 2 level_k + 2 ctl_k + (2 penalty if feedback names another
+ * member best) + (1 unless k is the flow's hash member), built so that each
+ * action does one instruction on operands already in final form (bf-p4c; a
+ * chain of statements is folded back by p4c's mid end into one
+ * multi-operand action, README.md "bf-p4c"):
+ *   pt_k  = one of four values (gateways; doubled penalty from params),
+ *   x_k   = pt_k + l_k              (the `levels` action; l_k doubled data),
+ *   s_k   = x_k + level_k           (the level<k> action; doubled data),
+ *   s_k   = 0xFFFF if k is absent or down.
+ * Scores and x_k are metadata (dre_scores_t). */
+#define DRE_MEMBER_PT(k)                                                        \
     if (feedback_known == 1 && meta.best != k) {                                \
-        score##k = score##k + meta.dre_penalty;                          \
-    }                                                                           \
-    score##k = score##k << 1;                                                   \
-    if (meta.hashed != k) {                                                     \
-        score##k = score##k | 1;                                                \
-    }                                                                           \
+        if (meta.hashed != k) { pt##k = meta.dre_penalty_tie; }                 \
+        else { pt##k = meta.dre_penalty; }                                      \
+    } else {                                                                    \
+        if (meta.hashed != k) { pt##k = 1; } else { pt##k = 0; }                \
+    }
+
+#define DRE_MEMBER_SCORE(k)                                                     \
     if (meta.count <= k || meta.alive[k:k] == 0) {                              \
-        score##k = 0xFFFF;                                                      \
+        meta.dre_score.s##k = 0xFFFF;                                           \
     }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
@@ -104,12 +116,9 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
-    /* 16 bits wide, zero-extended from the 8-bit action data in the
-     * actions (bf-p4c: a cast inside the score's add needs a stage of its own) */
-    bit<16> lvl0; bit<16> lvl1; bit<16> lvl2; bit<16> lvl3;
-    bit<16> lvl4; bit<16> lvl5; bit<16> lvl6; bit<16> lvl7;
-    bit<16> ctl0; bit<16> ctl1; bit<16> ctl2; bit<16> ctl3;
-    bit<16> ctl4; bit<16> ctl5; bit<16> ctl6; bit<16> ctl7;
+    /* pt<k>: member k's doubled penalty + tie bit (DRE_MEMBER_PT) */
+    bit<16> pt0; bit<16> pt1; bit<16> pt2; bit<16> pt3;
+    bit<16> pt4; bit<16> pt5; bit<16> pt6; bit<16> pt7;
 
     DRE_MEMBER_STATE(0)
     DRE_MEMBER_STATE(1)
@@ -125,12 +134,19 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
 
     action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
                       bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
-        ctl0 = (bit<16>) l0; ctl1 = (bit<16>) l1; ctl2 = (bit<16>) l2; ctl3 = (bit<16>) l3;
-        ctl4 = (bit<16>) l4; ctl5 = (bit<16>) l5; ctl6 = (bit<16>) l6; ctl7 = (bit<16>) l7;
+        meta.dre_score.x0 = pt0 + (bit<16>) l0;
+        meta.dre_score.x1 = pt1 + (bit<16>) l1;
+        meta.dre_score.x2 = pt2 + (bit<16>) l2;
+        meta.dre_score.x3 = pt3 + (bit<16>) l3;
+        meta.dre_score.x4 = pt4 + (bit<16>) l4;
+        meta.dre_score.x5 = pt5 + (bit<16>) l5;
+        meta.dre_score.x6 = pt6 + (bit<16>) l6;
+        meta.dre_score.x7 = pt7 + (bit<16>) l7;
         ctl_measured = measured;
     }
-    /* The controller's congestion level of each member of a group (from
-     * its congestion map: remote congestion this switch cannot see), as
+    /* The controller's congestion level of each member of a group, TWICE
+     * the level (as level<k>'s data; from its congestion map: remote
+     * congestion this switch cannot see), as
      * table action data -- controller-owned state is written as table
      * entries, never as register writes -- and `measured`, bit k set when
      * member k's level comes from a reading of the hop behind it (clear:
@@ -173,6 +189,14 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
+        DRE_MEMBER_PT(0)
+        DRE_MEMBER_PT(1)
+        DRE_MEMBER_PT(2)
+        DRE_MEMBER_PT(3)
+        DRE_MEMBER_PT(4)
+        DRE_MEMBER_PT(5)
+        DRE_MEMBER_PT(6)
+        DRE_MEMBER_PT(7)
         levels.apply();
         /* A move off a member whose level was never measured is refused:
          * the flow stays where it is (a gap: no choice pass; a drain test:
@@ -248,14 +272,14 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         DRE_MEMBER_SCORE(6)
         DRE_MEMBER_SCORE(7)
         /* the lowest score: a three-round tournament (no loops, no indexing) */
-        member_t m01 = 0; bit<16> s01 = score0;
-        if (score1 < score0) { m01 = 1; s01 = score1; }
-        member_t m23 = 2; bit<16> s23 = score2;
-        if (score3 < score2) { m23 = 3; s23 = score3; }
-        member_t m45 = 4; bit<16> s45 = score4;
-        if (score5 < score4) { m45 = 5; s45 = score5; }
-        member_t m67 = 6; bit<16> s67 = score6;
-        if (score7 < score6) { m67 = 7; s67 = score7; }
+        member_t m01 = 0; bit<16> s01 = meta.dre_score.s0;
+        if (meta.dre_score.s1 < meta.dre_score.s0) { m01 = 1; s01 = meta.dre_score.s1; }
+        member_t m23 = 2; bit<16> s23 = meta.dre_score.s2;
+        if (meta.dre_score.s3 < meta.dre_score.s2) { m23 = 3; s23 = meta.dre_score.s3; }
+        member_t m45 = 4; bit<16> s45 = meta.dre_score.s4;
+        if (meta.dre_score.s5 < meta.dre_score.s4) { m45 = 5; s45 = meta.dre_score.s5; }
+        member_t m67 = 6; bit<16> s67 = meta.dre_score.s6;
+        if (meta.dre_score.s7 < meta.dre_score.s6) { m67 = 7; s67 = meta.dre_score.s7; }
         member_t ma = m01; bit<16> sa = s01;
         if (s23 < s01) { ma = m23; sa = s23; }
         member_t mb = m45; bit<16> sb = s45;
