@@ -176,6 +176,6 @@ def test_queue_delay_and_utilisation_combine_feedback_best_takes_more_then_spill
 
 
 def test_negative_controls_delay_alone_piles_up_and_utilisation_alone_splits_evenly():
-    assert _two_uplinks_with_feedback_best(penalty=255) == Counter({3: 8})
+    assert _two_uplinks_with_feedback_best(penalty=127) == Counter({3: 8})
     even = _two_uplinks_with_feedback_best(penalty=0)
     assert even[2] == even[3] == 4, even

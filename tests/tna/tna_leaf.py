@@ -65,7 +65,7 @@ class TnaLeaf:
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
                                "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
-                               "dre_delay_penalty": dre_delay_penalty,
+                               "dre_delay_penalty": 2 * dre_delay_penalty,  # written doubled
                                "drain_margin": drain_margin_ns,
                                "gap_needs_drain": int(gap_drain)})
         sw.set_default_action(f"{ING}.dre.levels", f"{ING}.dre.set_levels",

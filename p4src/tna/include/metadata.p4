@@ -44,8 +44,8 @@ struct tna_ingress_metadata_t {
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     member_t dre_pick;
-    bit<16>  dre_penalty_tie; /* 2 x params' dre_delay_penalty + 1 (dre.p4's score) */
-    bit<16>  dre_penalty;    /* 2 x params' dre_delay_penalty */
+    bit<16>  dre_penalty_tie; /* dre_penalty + the tie bit (dre.p4's score) */
+    bit<16>  dre_penalty;    /* params' dre_delay_penalty (written doubled) */
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;
@@ -61,6 +61,9 @@ struct tna_ingress_metadata_t {
     bit<1>   eleph_report;   /* the sketch classified the flow in this packet: digest */
     bit<32>  eleph_bytes;    /* the sketch's estimate (the smaller row) */
     tstamp32_t now;
+    bit<16>  stamp16;        /* now >> 6 (64 ns units): the bridged arrival stamp */
+    bit<32>  dre_win;        /* now >> 14: the DRE window */
+    bit<32>  sketch_win;     /* now >> 20: the sketch window */
 }
 
 struct tna_egress_metadata_t {

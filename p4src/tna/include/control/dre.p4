@@ -69,7 +69,7 @@ struct dre_pair_t {
         }                                                                       \
     };                                                                          \
     action set_level##k(bit<8> level) {                                         \
-        meta.dre_score.s##k = meta.dre_score.x##k + (bit<16>) level;            \
+        meta.dre_score.s##k = meta.dre_score.s##k + (bit<16>) level;            \
     }                                                                           \
     table level##k {                                                            \
         key = { meta.group: exact; q##k: range; }                               \
@@ -83,22 +83,25 @@ struct dre_pair_t {
  * action does one instruction on operands already in final form (bf-p4c; a
  * chain of statements is folded back by p4c's mid end into one
  * multi-operand action, README.md "bf-p4c"):
- *   pt_k  = one of four values (gateways; doubled penalty from params),
- *   x_k   = pt_k + l_k              (the `levels` action; l_k doubled data),
- *   s_k   = x_k + level_k           (the level<k> action; doubled data),
- *   s_k   = 0xFFFF if k is absent or down.
- * Scores and x_k are metadata (dre_scores_t). */
+ *   s_k  = one of four values: the penalty (params, written doubled) if
+ *          feedback names another member best, + 1 unless k is the hash
+ *          member (gateways, plain sets);
+ *   s_k += l_k       (the `levels` action; the controller level, doubled);
+ *   s_k += level_k   (the level<k> action; doubled data);
+ *   s_k  = 0xFFFF if k is absent or down.
+ * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
+ * operands in one PHV group, which 24 score fields did not fit. */
 #define DRE_MEMBER_PT(k)                                                        \
     if (feedback_known == 1 && meta.best != k) {                                \
-        if (meta.hashed != k) { pt##k = meta.dre_penalty_tie; }                 \
-        else { pt##k = meta.dre_penalty; }                                      \
+        if (meta.hashed != k) { meta.dre_score.s##k = meta.dre_penalty_tie; }                 \
+        else { meta.dre_score.s##k = meta.dre_penalty; }                                      \
     } else {                                                                    \
-        if (meta.hashed != k) { pt##k = 1; } else { pt##k = 0; }                \
+        if (meta.hashed != k) { meta.dre_score.s##k = 1; } else { meta.dre_score.s##k = 0; }                \
     }
 
 #define DRE_MEMBER_SCORE(k)                                                     \
     if (meta.count <= k || meta.alive[k:k] == 0) {                              \
-        meta.dre_score.s##k = 0xFFFF;                                           \
+        meta.dre_score.s##k = 0x7FFF;                                           \
     }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
@@ -116,9 +119,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
-    /* pt<k>: member k's doubled penalty + tie bit (DRE_MEMBER_PT) */
-    bit<16> pt0; bit<16> pt1; bit<16> pt2; bit<16> pt3;
-    bit<16> pt4; bit<16> pt5; bit<16> pt6; bit<16> pt7;
 
     DRE_MEMBER_STATE(0)
     DRE_MEMBER_STATE(1)
@@ -134,14 +134,14 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
 
     action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
                       bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
-        meta.dre_score.x0 = pt0 + (bit<16>) l0;
-        meta.dre_score.x1 = pt1 + (bit<16>) l1;
-        meta.dre_score.x2 = pt2 + (bit<16>) l2;
-        meta.dre_score.x3 = pt3 + (bit<16>) l3;
-        meta.dre_score.x4 = pt4 + (bit<16>) l4;
-        meta.dre_score.x5 = pt5 + (bit<16>) l5;
-        meta.dre_score.x6 = pt6 + (bit<16>) l6;
-        meta.dre_score.x7 = pt7 + (bit<16>) l7;
+        meta.dre_score.s0 = meta.dre_score.s0 + (bit<16>) l0;
+        meta.dre_score.s1 = meta.dre_score.s1 + (bit<16>) l1;
+        meta.dre_score.s2 = meta.dre_score.s2 + (bit<16>) l2;
+        meta.dre_score.s3 = meta.dre_score.s3 + (bit<16>) l3;
+        meta.dre_score.s4 = meta.dre_score.s4 + (bit<16>) l4;
+        meta.dre_score.s5 = meta.dre_score.s5 + (bit<16>) l5;
+        meta.dre_score.s6 = meta.dre_score.s6 + (bit<16>) l6;
+        meta.dre_score.s7 = meta.dre_score.s7 + (bit<16>) l7;
         ctl_measured = measured;
     }
     /* The controller's congestion level of each member of a group, TWICE
@@ -184,6 +184,19 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         size = 8;
     }
+
+    member_t m01; member_t m23; member_t m45; member_t m67; member_t ma; member_t mb;
+    bit<16> s01; bit<16> s23; bit<16> s45; bit<16> s67; bit<16> sa; bit<16> sb;
+    bit<16> t01; bit<16> t23; bit<16> t45; bit<16> t67; bit<16> ta; bit<16> tb; bit<16> tc;
+    action diff_round1() {
+        t01 = meta.dre_score.s1 - meta.dre_score.s0; t23 = meta.dre_score.s3 - meta.dre_score.s2;
+        t45 = meta.dre_score.s5 - meta.dre_score.s4; t67 = meta.dre_score.s7 - meta.dre_score.s6;
+    }
+    table round1 { actions = { diff_round1; } const default_action = diff_round1(); size = 1; }
+    action diff_round2() { ta = s23 - s01; tb = s67 - s45; }
+    table round2 { actions = { diff_round2; } const default_action = diff_round2(); size = 1; }
+    action diff_round3() { tc = sb - sa; }
+    table round3 { actions = { diff_round3; } const default_action = diff_round3(); size = 1; }
 
     apply {
         if (meta.kind != KIND_DATA) {
@@ -230,7 +243,7 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             if (meta.chosen == 6) { add6 = len; }
             if (meta.chosen == 7) { add7 = len; }
         }
-        now_win = (bit<32>) meta.now[31:14];
+        now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
         roll = 2;
         if (elapsed == 0) {
@@ -271,20 +284,26 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         DRE_MEMBER_SCORE(5)
         DRE_MEMBER_SCORE(6)
         DRE_MEMBER_SCORE(7)
-        /* the lowest score: a three-round tournament (no loops, no indexing) */
-        member_t m01 = 0; bit<16> s01 = meta.dre_score.s0;
-        if (meta.dre_score.s1 < meta.dre_score.s0) { m01 = 1; s01 = meta.dre_score.s1; }
-        member_t m23 = 2; bit<16> s23 = meta.dre_score.s2;
-        if (meta.dre_score.s3 < meta.dre_score.s2) { m23 = 3; s23 = meta.dre_score.s3; }
-        member_t m45 = 4; bit<16> s45 = meta.dre_score.s4;
-        if (meta.dre_score.s5 < meta.dre_score.s4) { m45 = 5; s45 = meta.dre_score.s5; }
-        member_t m67 = 6; bit<16> s67 = meta.dre_score.s6;
-        if (meta.dre_score.s7 < meta.dre_score.s6) { m67 = 7; s67 = meta.dre_score.s7; }
-        member_t ma = m01; bit<16> sa = s01;
-        if (s23 < s01) { ma = m23; sa = s23; }
-        member_t mb = m45; bit<16> sb = s45;
-        if (s67 < s45) { mb = m67; sb = s67; }
+        /* the lowest score: a three-round tournament (no loops, no
+         * indexing); each "b < a" is the sign bit of b - a, computed in a
+         * keyless table (a gateway compares a field with a constant only;
+         * scores stay below 2^15, 0x7FFF = unusable) */
+        round1.apply();
+        m01 = 0; s01 = meta.dre_score.s0;
+        if (t01[15:15] == 1) { m01 = 1; s01 = meta.dre_score.s1; }
+        m23 = 2; s23 = meta.dre_score.s2;
+        if (t23[15:15] == 1) { m23 = 3; s23 = meta.dre_score.s3; }
+        m45 = 4; s45 = meta.dre_score.s4;
+        if (t45[15:15] == 1) { m45 = 5; s45 = meta.dre_score.s5; }
+        m67 = 6; s67 = meta.dre_score.s6;
+        if (t67[15:15] == 1) { m67 = 7; s67 = meta.dre_score.s7; }
+        round2.apply();
+        ma = m01; sa = s01;
+        if (ta[15:15] == 1) { ma = m23; sa = s23; }
+        mb = m45; sb = s45;
+        if (tb[15:15] == 1) { mb = m67; sb = s67; }
+        round3.apply();
         meta.dre_pick = ma;
-        if (sb < sa) { meta.dre_pick = mb; }
+        if (tc[15:15] == 1) { meta.dre_pick = mb; }
     }
 }

@@ -59,6 +59,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<32> offer;    /* what the slot takes (sig | member), or 0: leave it */
     bit<32> stamp;
     bit<32> fb_departed;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
 
     /* rv: the slot's previous arrival; the slot now holds this packet's. */
     RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
@@ -101,6 +102,28 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
+    /* Two-field comparisons as the sign of a difference computed in a
+     * keyless table (see elephant.p4: gateway width, mid-end folding). */
+    bit<32> prev;
+    bit<32> age;
+    bit<32> left;
+    bit<32> dep;
+    bit<16> since;
+    bit<16> waited;
+    bit<16> wait_left;
+    action diff_age() { age = stamp - prev; }
+    table arrival_age { actions = { diff_age; } const default_action = diff_age(); size = 1; }
+    action diff_left() { left = age - timeout_ns; }
+    table age_left { actions = { diff_left; } const default_action = diff_left(); size = 1; }
+    action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; waited = meta.stamp16 - meta.resub.prev_ts; }
+    table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
+    bit<16> gap_prev;
+    bit<16> gap_since;
+    action diff_gap() { gap_since = dep[15:0] - gap_prev; }
+    table gap_times { actions = { diff_gap; } const default_action = diff_gap(); size = 1; }
+    action diff_wait() { wait_left = waited - margin_units; }
+    table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
+
     apply {
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
@@ -142,10 +165,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * packet that arrived up to 64 ns before the flow's previous one
              * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
             bit<32> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
-            bit<16> since = d[15:0] - meta.resub.prev_ts;
-            bit<16> waited = meta.now[21:6] - meta.resub.prev_ts;
+            dep = d;
+            drain_times.apply();
+            drain_wait.apply();
             offer = 0;
-            if (d[16:16] == 1 && since < 16w0x8000 && waited >= margin_units) {
+            if (d[16:16] == 1 && since[15:15] == 0 && wait_left[15:15] == 0) {   /* waited >= margin */
                 offer = sig_base | (bit<32>) meta.best;
             }
             r = take.execute(slot);
@@ -161,9 +185,13 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         /* First pass: the slot's previous arrival, then its tag. */
         stamp = meta.now | 1;
-        bit<32> prev = arrive.execute(slot);
+        prev = arrive.execute(slot);
         bit<1> recent = 0;
-        if (prev != 0 && stamp - prev < timeout_ns) {
+        /* age < timeout as sign bits (bf-p4c: a gateway cannot compare two
+         * 32-bit fields): exact for ages and timeouts below 2^31 ns */
+        arrival_age.apply();
+        age_left.apply();
+        if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
             recent = 1;
         }
         offer = sig_base | (bit<32>) meta.best;
@@ -171,7 +199,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             offer = 0;      /* used within the timeout: not free to take */
         }
         r = touch.execute(slot);
-        bit<16> prev_ts = prev[21:6];
+        bit<16> prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
         if (r[31:16] != sig) {
             if (recent == 1) {
                 meta.chosen = meta.hashed;   /* another active flow holds the slot */
@@ -195,9 +223,10 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             meta.chosen = meta.old;
             bit<1> gap_ok = 1;
             if (gap_drain == 1) {
-                bit<32> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
-                bit<16> since = d[15:0] - prev_ts;
-                if (d[16:16] == 0 || since >= 16w0x8000) {   /* never reported: not proven */
+                dep = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
+                gap_prev = prev_ts;
+                gap_times.apply();
+                if (dep[16:16] == 0 || gap_since[15:15] == 1) {   /* never reported: not proven */
                     gap_ok = 0;
                 }
             }
@@ -219,9 +248,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 meta.resub.prev_ts = prev_ts;
                 meta.resub.cur = meta.chosen;
                 meta.resub.old = 0;
-                meta.resub._pad0 = 0;
-                meta.resub._pad1 = 0;
-                meta.resub._pad2 = 0;
+                meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+                meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
             }
         }
     }
