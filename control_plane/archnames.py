@@ -99,7 +99,8 @@ TNA = ArchNames(
     reorder_total_counter=f"{_P}{_E}.reorder.regressions",
     path_changes=f"{_P}{_I}.telemetry.path_changes", elephant_packets=f"{_P}{_I}.telemetry.elephants",
     drops=f"{_P}{_I}.telemetry.drops", malformed=f"{_P}{_I}.telemetry.malformed",
-    level_table=f"{_P}{_I}.dre.levels", level_action=f"{_I}.dre.set_levels", level_max=0xFF,
+    level_table=f"{_P}{_I}.dre.levels", level_action=f"{_I}.dre.set_levels",
+    level_max=0x7F,  # written as 2 x level into 8 bits (p4src/CONTRACT.md section 9)
     liveness="register", alive_register=contract.TNA_ALIVE_REGISTER,
     topology_tables=frozenset({f"{_P}{_I}.routing.lpm", f"{_P}{_I}.routing.reservation",
                                f"{_P}{_I}.member_port.members", f"{_P}{_I}.path_choice.hash_member",

@@ -356,7 +356,7 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TI}.dre.set_level{k}": _params(("level", 8)),
     }, None, 4096) for k in range(TNA_MEMBERS)),
     Table(_tna(f"{_TI}.dre.levels"), (KeyField("meta.group", "exact", 8),), {
-        f"{_TI}.dre.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)]),
+        f"{_TI}.dre.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)], ("measured", 8)),
     }, None, 256),
     Table(_tna(f"{_TI}.qos.dscp_class"), (KeyField("hdr.ipv4.dscp", "exact", 6),), {
         f"{_TI}.qos.set_class": _params(("traffic_class", 2)),

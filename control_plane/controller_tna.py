@@ -38,7 +38,7 @@ import time
 from typing import Callable, Optional
 
 from control_plane import archnames, contract, render_tna
-from control_plane.controller import CongestionMap, Controller, FailoverReport
+from control_plane.controller import CongestionMap, Controller, FailoverReport, highest_level
 from control_plane.linkstate import EntryDelta, entry_delta
 from control_plane.model import Fabric
 from control_plane.p4rt import Change
@@ -95,6 +95,11 @@ class TnaController(Controller):
             levels[name] = {e["match"]["meta.group"]: kept.get(e["match"]["meta.group"]) or dict(e, params=dict(e["params"]))
                             for e in doc["entries"] if e["table"] == self.names.level_table}
         self._levels = levels
+        # the measured bits each group was rendered with: a re-plan's groups start from these
+        self._rendered_measured = {
+            name: {e["match"]["meta.group"]: e["params"].get("measured", 0)
+                   for e in doc["entries"] if e["table"] == self.names.level_table}
+            for name, doc in self._docs.items()}
         self._port_member = {
             name: {e["match"]["hdr.port_down.port_num"]: (e["params"]["group"], e["params"]["member"],
                                                           e["params"]["clear_mask"])
@@ -103,33 +108,50 @@ class TnaController(Controller):
 
     # ------------------------------------------------------------------ levels
     def group_levels(self, cmap: CongestionMap) -> dict[str, dict[int, dict[str, int]]]:
-        """Per leaf and group, the ``l0..l7`` the congestion map asks for (the highest level
-        among the destinations that share the group; 0 where the member has no remote hop)."""
+        """Per leaf and group, the ``set_levels`` parameters the congestion map asks for: ``l<k>``
+        = 2 x member k's level (the program's encoding: the score's low bit is its tie bit), the
+        level the highest among the destinations that share the group (``highest_level``), and
+        ``measured`` = the rendered bits (members with nothing queued downstream) plus those of
+        members whose every remote hop has a reading in this map."""
         cap = self.names.level_max
         out: dict[str, dict[int, dict[str, int]]] = {}
         for leaf, sets in self._remote.items():
             of_set = self._group_of.get(leaf, {})
-            per_group = out.setdefault(leaf, {})
+            hops: dict[int, dict[int, list]] = {}
             for ps_id, members in sets.items():
                 group = of_set.get(ps_id)
                 if group is None or group not in self._levels.get(leaf, {}):
                     continue
-                levels = per_group.setdefault(group, {f"l{k}": 0 for k in range(8)})
                 for m in members:
-                    if m.remote:
-                        level = min(cap, int(self.headroom * cmap.qdelay_us.get(m.remote, 0)))
-                        levels[f"l{m.slot}"] = max(levels[f"l{m.slot}"], level)
+                    hops.setdefault(group, {}).setdefault(m.slot, []).append(m.remote)
+            per_group = out.setdefault(leaf, {})
+            for group, slots in hops.items():
+                params = {f"l{k}": 0 for k in range(8)}
+                measured = self._rendered_measured.get(leaf, {}).get(group, 0)
+                for slot, remotes in slots.items():
+                    remotes = [r for r in remotes if r is not None]  # None: the destination is next
+                    if not remotes:
+                        continue  # nothing downstream to read: the rendered bit stands
+                    level, known = highest_level(cmap, remotes, self.headroom, cap)
+                    params[f"l{slot}"] = 2 * level
+                    if known:
+                        measured |= 1 << slot
+                params["measured"] = measured
+                per_group[group] = params
         return out
 
     def push_levels(self, cmap: CongestionMap) -> int:
-        """MODIFY the ``dre.levels`` entries whose levels moved by a quantum or more."""
+        """MODIFY the ``dre.levels`` entries whose levels moved by a quantum or more, or whose
+        measured bits changed (so the first reading is written even when it equals the rendered 0:
+        until then no gap or drain move leaves those members)."""
         written = 0
         for leaf, groups in self.group_levels(cmap).items():
             changed = []
             for group, new in groups.items():
                 entry = self._levels[leaf][group]
                 old = entry["params"]
-                if any(abs(new[k] - old.get(k, 0)) >= self.quantum_us for k in new):
+                moved = any(abs(new[k] - old.get(k, 0)) >= 2 * self.quantum_us for k in new if k != "measured")
+                if moved or new["measured"] != old.get("measured", 0):
                     entry["params"] = dict(new)
                     changed.append(entry)
             if changed:

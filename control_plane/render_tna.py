@@ -26,14 +26,16 @@ import jinja2
 
 from . import contract
 from .model import Fabric
-from .plan import SwitchPlan
+from .plan import SwitchPlan, known_downstream_mask
 from .render import RenderError, _ports, _render_switch, _tenants, class_context
 
 FULL = (1 << 16) - 1
 
 
-def groups_of(plan: SwitchPlan) -> tuple[list[dict[str, Any]], dict[int, int]]:
-    """Groups (deduplicated path sets, ids 1..) and the map path-set id -> group id."""
+def groups_of(plan: SwitchPlan, fabric: Fabric | None = None) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """Groups (deduplicated path sets, ids 1..) and the map path-set id -> group id.  With the
+    fabric, each group also carries the ``measured`` bitmap it is rendered with (members whose
+    next hop is a host or a leaf: known without a reading; the v1model rule of routing.path_set)."""
     by_ports: dict[tuple[int, ...], dict[str, Any]] = {}
     of_set: dict[int, int] = {}
     for path_set in plan.path_sets:
@@ -41,7 +43,8 @@ def groups_of(plan: SwitchPlan) -> tuple[list[dict[str, Any]], dict[int, int]]:
         group = by_ports.get(ports)
         if group is None:
             group = {"id": len(by_ports) + 1, "purposes": [], "ecmp": path_set.ecmp,
-                     "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(path_set.slots)]}
+                     "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(path_set.slots)],
+                     "measured": known_downstream_mask(fabric, path_set.slots) if fabric is not None else 0}
             by_ports[ports] = group
         group["purposes"].append(path_set.purpose)
         of_set[path_set.id] = group["id"]
@@ -100,7 +103,7 @@ def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]
 def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     switch = plan.switch
     dp = fabric.dataplane
-    groups, of_set = groups_of(plan)
+    groups, of_set = groups_of(plan, fabric)
     capacity = {n: p.capacity_gbps for n, p in switch.ports.items()}
     liveness: dict[int, dict[str, int]] = {}
     for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it

@@ -51,6 +51,13 @@ control StellarIngress(inout tna_headers_t hdr,
                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;
+    /* The clock's slices that the blocks use (the bridged stamp, the DRE
+     * window, the sketch window), taken through identity hashes: copied as
+     * slices, bf-p4c must keep every copy bit-aligned with the clock, and
+     * those alignments, chained through the other copies, did not fit the PHV. */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) stamp_of;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) dre_window_of;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sketch_window_of;
 
     Routing() routing;
     PathChoice() path_choice;
@@ -67,7 +74,6 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
     bit<1>  drain_moves = 1;
     bit<1>  dre_on = 1;
-    bit<8>  delay_penalty = TNA_DRE_DELAY_PENALTY;
     bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
     bit<1>  gap_drain = 1;
 
@@ -78,7 +84,7 @@ control StellarIngress(inout tna_headers_t hdr,
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
         dre_on = dre_choice;
-        delay_penalty = dre_delay_penalty;
+        meta.dre_penalty = (bit<16>) dre_delay_penalty;   /* written doubled, as the DRE levels */
         drain_margin_ns = drain_margin;
         gap_drain = gap_needs_drain;
     }
@@ -96,6 +102,9 @@ control StellarIngress(inout tna_headers_t hdr,
 
     apply {
         meta.now = ig_prsr_md.global_tstamp[31:0];
+        meta.stamp16 = stamp_of.get({ig_prsr_md.global_tstamp[21:6]});
+        meta.dre_win = dre_window_of.get({ig_prsr_md.global_tstamp[31:14]});
+        meta.sketch_win = sketch_window_of.get({ig_prsr_md.global_tstamp[31:20]});
         meta.change_reason = 0xFF;
         /* Three kinds of packet reach ingress: a port-down packet from the
          * packet generator, a feedback packet recirculated from egress (both
@@ -107,7 +116,15 @@ control StellarIngress(inout tna_headers_t hdr,
             meta.kind = KIND_FEEDBACK;
         } else {
             meta.kind = KIND_DATA;
+            /* The bridged header's fields are written where their values are
+             * made, one per action (header.p4 says why). */
+            hdr.bridged.setValid();
+            hdr.bridged.pkt_type = PKT_BRIDGED;
+            hdr.bridged._pad2 = 0;
+            hdr.bridged.is_roce = 0;
             params.apply();
+            meta.dre_penalty_tie = meta.dre_penalty | 1;   /* (its own instruction: bf-p4c) */
+            hdr.bridged.ingress_ts = meta.stamp16;
             /* sanity: truncated or non-IPv4 input is counted and dropped */
             if (ig_prsr_md.parser_err != 0) {
                 meta.malformed = MALFORMED_OTHER;
@@ -115,12 +132,16 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_MALFORMED;
             } else if (!hdr.ipv4.isValid()) {
                 meta.drop = 1;
-                meta.drop_reason = meta.malformed == MALFORMED_BAD_VERSION ? DROP_MALFORMED : DROP_NOT_IPV4;
+                meta.drop_reason = DROP_NOT_IPV4;
+                if (meta.malformed == MALFORMED_BAD_VERSION) {   /* (bf-p4c: no ?: in an action) */
+                    meta.drop_reason = DROP_MALFORMED;
+                }
             }
             if (meta.drop == 0) {
                 /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
                 if (hdr.bth.isValid()) {
                     meta.is_roce = 1;
+                    hdr.bridged.is_roce = 1;
                     meta.l4 = (bit<32>) hdr.bth.dest_qp;
                 } else if (hdr.udp.isValid()) {
                     meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
@@ -130,12 +151,15 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
                                                hdr.ipv4.protocol, meta.l4});
                 routing.apply(hdr, meta);
+                hdr.bridged.group = meta.group;
             }
             if (meta.drop == 0) {
                 qos.apply(hdr, meta);
+                hdr.bridged.traffic_class = meta.traffic_class;
             }
             if (meta.drop == 0) {
                 elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
+                hdr.bridged.elephant = meta.elephant;
                 queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
             }
         }
@@ -143,39 +167,34 @@ control StellarIngress(inout tna_headers_t hdr,
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
             /* data: flow state (and the drain test); feedback: departures */
             flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                          drain_margin_ns[21:6], gap_drain, ig_dprsr_md);
+                          (bit<16>) (drain_margin_ns >> 6), gap_drain);
             failover.apply(hdr, meta);         /* port down: mark; data: check */
             /* data: the packet's bytes into its member's estimate; a new or
              * gap flow: the estimate's choice, taken in a second pass */
-            dre.apply(hdr, meta, dre_on, meta.feedback_known, delay_penalty);
+            dre.apply(hdr, meta, dre_on, meta.feedback_known);
             if (meta.choose == 1) {
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
                 meta.resub.setValid();
                 meta.resub.kind = RESUB_CHOOSE;
                 meta.resub.elephant = meta.elephant;
-                meta.resub._pad0 = 0;
                 meta.resub.is_new = meta.is_new;
                 meta.resub.cur = meta.dre_pick;
                 meta.resub.old = meta.old;
                 meta.resub.prev_ts = 0;
-                meta.resub._pad1 = 0;
-                meta.resub._pad2 = 0;
+                meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+                meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
+            } else if (meta.drain_test == 1) {
+                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;   /* flowlet.p4 filled it */
             }
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);
             }
         }
         if (meta.kind != KIND_DATA) {
+            hdr.bridged.setInvalid();
             ig_dprsr_md.drop_ctl = 1;          /* consumed */
         } else if (meta.drop == 0) {
-            hdr.bridged.setValid();
-            hdr.bridged.pkt_type = PKT_BRIDGED;
-            hdr.bridged.traffic_class = meta.traffic_class;
-            hdr.bridged.elephant = meta.elephant;
-            hdr.bridged.is_roce = meta.is_roce;
-            hdr.bridged.group = meta.group;
             hdr.bridged.member = meta.chosen;
-            hdr.bridged.ingress_ts = meta.now[21:6];
             if (meta.eleph_report == 1) {
                 /* the first pass (the one that ran the sketch), also when it
                  * is resubmitted: the digest is the deparser's, not the TM's */

@@ -90,7 +90,9 @@ def test_levels_steer_new_flows_off_a_congested_remote_hop(program, fabric) -> N
     cmap = CongestionMap(0.0, {("spine1", 2): 50})
     assert ctl.push_levels(cmap) == 3            # leaf1, leaf3, leaf4: their group 1
     (entry,) = leaf1.table_entries(archnames.TNA.level_table)
-    assert entry.params["l0"] == 100 and entry.params["l1"] == 0   # headroom 2 x 50 us
+    # headroom 2 x 50 us = level 100, written doubled (the program's encoding); not measured yet:
+    # member 0's group also serves leaf3 and leaf4, whose hops this map has not read
+    assert entry.params["l0"] == 200 and entry.params["l1"] == 0 and entry.params["measured"] == 0
     assert set(new_flows(leaf1, 200)) == {10}
     # a quiet repeat writes nothing; a map below the quantum writes nothing either
     assert ctl.push_levels(cmap) == 0
@@ -102,9 +104,28 @@ def test_levels_steer_new_flows_off_a_congested_remote_hop(program, fabric) -> N
 def test_a_shared_group_takes_the_worst_destination_per_member(program, fabric) -> None:
     _, ctl = build(program, fabric)
     levels = ctl.group_levels(CongestionMap(0.0, {("spine1", 2): 10, ("spine1", 3): 40, ("spine2", 4): 7}))
-    assert levels["leaf1"][1]["l0"] == 80 and levels["leaf1"][1]["l1"] == 14
+    assert levels["leaf1"][1]["l0"] == 160 and levels["leaf1"][1]["l1"] == 28   # 2 x level
     capped = ctl.group_levels(CongestionMap(0.0, {("spine1", 2): 10_000}))
-    assert capped["leaf1"][1]["l0"] == 255           # 8-bit levels on TNA
+    assert capped["leaf1"][1]["l0"] == 254           # level 127, doubled into 8 bits
+
+
+def test_measured_bits_need_every_destination_read_and_the_first_reading_is_written(program, fabric) -> None:
+    """A member's measured bit (no gap or drain move leaves an unmeasured member) is set once
+    every remote hop behind it has a reading, and that first all-zero reading is written even
+    though its levels equal the rendered 0s.  Negative control: a map missing one destination's
+    hop leaves the bit clear."""
+    switches, ctl = build(program, fabric)
+    leaf1 = switches["leaf1"]
+    (rendered,) = leaf1.table_entries(archnames.TNA.level_table)
+    assert rendered.params["measured"] == 0          # both uplinks via spines: unknown
+    spine_ports = {(s, p) for s in ("spine1", "spine2") for p in (1, 2, 3, 4)}   # down to leaf1..4
+    partial = CongestionMap(0.0, {h: 0 for h in spine_ports - {("spine2", 4)}})
+    assert ctl.group_levels(partial)["leaf1"][1]["measured"] == 0b01   # spine2 lacks leaf4's hop
+    full = CongestionMap(0.0, {h: 0 for h in spine_ports})
+    assert ctl.push_levels(full) == 4                # all zeros, but the bits are news (4 leaves)
+    (entry,) = leaf1.table_entries(archnames.TNA.level_table)
+    assert entry.params["measured"] == 0b11 and entry.params["l0"] == 0
+    assert ctl.push_levels(full) == 0                # a repeat writes nothing
 
 
 def test_poll_reads_the_tna_queue_delay_histogram(program, fabric) -> None:

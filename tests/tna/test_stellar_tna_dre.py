@@ -43,7 +43,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": G4,
                              f"q{m}": (level * width, level * width + width - 1)},
-                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
     return leaf
 
 
@@ -130,7 +130,8 @@ def test_negative_control_a_new_flow_alone_takes_its_hash_member():
 
 def _levels(leaf: TnaLeaf, levels: list[int]) -> None:
     leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": G4}, f"{ING}.dre.set_levels",
-                         {f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))})
+                         {**{f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))},
+                          "measured": 0xFF})
 
 
 def test_the_controllers_level_keeps_new_flows_off_a_member():
@@ -159,7 +160,7 @@ def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": GROUP,
                              f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + 15)},
-                            f"{ING}.dre.set_level{m}", {"level": level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
     leaf.send(_feedback(3, 1000), port=68)
     assert leaf.best() == 1
     ports = []
@@ -175,6 +176,6 @@ def test_queue_delay_and_utilisation_combine_feedback_best_takes_more_then_spill
 
 
 def test_negative_controls_delay_alone_piles_up_and_utilisation_alone_splits_evenly():
-    assert _two_uplinks_with_feedback_best(penalty=255) == Counter({3: 8})
+    assert _two_uplinks_with_feedback_best(penalty=127) == Counter({3: 8})
     even = _two_uplinks_with_feedback_best(penalty=0)
     assert even[2] == even[3] == 4, even

@@ -146,14 +146,14 @@ def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
     return P, Q
 
 
-def _drain_run(drain: bool, target: int = 1,
-               margin_ns: int = 0) -> tuple[list[tuple[int, int]], int, int, int]:
+def _drain_run(drain: bool, target: int = 1, margin_ns: int = 0,
+               measured: int = 0xFF) -> tuple[list[tuple[int, int]], int, int, int]:
     """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left
     (250 us after psn 3), well within the 1 ms flowlet timeout.  Returns (port, psn) in
     departure order."""
     from scapy.all import Ether
     leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain,
-                   drain_margin_ns=margin_ns)
+                   drain_margin_ns=margin_ns, measured=measured)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)                               # t=10 us
@@ -188,11 +188,11 @@ def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
 
 
-def _gap_run(gap_drain: bool) -> tuple[list[tuple[int, int]], int, int, int]:
+def _gap_run(gap_drain: bool, measured: int = 0xFF) -> tuple[list[tuple[int, int]], int, int, int]:
     """A zero flowlet timeout: every packet is at a gap.  psn 3 arrives while psn 2 is
     queued on P; psn 4 after both left."""
     from scapy.all import Ether
-    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain)
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain, measured=measured)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)
@@ -214,6 +214,90 @@ def test_a_gap_move_waits_until_the_flow_drained():
 def test_negative_control_a_gap_move_without_the_drain_test_reorders():
     order, P, Q, gap_moves = _gap_run(gap_drain=False)
     assert order[:3] == [(P, 1), (Q, 3), (P, 2)]
+
+
+# The controller's level of a member is its estimate of the queue behind it downstream; a
+# level it never measured (no dre.levels entry, or the `measured` bit clear) is unknown, not 0.
+# No flow moves off such a member at a drain point or a gap (the v1model rule); new flows are
+# still placed by the DRE.  `measured` below is the bitmap over members (P = member 0 or 1).
+
+def _member_bit(port: int) -> int:
+    return 1 << {2: 0, 3: 1}[port]
+
+
+def test_a_drain_move_off_an_unmeasured_member_is_refused():
+    order, P, Q, drain_moves = _drain_run(drain=True, measured=0)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+
+
+def test_only_the_member_the_flow_leaves_must_be_measured():
+    # Q (the member it would move to) measured, P not: refused; P measured, Q not: moves
+    _, P, Q, _ = _drain_run(drain=True)
+    order, _, _, drain_moves = _drain_run(drain=True, measured=_member_bit(Q))
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+    order, _, _, drain_moves = _drain_run(drain=True, measured=_member_bit(P))
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
+
+
+def test_a_gap_move_off_an_unmeasured_member_is_refused():
+    order, P, Q, gap_moves = _gap_run(gap_drain=True, measured=0)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and gap_moves == 0
+
+
+def test_new_flows_are_placed_on_unmeasured_members():
+    leaf = TnaLeaf(measured=0)
+    leaf.congest(2, 50)
+    leaf.congest(3, 1)
+    assert set(_new_flow_ports(leaf, range(100, 116))) == {3}
+    assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_NEW) >= 16
+
+
+def test_a_refused_drain_test_takes_no_second_pass_and_counts_its_bytes_once():
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, measured=0)
+    sw = leaf.sw
+    _queue_two_then_prefer_other(leaf)
+    before = sw.stats["resubmitted"]
+    sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))      # would take a drain-test pass if P were measured
+    assert sw.stats["resubmitted"] == before
+    assert leaf.counter(f"{ING}.telemetry.moves_refused", 0) >= 1
+    size = len(roce("10.0.1.1", DST, 7, 3)) - 14
+    assert _dre_bytes(leaf) == 4 * size
+
+
+def _arrivals_behind_a_congested_downlink(measured: int) -> list[int]:
+    """The drain scenario, with the next hop modelled as a fixed extra delay: P's spine holds
+    its packets 300 us in a congested downlink (what a measured level would report), Q's
+    none.  Returns the psns in the order they reach the destination."""
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, elephant_bytes=100, measured=measured)
+    sw = leaf.sw
+    P, Q = _queue_two_then_prefer_other(leaf)
+    arrivals: list[tuple[float, int]] = []
+
+    def run(us: int) -> None:
+        for _ in range(us):
+            sw.advance(1)
+            for port, frame in leaf.out():
+                arrivals.append((sw.now_us + (300 if port == P else 0), Ether(frame)["BTH"].psn))
+
+    run(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))
+    run(250)
+    leaf.send(roce("10.0.1.1", DST, 7, 4))
+    run(500)
+    return [psn for _, psn in sorted(arrivals)]
+
+
+def test_refusing_moves_off_unmeasured_members_keeps_the_flow_in_order_downstream():
+    assert _arrivals_behind_a_congested_downlink(measured=0) == [1, 2, 3, 4]
+
+
+def test_negative_control_a_move_off_a_member_believed_idle_reorders_downstream():
+    # the hole: the rendered level 0 taken as a measurement lets psn 4 overtake psn 3
+    # (psn 4, moved to the idle Q at 260 us, even overtakes psn 1 and 2 held at P's spine)
+    order = _arrivals_behind_a_congested_downlink(measured=0xFF)
+    assert sorted(order) == [1, 2, 3, 4] and order.index(4) < order.index(3)
 
 
 def test_a_flow_moved_while_packets_are_queued_is_reordered():
@@ -292,6 +376,7 @@ def _gap_without_feedback(gap_drain: bool) -> tuple[int, int]:
     first = leaf.flow_port(7)
     member = {2: 0, 3: 1}[first]
     levels = {f"l{i}": 0 for i in range(8)}
+    levels["measured"] = 0xFF                   # (this test is about departures)
     levels[f"l{member}"] = 200                  # the controller now steers away from it
     leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": GROUP}, f"{ING}.dre.set_levels",
                          levels)

@@ -78,7 +78,8 @@ def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
             if levels is not None:
                 ups.append(c.table_entry("pipe.StellarIngress.dre.levels", {"meta.group": 1},
                                          "StellarIngress.dre.set_levels",
-                                         {f"l{i}": v for i, v in enumerate(levels)}))
+                                         {**{f"l{i}": v for i, v in enumerate(levels)},
+                                          "measured": 0xFF}))
             for e in ups:
                 c.write(update("INSERT", table_entry=e))
         finally:

@@ -55,16 +55,21 @@ class TnaLeaf:
                  elephant_bytes: int = 1 << 31, feedback: bool = True,
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
-                 gap_drain: bool = True) -> None:
+                 gap_drain: bool = True, measured: int = 0xFF) -> None:
+        """``measured``: dre.levels' bitmap of members whose controller level was measured
+        (the program's default, no entry, is none: no gap or drain move off any member); the
+        leaf is set up as after the controller's first poll unless a test says otherwise."""
         self.sw = p4sim.Switch(program(target), priority_queues=8)
         self._probe_groups: set[int] = set()
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
                                "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
-                               "dre_delay_penalty": dre_delay_penalty,
+                               "dre_delay_penalty": 2 * dre_delay_penalty,  # written doubled
                                "drain_margin": drain_margin_ns,
                                "gap_needs_drain": int(gap_drain)})
+        sw.set_default_action(f"{ING}.dre.levels", f"{ING}.dre.set_levels",
+                              {**{f"l{i}": 0 for i in range(8)}, "measured": measured})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                         f"{ING}.routing.set_group", {"group": GROUP, "count": 2})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000101, 32)},

@@ -52,7 +52,8 @@ const bit<16> TNA_FLOW_SIG_VALID = 0x8000;
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
 #define TNA_FEEDBACK_HYSTERESIS_NS 4000    /* a member must be 4 us better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
-#define TNA_DRE_DELAY_PENALTY 16           /* levels added to members feedback says are not the best */
+#define TNA_DRE_DELAY_PENALTY 32           /* 16 levels added to members feedback says are not the best,
+                                            * written doubled like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
 /* Ranges per (group, member) in each dre.level<k> table. */
 #define DRE_LEVEL_SIZE 4096

@@ -9,14 +9,20 @@
 
 /* Ingress -> egress: what egress needs from ingress, nothing else (PHV
  * and bridge bytes are scarce). */
+/* Each field is written where its value is made (stellar.p4), one per
+ * action, and has its own byte: bf-p4c allows a written container two PHV
+ * sources (or one and a constant), so one action copying all of them into
+ * shared bytes cannot be placed. */
 header bridged_h {
     bit<8>   pkt_type;       /* PKT_BRIDGED */
+    bit<7>   _pad2;
+    bit<1>   is_roce;        /* (next to pkt_type: both are set in one action) */
+    bit<6>   _pad0;
     bit<2>   traffic_class;
+    bit<7>   _pad1;
     bit<1>   elephant;
-    bit<1>   is_roce;
-    bit<4>   _pad0;
     group_t  group;
-    bit<5>   _pad1;
+    bit<5>   _pad3;
     member_t member;
     bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
 }
@@ -47,14 +53,20 @@ header feedback_h {
  * before a gap, and whether the flow is new. */
 header resubmit_h {
     bit<16>  prev_ts;
+    /* one field per byte: the first pass writes them from different PHV
+     * fields and constants in one action, and bf-p4c allows a written
+     * container two PHV sources, or one with a constant */
+    bit<6>   _pad0;
     bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE */
+    bit<7>   _pad1;
     bit<1>   elephant;       /* the first pass's verdict (the sketch counts once) */
+    bit<7>   _pad2;
     bit<1>   is_new;
-    bit<1>   _pad0;
+    bit<5>   _pad3;
     member_t cur;            /* drain: the flow's member; choose: the choice */
-    bit<5>   _pad2;
+    bit<5>   _pad4;
     member_t old;            /* choose: the member before the gap */
-    bit<32>  _pad1;
+    bit<8>   _pad5;
 }
 
 struct tna_headers_t {

@@ -6,7 +6,17 @@
 #ifndef _STELLAR_TNA_METADATA_P4_
 #define _STELLAR_TNA_METADATA_P4_
 
+/* The DRE's per-member scores and partial sums (dre.p4), in metadata so
+ * that each step stays in its own table action (bf-p4c). */
+struct dre_scores_t {
+    bit<16> s0; bit<16> s1; bit<16> s2; bit<16> s3;
+    bit<16> s4; bit<16> s5; bit<16> s6; bit<16> s7;
+    bit<16> x0; bit<16> x1; bit<16> x2; bit<16> x3;
+    bit<16> x4; bit<16> x5; bit<16> x6; bit<16> x7;
+}
+
 struct tna_ingress_metadata_t {
+    dre_scores_t dre_score;
     resubmit_h resub;        /* valid on a resubmitted pass (drain test or DRE choice) */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
     bit<1>   drop;
@@ -30,9 +40,12 @@ struct tna_ingress_metadata_t {
     bit<1>   feedback_known; /* some member of the group has reported a delay */
     bit<1>   choose;         /* a new flow or a gap: the DRE chooses (dre.p4) */
     bit<1>   drain_test;     /* this pass asks for a drain-test pass: its bytes count there */
+    bit<1>   move_refused;   /* a gap or drain move off an unmeasured member was refused (dre.p4) */
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     member_t dre_pick;
+    bit<16>  dre_penalty_tie; /* dre_penalty + the tie bit (dre.p4's score) */
+    bit<16>  dre_penalty;    /* params' dre_delay_penalty (written doubled) */
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;
@@ -48,10 +61,15 @@ struct tna_ingress_metadata_t {
     bit<1>   eleph_report;   /* the sketch classified the flow in this packet: digest */
     bit<32>  eleph_bytes;    /* the sketch's estimate (the smaller row) */
     tstamp32_t now;
+    bit<16>  stamp16;        /* now >> 6 (64 ns units): the bridged arrival stamp */
+    bit<32>  dre_win;        /* now >> 14: the DRE window */
+    bit<32>  sketch_win;     /* now >> 20: the sketch window */
 }
 
 struct tna_egress_metadata_t {
     bit<1>   feedback_copy;  /* this is the mirrored feedback packet */
+    MirrorId_t mirror_session;   /* MIRROR_SESSION_FEEDBACK, for the deparser */
+    bit<8>   mirror_pkt_type;    /* PKT_FEEDBACK, for the deparser */
     bit<1>   ipv4_options;
     bit<16>  ipv4_residual;  /* the checksum of what egress does not change */
     bit<32>  qdelay_ns;

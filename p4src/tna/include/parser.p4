@@ -75,6 +75,9 @@ parser StellarIngressParser(packet_in pkt,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        /* bf-p4c: a parser checksum adds fields in the state that extracts
+         * them; the residual is read (get) only in `options` */
+        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.ttl, hdr.ipv4.protocol});
         transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (4, 5, IP_PROTO_UDP): parse_udp;
             (4, 5, IP_PROTO_TCP): parse_tcp;
@@ -91,7 +94,6 @@ parser StellarIngressParser(packet_in pkt,
         meta.ipv4_options = 1;
         /* ~(checksum + the TTL/protocol word) = the ones'-complement sum of
          * every other word of the header, options included */
-        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.ttl, hdr.ipv4.protocol});
         meta.ipv4_residual = ipv4_residual.get();
         transition accept;
     }
@@ -183,6 +185,9 @@ parser StellarEgressParser(packet_in pkt,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        /* (added where extracted, as in ingress) */
+        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.version, hdr.ipv4.ihl,
+                           hdr.ipv4.dscp, hdr.ipv4.ecn});
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (5, IP_PROTO_UDP): parse_udp;
             (5, _): accept;
@@ -193,8 +198,6 @@ parser StellarEgressParser(packet_in pkt,
      * the rest, options included, is the residual. */
     state options {
         meta.ipv4_options = 1;
-        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.version, hdr.ipv4.ihl,
-                           hdr.ipv4.dscp, hdr.ipv4.ecn});
         meta.ipv4_residual = ipv4_residual.get();
         transition accept;
     }
@@ -222,8 +225,10 @@ control StellarEgressDeparser(packet_out pkt,
     apply {
         /* the copy for ingress: the port and its queue delay */
         if (eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK) {
-            feedback.emit<feedback_mirror_h>(MIRROR_SESSION_FEEDBACK,
-                {PKT_FEEDBACK, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
+            /* session and type from metadata: bf-p4c takes no non-zero
+             * constants in a mirror field list */
+            feedback.emit<feedback_mirror_h>(meta.mirror_session,
+                {meta.mirror_pkt_type, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
                  (bit<8>) eg_intr_md.egress_qid});
         }
         if (meta.ipv4_options == 1) {

@@ -44,13 +44,14 @@ struct dre_pair_t {
 }
 
 /* Member k's cell, its update, and table level<k>: (group, estimate of
- * member k in 64 B units) -> level, written from the port's rate.
- * Size of each level table: DRE_LEVEL_SIZE. */
+ * member k in 64 B units) -> level, written from the port's rate as TWICE
+ * the level (the score's low bit is the tie bit; bf-p4c cannot shift action
+ * data inside an add, so the controller writes it scaled).  The action adds
+ * it to x_k (below) -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
 #define DRE_MEMBER_STATE(k)                                                     \
     bit<32> add##k;                                                             \
     bit<32> est##k;    /* bytes, this and the previous window */               \
     bit<16> q##k;                                                               \
-    bit<16> score##k;                                                           \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
     RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
@@ -67,7 +68,9 @@ struct dre_pair_t {
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    action set_level##k(bit<8> level) { lvl##k = level; }                      \
+    action set_level##k(bit<8> level) {                                         \
+        meta.dre_score.s##k = meta.dre_score.s##k + (bit<16>) level;            \
+    }                                                                           \
     table level##k {                                                            \
         key = { meta.group: exact; q##k: range; }                               \
         actions = { set_level##k; }                                             \
@@ -75,22 +78,34 @@ struct dre_pair_t {
         size = DRE_LEVEL_SIZE;                                                  \
     }
 
-/* The estimate's part of the choice for member k (after the tables). */
-#define DRE_MEMBER_SCORE(k)                                                     \
-    score##k = ((bit<16>) lvl##k + (bit<16>) ctl##k);                           \
+/* score_k = 2 level_k + 2 ctl_k + (2 penalty if feedback names another
+ * member best) + (1 unless k is the flow's hash member), built so that each
+ * action does one instruction on operands already in final form (bf-p4c; a
+ * chain of statements is folded back by p4c's mid end into one
+ * multi-operand action, README.md "bf-p4c"):
+ *   s_k  = one of four values: the penalty (params, written doubled) if
+ *          feedback names another member best, + 1 unless k is the hash
+ *          member (gateways, plain sets);
+ *   s_k += l_k       (the `levels` action; the controller level, doubled);
+ *   s_k += level_k   (the level<k> action; doubled data);
+ *   s_k  = 0xFFFF if k is absent or down.
+ * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
+ * operands in one PHV group, which 24 score fields did not fit. */
+#define DRE_MEMBER_PT(k)                                                        \
     if (feedback_known == 1 && meta.best != k) {                                \
-        score##k = score##k + (bit<16>) delay_penalty;                          \
-    }                                                                           \
-    score##k = score##k << 1;                                                   \
-    if (meta.hashed != k) {                                                     \
-        score##k = score##k | 1;                                                \
-    }                                                                           \
+        if (meta.hashed != k) { meta.dre_score.s##k = meta.dre_penalty_tie; }                 \
+        else { meta.dre_score.s##k = meta.dre_penalty; }                                      \
+    } else {                                                                    \
+        if (meta.hashed != k) { meta.dre_score.s##k = 1; } else { meta.dre_score.s##k = 0; }                \
+    }
+
+#define DRE_MEMBER_SCORE(k)                                                     \
     if (meta.count <= k || meta.alive[k:k] == 0) {                              \
-        score##k = 0xFFFF;                                                      \
+        meta.dre_score.s##k = 0x7FFF;                                           \
     }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
-            in bit<1> dre_on, in bit<1> feedback_known, in bit<8> delay_penalty) {
+            in bit<1> dre_on, in bit<1> feedback_known) {
     bit<32> now_win;
     bit<32> elapsed;
     bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
@@ -104,10 +119,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
-    bit<8> lvl0; bit<8> lvl1; bit<8> lvl2; bit<8> lvl3;
-    bit<8> lvl4; bit<8> lvl5; bit<8> lvl6; bit<8> lvl7;
-    bit<8> ctl0; bit<8> ctl1; bit<8> ctl2; bit<8> ctl3;
-    bit<8> ctl4; bit<8> ctl5; bit<8> ctl6; bit<8> ctl7;
 
     DRE_MEMBER_STATE(0)
     DRE_MEMBER_STATE(1)
@@ -118,25 +129,104 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     DRE_MEMBER_STATE(6)
     DRE_MEMBER_STATE(7)
 
+    bit<8> ctl_measured;
+    bit<1> from_measured;
+
     action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
-                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7) {
-        ctl0 = l0; ctl1 = l1; ctl2 = l2; ctl3 = l3;
-        ctl4 = l4; ctl5 = l5; ctl6 = l6; ctl7 = l7;
+                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
+        meta.dre_score.s0 = meta.dre_score.s0 + (bit<16>) l0;
+        meta.dre_score.s1 = meta.dre_score.s1 + (bit<16>) l1;
+        meta.dre_score.s2 = meta.dre_score.s2 + (bit<16>) l2;
+        meta.dre_score.s3 = meta.dre_score.s3 + (bit<16>) l3;
+        meta.dre_score.s4 = meta.dre_score.s4 + (bit<16>) l4;
+        meta.dre_score.s5 = meta.dre_score.s5 + (bit<16>) l5;
+        meta.dre_score.s6 = meta.dre_score.s6 + (bit<16>) l6;
+        meta.dre_score.s7 = meta.dre_score.s7 + (bit<16>) l7;
+        ctl_measured = measured;
     }
-    /* The controller's congestion level of each member of a group (from
-     * its congestion map: remote congestion this switch cannot see), as
+    /* The controller's congestion level of each member of a group, TWICE
+     * the level (as level<k>'s data; from its congestion map: remote
+     * congestion this switch cannot see), as
      * table action data -- controller-owned state is written as table
-     * entries, never as register writes.  Size: 256 groups. */
+     * entries, never as register writes -- and `measured`, bit k set when
+     * member k's level comes from a reading of the hop behind it (clear:
+     * rendered, or never polled; the level is then unknown, not 0).  An
+     * unmeasured member may still be chosen for a new flow, but no flow is
+     * moved off it at a gap or a drain point (the v1model rule: nothing is
+     * known about the queue its packets may still sit in downstream).
+     * The default (no entry) is unmeasured.  Size: 256 groups. */
     table levels {
         key = { meta.group: exact; }
         actions = { set_levels; }
-        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0);
+        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0, 0);
         size = 256;
     }
+
+    action is_measured() { from_measured = 1; }
+    action not_measured() { from_measured = 0; }
+    /* Whether the member a flow would move off (`old` at a gap, `resub.cur`
+     * for a drain test, copied to `from_member`) has a measured level: bit
+     * `from_member` of `measured`, as a const table (no run-time shift). */
+    member_t from_member;
+    table measured_bit {
+        key = { ctl_measured: ternary; from_member: exact; }
+        actions = { is_measured; not_measured; }
+        default_action = not_measured();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 0): is_measured();
+            (8w0x02 &&& 8w0x02, 1): is_measured();
+            (8w0x04 &&& 8w0x04, 2): is_measured();
+            (8w0x08 &&& 8w0x08, 3): is_measured();
+            (8w0x10 &&& 8w0x10, 4): is_measured();
+            (8w0x20 &&& 8w0x20, 5): is_measured();
+            (8w0x40 &&& 8w0x40, 6): is_measured();
+            (8w0x80 &&& 8w0x80, 7): is_measured();
+        }
+        size = 8;
+    }
+
+    member_t m01; member_t m23; member_t m45; member_t m67; member_t ma; member_t mb;
+    bit<16> s01; bit<16> s23; bit<16> s45; bit<16> s67; bit<16> sa; bit<16> sb;
+    bit<16> t01; bit<16> t23; bit<16> t45; bit<16> t67; bit<16> ta; bit<16> tb; bit<16> tc;
+    action diff_round1() {
+        t01 = meta.dre_score.s1 - meta.dre_score.s0; t23 = meta.dre_score.s3 - meta.dre_score.s2;
+        t45 = meta.dre_score.s5 - meta.dre_score.s4; t67 = meta.dre_score.s7 - meta.dre_score.s6;
+    }
+    table round1 { actions = { diff_round1; } const default_action = diff_round1(); size = 1; }
+    action diff_round2() { ta = s23 - s01; tb = s67 - s45; }
+    table round2 { actions = { diff_round2; } const default_action = diff_round2(); size = 1; }
+    action diff_round3() { tc = sb - sa; }
+    table round3 { actions = { diff_round3; } const default_action = diff_round3(); size = 1; }
 
     apply {
         if (meta.kind != KIND_DATA) {
             return;
+        }
+        DRE_MEMBER_PT(0)
+        DRE_MEMBER_PT(1)
+        DRE_MEMBER_PT(2)
+        DRE_MEMBER_PT(3)
+        DRE_MEMBER_PT(4)
+        DRE_MEMBER_PT(5)
+        DRE_MEMBER_PT(6)
+        DRE_MEMBER_PT(7)
+        levels.apply();
+        /* A move off a member whose level was never measured is refused:
+         * the flow stays where it is (a gap: no choice pass; a drain test:
+         * no drain pass), and this pass counts its bytes there.  New flows
+         * are not affected (placing a flow cannot reorder it). */
+        if (meta.drain_test == 1 || (meta.choose == 1 && meta.is_new == 0)) {
+            from_member = meta.old;
+            if (meta.drain_test == 1) {
+                from_member = meta.resub.cur;
+            }
+            measured_bit.apply();
+            if (from_measured == 0) {
+                meta.choose = 0;
+                meta.drain_test = 0;
+                meta.resub.setInvalid();
+                meta.move_refused = 1;
+            }
         }
         /* this packet's bytes go to its member's cell, unless this pass asks
          * for a second one (a choice or a drain test): then they go in there,
@@ -153,7 +243,7 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             if (meta.chosen == 6) { add6 = len; }
             if (meta.chosen == 7) { add7 = len; }
         }
-        now_win = (bit<32>) meta.now[31:14];
+        now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
         roll = 2;
         if (elapsed == 0) {
@@ -186,7 +276,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
         level4.apply(); level5.apply(); level6.apply(); level7.apply();
-        levels.apply();
         DRE_MEMBER_SCORE(0)
         DRE_MEMBER_SCORE(1)
         DRE_MEMBER_SCORE(2)
@@ -195,20 +284,26 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         DRE_MEMBER_SCORE(5)
         DRE_MEMBER_SCORE(6)
         DRE_MEMBER_SCORE(7)
-        /* the lowest score: a three-round tournament (no loops, no indexing) */
-        member_t m01 = 0; bit<16> s01 = score0;
-        if (score1 < score0) { m01 = 1; s01 = score1; }
-        member_t m23 = 2; bit<16> s23 = score2;
-        if (score3 < score2) { m23 = 3; s23 = score3; }
-        member_t m45 = 4; bit<16> s45 = score4;
-        if (score5 < score4) { m45 = 5; s45 = score5; }
-        member_t m67 = 6; bit<16> s67 = score6;
-        if (score7 < score6) { m67 = 7; s67 = score7; }
-        member_t ma = m01; bit<16> sa = s01;
-        if (s23 < s01) { ma = m23; sa = s23; }
-        member_t mb = m45; bit<16> sb = s45;
-        if (s67 < s45) { mb = m67; sb = s67; }
+        /* the lowest score: a three-round tournament (no loops, no
+         * indexing); each "b < a" is the sign bit of b - a, computed in a
+         * keyless table (a gateway compares a field with a constant only;
+         * scores stay below 2^15, 0x7FFF = unusable) */
+        round1.apply();
+        m01 = 0; s01 = meta.dre_score.s0;
+        if (t01[15:15] == 1) { m01 = 1; s01 = meta.dre_score.s1; }
+        m23 = 2; s23 = meta.dre_score.s2;
+        if (t23[15:15] == 1) { m23 = 3; s23 = meta.dre_score.s3; }
+        m45 = 4; s45 = meta.dre_score.s4;
+        if (t45[15:15] == 1) { m45 = 5; s45 = meta.dre_score.s5; }
+        m67 = 6; s67 = meta.dre_score.s6;
+        if (t67[15:15] == 1) { m67 = 7; s67 = meta.dre_score.s7; }
+        round2.apply();
+        ma = m01; sa = s01;
+        if (ta[15:15] == 1) { ma = m23; sa = s23; }
+        mb = m45; sb = s45;
+        if (tb[15:15] == 1) { mb = m67; sb = s67; }
+        round3.apply();
         meta.dre_pick = ma;
-        if (sb < sa) { meta.dre_pick = mb; }
+        if (tc[15:15] == 1) { meta.dre_pick = mb; }
     }
 }

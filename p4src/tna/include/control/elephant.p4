@@ -56,28 +56,51 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = HINT_SIZE;
     }
 
+    /* Comparisons of two 32-bit values are the sign of their difference,
+     * computed in keyless tables: a gateway reads at most 4 bytes + 12 bits
+     * of PHV, and p4c's mid end folds a subtraction written in the apply
+     * block back into the condition (it does not look into table actions).
+     * The counts stay below 2^31 bytes per window. */
+    bit<32> low;
+    bit<32> d01;
+    bit<32> over;
+    bit<32> before;
+    bit<32> over_before;
+    action diff_rows() { d01 = meta.row1 - meta.row0; }
+    table cmp_rows { actions = { diff_rows; } const default_action = diff_rows(); size = 1; }
+    action diff_threshold() { over = threshold - low; before = low - len; }
+    table over_threshold { actions = { diff_threshold; } const default_action = diff_threshold(); size = 1; }
+    action diff_before() { over_before = threshold - before; }
+    table over_before_packet { actions = { diff_before; } const default_action = diff_before(); size = 1; }
+
     apply {
         if (meta.resub.isValid()) {
             meta.elephant = meta.resub.elephant;  /* the first pass's verdict; counted once */
             return;
         }
-        epoch = (bit<32>) meta.now[31:20];
+        epoch = meta.sketch_win;
         len = (bit<32>) hdr.ipv4.total_len;
         meta.row0 = add0.execute(meta.flow_hash[10:0]);
         meta.row1 = add1.execute(meta.flow_hash[26:16]);
-        bit<32> low = meta.row0;
-        if (meta.row1 < meta.row0) {
+        /* Comparisons of two 32-bit values as the sign of their difference
+         * (bf-p4c: a gateway reads at most 4 bytes + 12 bits of PHV); the
+         * counts stay below 2^31 bytes per window. */
+        cmp_rows.apply();
+        low = meta.row0;
+        if (d01[31:31] == 1) {
             low = meta.row1;
         }
         meta.eleph_bytes = low;
+        over_threshold.apply();
+        over_before_packet.apply();
         hint.apply();
         if (meta.hint_mouse == 1) {
             meta.elephant = 0;
         } else if (meta.hint_elephant == 1) {
             meta.elephant = 1;
-        } else if (low > threshold) {
+        } else if (over[31:31] == 1) {              /* low > threshold */
             meta.elephant = 1;
-            if (low - len <= threshold) {
+            if (over_before[31:31] == 0) {          /* low - len <= threshold */
                 meta.eleph_report = 1;   /* this packet took it over the threshold */
             }
         }

@@ -43,6 +43,8 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
             now = eg_prsr_md.global_tstamp[31:0];
             if (due.execute(eg_intr_md.egress_port) == 1) {
                 eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
+                meta.mirror_session = MIRROR_SESSION_FEEDBACK;
+                meta.mirror_pkt_type = PKT_FEEDBACK;
             }
         }
     }

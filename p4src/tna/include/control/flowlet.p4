@@ -1,17 +1,24 @@
 /*
- * flowlet.p4 (TNA) -- per-flow state and flowlet switching in one
- * RegisterAction.
+ * flowlet.p4 (TNA) -- per-flow state and flowlet switching, one
+ * RegisterAction per register per pass.
  *
  * v1model: seven registers per flow slot (signature, port, last arrival,
  * sequence numbers, departure stamp, state), read and written separately.
- * Tofino: one paired register {signature|member, last arrival} updated by
- * one RegisterAction, which decides in the stateful ALU:
- *   same flow, gap < flowlet timeout  -> keep its member
- *   same flow, gap >= timeout         -> keep it for now; a gap (below)
- *   empty or stale slot               -> take the best member  (new)
- *   another flow active in the slot   -> hash member, slot untouched
+ * Tofino: two registers per slot, `arrivals` (the last arrival of any packet
+ * in the slot) and `flows` (signature | member).  The first pass reads and
+ * restamps `arrivals`; ingress decides whether the slot was used within the
+ * flowlet timeout ("recent"), then `touch` reads `flows` and writes the new
+ * flow's tag only into a slot that is not recent:
+ *   same flow, recent                 -> keep its member
+ *   same flow, not recent             -> keep it for now; a gap (below)
+ *   another flow's (or no) tag, not recent -> take the best member  (new)
+ *   another flow's tag, recent        -> hash member, slot untouched
+ * (first design, refused by bf-p4c: one paired {tag, time} cell deciding all
+ * of this in one stateful ALU, README.md "bf-p4c").
+ * A colliding flow's packets restamp `arrivals` too, so the holder's gap can
+ * be masked (it then stays where it is: no reordering, fewer moves).
  * A new flow with the DRE on, and a gap, are settled by a second pass
- * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `assign` writes the
+ * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `take` writes the
  * member the first pass chose (dre.p4).  A gap moves only once the flow's
  * last packet has left the old member's queue (`departed`, read in the first
  * pass), so a flow never changes (port, queue) while a packet of it is queued
@@ -26,20 +33,21 @@
  * through and reports in the feedback packets -- and moves the flow if it
  * is later than the flow's previous packet and the downstream skew margin
  * has passed since that packet.  One access per register per pass: the first
- * pass touches `flows` (and `departed` at a gap), the second `departed` and
- * `flows`.
+ * pass touches `arrivals`, `flows` (and `departed` at a gap), the second
+ * `departed` (a drain test) and `flows`.
  */
-struct flow_pair_t {
-    bit<32> tag;      /* signature (31:16) | member (2:0) */
-    bit<32> ts;       /* last arrival, low 32 bits of ns */
-}
-
+/* Two registers: bf-p4c's stateful ALU takes no slice of a register value
+ * in a condition, no concatenation or OR in its output, and at most two
+ * comparisons per action (README.md, "bf-p4c"). */
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
-                in bit<16> margin_units, in bit<1> gap_drain,
-                inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    /* Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
-    Register<flow_pair_t, bit<13>>(FLOW_SLOTS, {0, 0}) flows;
+                in bit<16> margin_units, in bit<1> gap_drain) {
+    /* Per flow slot: the flow's signature (31:16, bit 31 always set) and
+     * member (2:0); 0 = empty.  Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
+    Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) flows;
+    /* Per flow slot: the last arrival of any packet hashed to the slot (ns,
+     * low 32 bits, bit 0 forced to 1 so that 0 means "never").  Size: FLOW_SLOTS. */
+    Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) arrivals;
     /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
      * the last packet that left that queue of the member's port, from the
      * feedback packets (per queue: only one queue is FIFO).
@@ -47,54 +55,38 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     Register<bit<32>, bit<16>>(65536, 0) departed;   /* bit 16: some departure recorded */
 
     bit<16> sig;
-    bit<32> offer;    /* what a new or moved flow takes: sig | best member */
+    bit<32> sig_base; /* sig ++ 16w0: the slot is this flow's iff tag - sig_base < 2^16 */
+    bit<32> offer;    /* what the slot takes (sig | member), or 0: leave it */
+    bit<32> stamp;
     bit<32> fb_departed;
-    bit<1>  drained;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
 
-    /* rv: [31:16] the flow's previous arrival (ns >> 6), [2:0] its member;
-     * bit 12 = a gap (the slot keeps its member), bit 9 = another flow holds the slot, bit 10 = new flow */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) touch = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] == sig) {
-                if (meta.now - v.ts < timeout_ns) {
-                    rv = v.ts[21:6] ++ v.tag[15:0];
-                } else {
-                    /* a gap: the move (if any) is written by the second pass,
-                     * once the old member is known to have drained */
-                    rv = (v.ts[21:6] ++ v.tag[15:0]) | 32w0x1000;
-                }
-                v.ts = meta.now;
-            } else if (v.tag[31:31] == 1 && meta.now - v.ts < timeout_ns) {
-                rv = 32w0x200;
-            } else {
-                v.tag = offer;
-                v.ts = meta.now;
-                rv = offer | 32w0x400;
+    /* rv: the slot's previous arrival; the slot now holds this packet's. */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            v = stamp;
+        }
+    };
+    /* First pass.  rv: the tag before this packet.  Another flow's tag (or
+     * none) is replaced by `offer` unless offer is 0 (the slot was used
+     * within the flowlet timeout: held by an active flow). */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) touch = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (v - sig_base >= 32w0x10000 && offer != 0) {
+                v = offer;
             }
         }
     };
-    /* The DRE choice's second pass: the slot takes the member chosen (if
-     * the flow still holds it). */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) assign = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] != sig) {
-                rv = 32w0x200;
-            } else {
-                v.tag = offer;
-                rv = offer;
-            }
-        }
-    };
-    /* The drain-test pass: move to the best member if the flow drained. */
-    RegisterAction<flow_pair_t, bit<13>, bit<32>>(flows) move_if_drained = {
-        void apply(inout flow_pair_t v, out bit<32> rv) {
-            if (v.tag[31:16] != sig) {
-                rv = 32w0x200;
-            } else if (drained == 1) {
-                v.tag = offer;
-                rv = offer | 32w0x800;
-            } else {
-                rv = v.tag;
+    /* Second pass (a DRE choice, or a drained flow's move): the slot takes
+     * `offer` if it is still this flow's (offer 0: not drained, no move).
+     * rv: the tag before. */
+    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) take = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (v - sig_base < 32w0x10000 && offer != 0) {
+                v = offer;
             }
         }
     };
@@ -110,6 +102,28 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
+    /* Two-field comparisons as the sign of a difference computed in a
+     * keyless table (see elephant.p4: gateway width, mid-end folding). */
+    bit<32> prev;
+    bit<32> age;
+    bit<32> left;
+    bit<32> dep;
+    bit<16> since;
+    bit<16> waited;
+    bit<16> wait_left;
+    action diff_age() { age = stamp - prev; }
+    table arrival_age { actions = { diff_age; } const default_action = diff_age(); size = 1; }
+    action diff_left() { left = age - timeout_ns; }
+    table age_left { actions = { diff_left; } const default_action = diff_left(); size = 1; }
+    action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; waited = meta.stamp16 - meta.resub.prev_ts; }
+    table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
+    bit<16> gap_prev;
+    bit<16> gap_since;
+    action diff_gap() { gap_since = dep[15:0] - gap_prev; }
+    table gap_times { actions = { diff_gap; } const default_action = diff_gap(); size = 1; }
+    action diff_wait() { wait_left = waited - margin_units; }
+    table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
+
     apply {
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
@@ -121,15 +135,16 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             return;
         }
         sig = meta.flow_hash[31:16] | TNA_FLOW_SIG_VALID;
-        offer = sig ++ (bit<16>) meta.best;
+        sig_base = sig ++ 16w0;
+        bit<13> slot = meta.flow_hash[12:0];
         bit<32> r;
         meta.change_reason = 0xFF;
         if (meta.resub.isValid() && meta.resub.kind == RESUB_CHOOSE) {
             /* The DRE's choice (dre.p4), made in the first pass. */
-            offer = sig ++ (bit<16>) meta.resub.cur;
-            r = assign.execute(meta.flow_hash[12:0]);
-            if (r[9:9] == 1) {
-                meta.chosen = meta.hashed;
+            offer = sig_base | (bit<32>) meta.resub.cur;
+            r = take.execute(slot);
+            if (r[31:16] != sig) {
+                meta.chosen = meta.hashed;   /* the slot went to another flow */
             } else {
                 meta.chosen = meta.resub.cur;
                 if (meta.resub.is_new == 1) {
@@ -150,29 +165,56 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * packet that arrived up to 64 ns before the flow's previous one
              * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
             bit<32> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
-            bit<16> since = d[15:0] - meta.resub.prev_ts;
-            bit<16> waited = meta.now[21:6] - meta.resub.prev_ts;
-            drained = 0;
-            if (d[16:16] == 1 && since < 16w0x8000 && waited >= margin_units) {
-                drained = 1;
+            dep = d;
+            drain_times.apply();
+            drain_wait.apply();
+            offer = 0;
+            if (d[16:16] == 1 && since[15:15] == 0 && wait_left[15:15] == 0) {   /* waited >= margin */
+                offer = sig_base | (bit<32>) meta.best;
             }
-            r = move_if_drained.execute(meta.flow_hash[12:0]);
-        } else {
-            r = touch.execute(meta.flow_hash[12:0]);
-        }
-        if (r[9:9] == 1) {
-            meta.chosen = meta.hashed;
-        } else if (r[10:10] == 1) {
-            /* a new flow: the slot took the best member (offer); with the
-             * DRE on, its choice is written by a second pass */
-            meta.chosen = meta.best;
-            meta.is_new = 1;
-            if (dre_on == 1) {
-                meta.choose = 1;
+            r = take.execute(slot);
+            if (r[31:16] != sig) {
+                meta.chosen = meta.hashed;
+            } else if (offer != 0) {
+                meta.chosen = meta.best;
+                meta.change_reason = CHANGE_DRAIN;
             } else {
-                meta.change_reason = CHANGE_NEW;
+                meta.chosen = (member_t) r[2:0];
             }
-        } else if (r[12:12] == 1) {
+            return;
+        }
+        /* First pass: the slot's previous arrival, then its tag. */
+        stamp = meta.now | 1;
+        prev = arrive.execute(slot);
+        bit<1> recent = 0;
+        /* age < timeout as sign bits (bf-p4c: a gateway cannot compare two
+         * 32-bit fields): exact for ages and timeouts below 2^31 ns */
+        arrival_age.apply();
+        age_left.apply();
+        if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
+            recent = 1;
+        }
+        offer = sig_base | (bit<32>) meta.best;
+        if (recent == 1) {
+            offer = 0;      /* used within the timeout: not free to take */
+        }
+        r = touch.execute(slot);
+        bit<16> prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
+        if (r[31:16] != sig) {
+            if (recent == 1) {
+                meta.chosen = meta.hashed;   /* another active flow holds the slot */
+            } else {
+                /* a new flow: the slot took the best member (offer); with the
+                 * DRE on, its choice is written by a second pass */
+                meta.chosen = meta.best;
+                meta.is_new = 1;
+                if (dre_on == 1) {
+                    meta.choose = 1;
+                } else {
+                    meta.change_reason = CHANGE_NEW;
+                }
+            }
+        } else if (recent == 0) {
             /* a gap: the flow may move only if its packets have left the old
              * member's queue (a gap longer than the timeout is not proof when
              * the queue is longer still): the same departure test as a drain
@@ -181,9 +223,10 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             meta.chosen = meta.old;
             bit<1> gap_ok = 1;
             if (gap_drain == 1) {
-                bit<32> d = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
-                bit<16> since = d[15:0] - r[31:16];
-                if (d[16:16] == 0 || since >= 16w0x8000) {   /* never reported: not proven */
+                dep = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
+                gap_prev = prev_ts;
+                gap_times.apply();
+                if (dep[16:16] == 0 || gap_since[15:15] == 1) {   /* never reported: not proven */
                     gap_ok = 0;
                 }
             }
@@ -192,24 +235,21 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         } else {
             meta.chosen = (member_t) r[2:0];
-            if (r[11:11] == 1) {
-                meta.change_reason = CHANGE_DRAIN;
-            } else if (drain_moves == 1 && meta.elephant == 1 && !meta.resub.isValid() &&
-                       meta.chosen != meta.best) {
+            if (drain_moves == 1 && meta.elephant == 1 && meta.chosen != meta.best) {
                 /* an elephant kept on a worse member: test for drain in a
-                 * second pass (its register accesses are that pass's) */
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
+                 * second pass (its register accesses are that pass's;
+                 * stellar.p4 sets the resubmit unless dre.p4 refuses the
+                 * move: its member's level was never measured) */
                 meta.drain_test = 1;
                 meta.resub.setValid();
                 meta.resub.kind = RESUB_DRAIN;
                 meta.resub.elephant = 1;
                 meta.resub.is_new = 0;
-                meta.resub.prev_ts = r[31:16];
+                meta.resub.prev_ts = prev_ts;
                 meta.resub.cur = meta.chosen;
                 meta.resub.old = 0;
-                meta.resub._pad0 = 0;
-                meta.resub._pad1 = 0;
-                meta.resub._pad2 = 0;
+                meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+                meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
             }
         }
     }

@@ -27,7 +27,11 @@ struct best_pair_t {
 
 control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     /* Per member group: {best member, its delay}.  Size: 256 groups. */
-    Register<best_pair_t, group_t>(256, {0, SCORE_NONE}) group_best;
+    /* member 0x100 = no member has reported (a feedback packet writes a
+     * member < 8); the data packets' read returns the member field as it is
+     * (bf-p4c: a RegisterAction returns one register field or a predicate,
+     * not a constant in one branch and a field in the other). */
+    Register<best_pair_t, group_t>(256, {0x100, SCORE_NONE}) group_best;
 
     bit<32> fb_member;
     bit<32> fb_delay;
@@ -45,11 +49,7 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * (then flows are shared by hash, as ECMP) */
     RegisterAction<best_pair_t, group_t, bit<32>>(group_best) read_best = {
         void apply(inout best_pair_t v, out bit<32> rv) {
-            if (v.score == SCORE_NONE) {
-                rv = 32w0x100;
-            } else {
-                rv = v.member;
-            }
+            rv = v.member;
         }
     };
 

@@ -10,6 +10,9 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
     Counter<bit<32>, bit<8>>(REASON_SLOTS, CounterType_t.PACKETS) malformed;
     /* Packets classified elephant.  Size: 1. */
     Counter<bit<32>, bit<1>>(2, CounterType_t.PACKETS) elephants;
+    /* Gap or drain moves refused because the member the flow would leave
+     * has no measured level (dre.p4).  Size: 1. */
+    Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) moves_refused;
     apply {
         if (meta.malformed != MALFORMED_NONE) {
             malformed.count(meta.malformed);
@@ -21,6 +24,9 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
                 path_changes.count(meta.change_reason);
             }
             elephants.count(meta.elephant);
+            if (meta.move_refused == 1) {
+                moves_refused.count(0);
+            }
         }
     }
 }
