@@ -12,7 +12,7 @@ Why the TNA leaf differs (p4src/tna/README.md, block by block):
   - a path set is a *group* (8-bit id): LPM -> (group, member count); one member_port row per
     member; eight hash_member rows (flow CRC[2:0] -> member, round robin); DRE level rows from
     the render (control_plane.render_tna.dre_rows at 100 Gbps); the controller's member levels
-    in dre.levels (8 bits: v1model's levels are clamped to 255);
+    in dre.levels (written doubled in 8 bits: v1model's levels are clamped to 127);
   - every test gets fresh group ids, so the per-group registers (best member, liveness bitmap,
     DRE cells, departures) start empty in each test, as the v1model suite gives each test its
     own flows;
@@ -222,6 +222,7 @@ class TnaLeaf(Leaf):
         "malformed": "pipe.StellarIngress.telemetry.malformed",
         "path_changes": "pipe.StellarIngress.telemetry.path_changes",
         "ecn_marks": "pipe.StellarEgress.ecn.marks",
+        "qdelay_hist": "pipe.StellarEgress.telemetry.qdelay_hist",  # index port ++ bucket, as v1model's
         "elephants": "pipe.StellarIngress.telemetry.elephants",
         "elephant_digest": "pipe.StellarIngressDeparser.elephant_digest",
         "tenant_meter": "pipe.StellarIngress.qos.tenant_meter",
@@ -229,8 +230,6 @@ class TnaLeaf(Leaf):
     missing = {
         "ecn_k": "K is not adapted in the data plane on Tofino (no run-time multiply); the "
                  "controller moves the ecn.prob rows per window (p4src/tna/README.md, 'ecn')",
-        "qdelay_hist": "the TNA program keeps no per-port queue-delay histogram counter (the "
-                       "controller's congestion map on Tofino is not ported; p4src/tna/README.md)",
         "elephant_detections": "the TNA program counts packets classified elephant "
                                "(telemetry.elephants), not detections",
         "tenant_yellow": "the TNA program acts on RED only (dropped, counted as a drop reason)",
@@ -349,9 +348,9 @@ class TnaLeaf(Leaf):
                 for r in dre_rows(100.0):
                     entries.append(c.table_entry(
                         self.t_(f"{self.ING}.dre.level{m}"), {"meta.group": group, f"q{m}": (r["low"], r["high"])},
-                        f"{self.ING}.dre.set_level{m}", {"level": r["level"]}, priority=1))
+                        f"{self.ING}.dre.set_level{m}", {"level": 2 * r["level"]}, priority=1))  # doubled, as rendered
             entries.append(c.table_entry(self.t_(f"{self.ING}.dre.levels"), {"meta.group": group},
-                                         f"{self.ING}.dre.set_levels", self._levels(levels)))
+                                         f"{self.ING}.dre.set_levels", self._levels(levels, len(ports))))
             for m, port in enumerate(ports):
                 # a port reports for (and its port-down packet clears) the largest group holding it
                 entries.append(c.table_entry(self.t_(f"{self.ING}.path_choice.port_member"),
@@ -367,8 +366,12 @@ class TnaLeaf(Leaf):
             self._set_ecmp(ports, True)
 
     @staticmethod
-    def _levels(levels: Sequence[int]) -> dict[str, int]:
-        return {f"l{i}": min(255, levels[i]) if i < len(levels) else 0 for i in range(8)}
+    def _levels(levels: Sequence[int], count: int) -> dict[str, int]:
+        """dre.set_levels' data: each level written doubled (the program's encoding, capped at
+        127), every member measured (as after a controller poll; v1model's suite does the same)."""
+        params = {f"l{i}": 2 * min(127, levels[i]) if i < len(levels) else 0 for i in range(8)}
+        params["measured"] = (1 << count) - 1
+        return params
 
     def modify_path_set(self, ps: int, ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> None:
         group, known = self.groups[ps]
@@ -378,7 +381,7 @@ class TnaLeaf(Leaf):
         if len(ports) > 1:
             t.p4rt.write(update("MODIFY", table_entry=t.p4rt.table_entry(
                 self.t_(f"{self.ING}.dre.levels"), {"meta.group": group}, f"{self.ING}.dre.set_levels",
-                self._levels(levels))))
+                self._levels(levels, len(ports)))))
         if ecmp != self.ecmp:
             self._set_ecmp(ports, ecmp)
 

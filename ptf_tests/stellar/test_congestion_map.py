@@ -2,7 +2,8 @@
 histogram (counter StellarEgress.telemetry.qdelay_hist) over P4Runtime.  Counters, because
 BMv2's P4Runtime (PI) reads counters but not registers -- so these run on TARGET=bmv2 too
 (only the one that needs a controlled queue delay skips where the clock cannot be driven).
-The TNA program has no such histogram (yet): both skip there, with that reason."""
+On TNA the same counter is pipe.StellarEgress.telemetry.qdelay_hist (index port ++ bucket,
+the bucket from deq_timedelta in ns by a const range table): both run there too."""
 from __future__ import annotations
 
 import ptf.testutils as tu
