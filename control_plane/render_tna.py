@@ -15,8 +15,9 @@ Why a module of its own: the TNA program is structured differently from the v1mo
   - congestion feedback: every member port of a group with a choice reports its queue delay
     (feedback.ports, one copy per TNA_FEEDBACK_INTERVAL_NS) and its feedback packets are mapped
     back to the same (group, member) as its port-down packets (path_choice.port_member).  The
-    copies need mirror session 1 to the recirculation port, a target setting the entry document
-    cannot express: without it they go nowhere and the DRE chooses alone.
+    copies need mirror session 1 to the recirculation port, truncated: the document's
+    ``clone_sessions`` carries it (a P4Runtime CloneSessionEntry, pushed with the entries) unless
+    the fabric runs ECMP (no feedback then: flows stay on their hash member).
 """
 from __future__ import annotations
 
@@ -137,9 +138,23 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
+        "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
     return ctx, path_sets
+
+
+def feedback_sessions(fabric: Fabric, reporting: bool) -> list[dict[str, Any]]:
+    """The feedback copies' mirror session (p4src/tna: MIRROR_SESSION_FEEDBACK) to the
+    recirculation port, truncated to TNA_FEEDBACK_TRUNCATE_BYTES; none with ECMP (its baseline
+    takes no feedback) or where no port reports."""
+    if fabric.dataplane.path_mode == "ecmp" or not reporting:
+        return []
+    return [{"session_id": contract.TNA_MIRROR_SESSION_FEEDBACK,
+             "replicas": [{"egress_port": contract.TNA_RECIRC_PORT, "instance": 0}],
+             "class_of_service": 0, "packet_length_bytes": contract.TNA_FEEDBACK_TRUNCATE_BYTES,
+             "comment": f"feedback copies to the recirculation port {contract.TNA_RECIRC_PORT}, "
+                        f"truncated to {contract.TNA_FEEDBACK_TRUNCATE_BYTES} bytes"}]
 
 
 def _count(groups: list[dict[str, Any]], group_id: int) -> int:

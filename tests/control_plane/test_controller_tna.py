@@ -40,12 +40,15 @@ def fabric():
     return replace(lab, dataplane=replace(lab.dataplane, reservations=False))
 
 
-def build(program, fabric, pktgen: bool = True):
+def build(program, fabric, pktgen: bool = True, feedback: bool = False):
+    """The rendered switches.  ``feedback``: with the document's feedback mirror session (its
+    copies recirculate into each switch's own ingress); without it (the default here) these
+    tests see the DRE and the controller's levels alone."""
     rendered = render_fabric(fabric, arch="tna")
     switches = {}
     for name, doc in rendered.documents.items():
         sw = p4sim.Switch(program, priority_queues=8)
-        apply_document(sw, doc)
+        apply_document(sw, doc if feedback else dict(doc, clone_sessions=[]))
         if pktgen:
             sw.enable_pktgen_port_down(1)
         switches[name] = sw
@@ -126,6 +129,28 @@ def test_measured_bits_need_every_destination_read_and_the_first_reading_is_writ
     (entry,) = leaf1.table_entries(archnames.TNA.level_table)
     assert entry.params["measured"] == 0b11 and entry.params["l0"] == 0
     assert ctl.push_levels(full) == 0                # a repeat writes nothing
+
+
+GROUP_BEST = "pipe.StellarIngress.path_choice.group_best"
+
+
+@pytest.mark.parametrize("feedback", [True, False])
+def test_the_documents_mirror_session_brings_feedback_to_ingress(program, fabric, feedback) -> None:
+    """The rendered clone session (mirror session 1 -> port 68, 64 bytes) is what carries the
+    uplinks' feedback copies back into ingress: group 1's best-member cell learns a member.
+    Negative control: the same document without the session -- no copy is made (the session is
+    unknown), no feedback packet reaches ingress, the cell keeps "none" (0x100) and the choice
+    falls back to the DRE and the flow hash."""
+    switches, _ = build(program, fabric, feedback=feedback)
+    leaf1 = switches["leaf1"]
+    assert leaf1.clone_sessions() == ({1: ([(68, 0)], 64)} if feedback else {})
+    new_flows(leaf1, 100)
+    member = leaf1.register_read(GROUP_BEST, 1) >> 32     # the paired cell: {member, score}
+    if feedback:
+        assert leaf1.stats["mirrored"] > 0 and member < 8
+    else:
+        assert leaf1.stats["mirrored"] == 0 and leaf1.stats["unknown_clone_session"] > 0
+        assert member == 0x100
 
 
 def test_poll_reads_the_tna_queue_delay_histogram(program, fabric) -> None:
