@@ -112,27 +112,26 @@ class TnaController(Controller):
         = 2 x member k's level (the program's encoding: the score's low bit is its tie bit), the
         level the highest among the destinations that share the group (``highest_level``), and
         ``measured`` = the rendered bits (members with nothing queued downstream) plus those of
-        members whose every remote hop has a reading in this map."""
+        members whose every remote hop has a reading in this map.  Job (reservation) sets count
+        like routing sets (``member_hops``): a job group's member takes the highest level over
+        the job's destinations and its bit once every one of them was read."""
         cap = self.names.level_max
         out: dict[str, dict[int, dict[str, int]]] = {}
-        for leaf, sets in self._remote.items():
+        for leaf, sets in self.member_hops().items():   # routing and job (reservation) sets
             of_set = self._group_of.get(leaf, {})
             hops: dict[int, dict[int, list]] = {}
-            for ps_id, members in sets.items():
+            for ps_id, slots in sets.items():
                 group = of_set.get(ps_id)
                 if group is None or group not in self._levels.get(leaf, {}):
-                    continue
-                for m in members:
-                    hops.setdefault(group, {}).setdefault(m.slot, []).append(m.remote)
+                    continue  # no choice in it (one member): no dre.levels entry
+                for slot, slot_hops in slots.items():
+                    hops.setdefault(group, {}).setdefault(slot, []).extend(slot_hops)
             per_group = out.setdefault(leaf, {})
             for group, slots in hops.items():
                 params = {f"l{k}": 0 for k in range(8)}
                 measured = self._rendered_measured.get(leaf, {}).get(group, 0)
-                for slot, remotes in slots.items():
-                    remotes = [r for r in remotes if r is not None]  # None: the destination is next
-                    if not remotes:
-                        continue  # nothing downstream to read: the rendered bit stands
-                    level, known = highest_level(cmap, remotes, self.headroom, cap)
+                for slot, slot_hops in slots.items():
+                    level, known = highest_level(cmap, slot_hops, self.headroom, cap)
                     params[f"l{slot}"] = 2 * level
                     if known:
                         measured |= 1 << slot
@@ -241,7 +240,7 @@ class TnaController(Controller):
                                     for x in (delta.get(s) or EntryDelta()).inserts + (delta.get(s) or EntryDelta()).modifies)}
                      for s, lv in old_levels.items()}
         self._index(keep_levels=untouched)
-        self._remote = self._remote_hops()
+        self._refresh_hops()  # routing and job sets of the re-plan
         entries = sum(d.total for d in delta.values())
         self.writes += entries
         return FailoverReport(link, ports, entries, (finished - started) * 1e3,
