@@ -74,8 +74,11 @@ def _environment(arch: str = "v1model") -> jinja2.Environment:
                               autoescape=False, keep_trailing_newline=True)
 
 
-def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch: str = "v1model") -> RenderResult:
-    """Render every switch for `arch`'s program.  The placement is computed unless given (None = compute)."""
+def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch: str = "v1model",
+                  group_ids: Optional[dict[str, dict[tuple[int, ...], int]]] = None) -> RenderResult:
+    """Render every switch for `arch`'s program.  The placement is computed unless given (None = compute).
+    ``group_ids`` (TNA): per switch, the group-id history a re-plan keeps ids stable with
+    (render_tna.groups_of; extended in place); None numbers groups afresh."""
     if arch not in contract.ARCHES:
         raise RenderError(f"unknown architecture {arch!r} (known: {', '.join(contract.ARCHES)})")
     started = time.perf_counter()
@@ -88,7 +91,9 @@ def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch:
         documents = {name: _render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
     else:
         from . import render_tna  # the Tofino program's context (its tables differ)
-        documents = {name: render_tna.render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
+        documents = {name: render_tna.render_switch(env, fabric, plan, known_sizes,
+                                                    None if group_ids is None else group_ids.setdefault(name, {}))
+                     for name, plan in plans.items()}
     return RenderResult(documents, plans, assignment, time.perf_counter() - started)
 
 

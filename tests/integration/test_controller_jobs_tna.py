@@ -22,6 +22,7 @@ from control_plane.controller import CongestionMap, InProcessOps, make_controlle
 from control_plane.controller_tna import TnaController  # noqa: E402
 from control_plane.inprocess import apply_document  # noqa: E402
 from control_plane.render import render_fabric  # noqa: E402
+from tests.control_plane.test_controller_tna import program  # noqa: E402,F401  (the fixture)
 from tests.integration.test_controller_jobs import moe_fabric  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +30,6 @@ HIST = archnames.TNA.qdelay_hist
 LEVELS = archnames.TNA.level_table
 SRC = "10.2.1.1"   # l1g1
 DOWN = {"leaf2": 2, "leaf3": 3}   # every pod spine's port down to leaf2 / leaf3
-
-
-@pytest.fixture(scope="module")
-def program():
-    return p4sim.compile(str(ROOT / "p4src" / "tna" / "stellar.p4"), include_dirs=[str(ROOT / "p4src")],
-                         defines={"__TARGET_TOFINO__": "1"})
 
 
 @pytest.fixture(scope="module")
