@@ -359,7 +359,8 @@ from the v1model run:
   * drain: a departure is known once its feedback copy is back in ingress;
   * ECMP mode: dre_choice = 0 and no mirror session: flows stay on their hash member;
   * local failover: the packet generator's port-down packet clears failover.alive in the data
-    plane; the controller's delta is a re-render diff (groups renumber), then alive resets;
+    plane; the controller's delta is a re-render diff (group ids stable: a new member list gets
+    a new id), new groups' alive cells before routes point at them;
   * elephants: the TNA program counts elephant packets, not detections.
 """
 
