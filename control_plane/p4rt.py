@@ -72,6 +72,20 @@ REFERENCED_TABLE = "StellarIngress.routing.path_set"
 REFERENCED_KEY = "meta.route.path_set_id"
 REFERENCE_PARAM = "path_set_id"
 _REFERENCED_FIRST = (REFERENCED_TABLE,)
+# The TNA program's group rows: tables keyed by the group id, named by `group` action params
+# (routing.lpm/reservation, the port maps).  (kind of reference, param naming it).
+GROUP_KEY = "meta.group"
+_REFERENCES = (("path_set", REFERENCE_PARAM), ("group", "group"))
+
+
+def _referenced(item: Mapping[str, Any]) -> Optional[tuple[str, int]]:
+    """What a referenced entry is (("path_set"|"group", id)), or None for other entries."""
+    match = item.get("match") or {}
+    if item.get("table") == REFERENCED_TABLE and REFERENCED_KEY in match:
+        return ("path_set", contract.value_to_int(match[REFERENCED_KEY]))
+    if GROUP_KEY in match:
+        return ("group", contract.value_to_int(match[GROUP_KEY]))
+    return None
 
 
 class P4RuntimePushError(Exception):
@@ -434,26 +448,34 @@ class Diff:
 
     def phases(self, state: Optional["SwitchState"] = None) -> list[list[Change]]:
         """The write order: deletes first, then modifies, then inserts, except where that
-        would leave a dangling reference: path sets to insert go before the modifies (a
-        modified route may point at one), and a path set still named by an entry the switch
-        keeps is deleted last, after the modifies have moved that entry away."""
+        would leave a dangling reference: path sets (v1model) and group rows (TNA: entries keyed
+        by ``meta.group``) to insert go before the modifies (a modified route may point at
+        one), and one still named by an entry the switch keeps is deleted last, after the
+        modifies have moved that entry away.  Register cells (TNA: a new group's alive cell)
+        are written before the entry modifies."""
         deleted = {entry_identity(c.item) for c in self.deletes if c.kind == "entry"}
-        in_use: set[int] = set()
+        in_use: set[tuple[str, int]] = set()
         if state is not None:
             for key, entry in state.entries.items():
-                if key not in deleted and REFERENCE_PARAM in (entry.get("params") or {}):
-                    in_use.add(contract.value_to_int(entry["params"][REFERENCE_PARAM]))
+                if key in deleted:
+                    continue
+                params = entry.get("params") or {}
+                for ref, param in _REFERENCES:
+                    if param in params:
+                        in_use.add((ref, contract.value_to_int(params[param])))
 
         def still_named(change: Change) -> bool:
-            item = change.item
-            return (item.get("table") == REFERENCED_TABLE
-                    and contract.value_to_int(item.get("match", {}).get(REFERENCED_KEY, -1)) in in_use)
+            return change.kind == "entry" and _referenced(change.item) in in_use
+
+        def target(change: Change) -> bool:
+            return change.kind == "entry" and _referenced(change.item) is not None
 
         early_deletes = [c for c in self.deletes if not still_named(c)]
         late_deletes = [c for c in self.deletes if still_named(c)]
-        targets = [c for c in self.inserts if c.item.get("table") == REFERENCED_TABLE]
-        others = [c for c in self.inserts if c.item.get("table") != REFERENCED_TABLE]
-        return [phase for phase in (early_deletes, targets, self.modifies, others, late_deletes) if phase]
+        targets = [c for c in self.inserts if target(c)]
+        others = [c for c in self.inserts if not target(c)]
+        modifies = sorted(self.modifies, key=lambda c: c.kind != "register")
+        return [phase for phase in (early_deletes, targets, modifies, others, late_deletes) if phase]
 
     def summary(self) -> str:
         return f"+{len(self.inserts)} ~{len(self.modifies)} -{len(self.deletes)}"
