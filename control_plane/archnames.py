@@ -55,6 +55,8 @@ class ArchNames:
     level_max: int = 0
     liveness: str = "tables"                      # "tables" (v1model) | "register" (TNA)
     alive_register: Optional[str] = None
+    # TNA: per group {best member, its delay} that feedback packets keep (read only, for reports)
+    group_best: Optional[str] = None
     # tables whose entries follow the topology: what a link failure or return changes
     topology_tables: frozenset = frozenset()
     alive_all: int = 0xFF                         # an alive cell with every member up
@@ -102,6 +104,7 @@ TNA = ArchNames(
     level_table=f"{_P}{_I}.dre.levels", level_action=f"{_I}.dre.set_levels",
     level_max=0x7F,  # written as 2 x level into 8 bits (p4src/CONTRACT.md section 9)
     liveness="register", alive_register=contract.TNA_ALIVE_REGISTER,
+    group_best=f"{_P}{_I}.path_choice.group_best",
     topology_tables=frozenset({f"{_P}{_I}.routing.lpm", f"{_P}{_I}.routing.reservation",
                                f"{_P}{_I}.member_port.members", f"{_P}{_I}.path_choice.hash_member",
                                f"{_P}{_I}.failover.port_member", f"{_P}{_I}.elephant.hint",

@@ -392,16 +392,87 @@ TNA_ALIVE_REGISTER = _tna(f"{_TI}.failover.alive")
 TNA_REGISTERS: dict[str, tuple[Optional[str], int, int]] = {TNA_ALIVE_REGISTER: (None, 256, 8)}
 
 
+
+def _p4_const(path: Path, name: str, fallback: int) -> int:
+    """A ``const <type> NAME = <number>;`` from a P4 file (fallback when absent)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return fallback
+    found = re.search(rf"^\s*const\s+\w+\s+{name}\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;", text, flags=re.M)
+    return int(found.group(1), 0) if found else fallback
+
+
+_TNA_DEFINE_P4 = REPO / "p4src" / "tna" / "include" / "define.p4"
+# Congestion feedback (p4src/tna/include/control/feedback.p4): egress mirrors a copy of each
+# reporting uplink's packet to this session, which must send it to the recirculation port
+# (Tofino-1 pipe 0: 68), truncated: the feedback packet is built from the mirror header alone.
+TNA_MIRROR_SESSION_FEEDBACK = _p4_const(_TNA_DEFINE_P4, "MIRROR_SESSION_FEEDBACK", 1)
+TNA_RECIRC_PORT = _p4_const(_TNA_DEFINE_P4, "PKTGEN_PORT", 68)
+TNA_FEEDBACK_TRUNCATE_BYTES = 64
+
+
+@dataclass(frozen=True)
+class CloneSessionRules:
+    """What a target's P4Runtime server takes in a CloneSessionEntry (the render checks its
+    sessions against these; p4sim's server enforces the same, p4sim/p4rt/writes.py).
+
+    v1model = simple_switch_grpc (PI): ids 1..32767, class of service 0 only (PI:
+    UNIMPLEMENTED), no truncation (BMv2's PI target refuses packet_length_bytes != 0).
+    tna = Stratum on Tofino: ids 1..1015, exactly one replica with instance 0, class of
+    service 0..7 (p4sim models none but 0), truncation up to 65535 bytes."""
+    max_session_id: int
+    truncation: bool
+    one_replica: bool
+    max_class_of_service: int = 0
+
+
 @dataclass(frozen=True)
 class ArchContract:
-    """One program's contract: the tables, meters and registers the control plane writes."""
+    """One program's contract: the tables, meters and registers the control plane writes, and
+    the clone (mirror) sessions it uses (None: the program clones nothing, its documents carry
+    no clone sessions and the push leaves the switch's alone)."""
     arch: str
     tables: dict[str, Table]
     meters: dict[str, tuple[str, int]]
     registers: dict[str, tuple[Optional[str], int, int]]
+    clone_sessions: Optional[tuple[int, ...]] = None
+    clone_rules: CloneSessionRules = CloneSessionRules(32767, truncation=False, one_replica=False)
 
+
+CLONE_RULES = {"v1model": CloneSessionRules(32767, truncation=False, one_replica=False),
+               "tna": CloneSessionRules(1015, truncation=True, one_replica=True)}
 
 ARCHES: dict[str, ArchContract] = {
-    "v1model": ArchContract("v1model", TABLES, METERS, REGISTERS),
-    "tna": ArchContract("tna", TNA_TABLES, TNA_METERS, TNA_REGISTERS),
+    "v1model": ArchContract("v1model", TABLES, METERS, REGISTERS, None, CLONE_RULES["v1model"]),
+    "tna": ArchContract("tna", TNA_TABLES, TNA_METERS, TNA_REGISTERS, (TNA_MIRROR_SESSION_FEEDBACK,),
+                        CLONE_RULES["tna"]),
 }
+
+
+def check_clone_session(session: dict[str, Any], program: ArchContract) -> list[str]:
+    """Problems of one document clone session against the program and its target's rules."""
+    rules, sid = program.clone_rules, session.get("session_id")
+    problems = []
+    if program.clone_sessions is None:
+        return [f"the {program.arch} program uses no clone sessions"]
+    if sid not in program.clone_sessions:
+        problems.append(f"clone session {sid}: the program uses only {list(program.clone_sessions)}")
+    if not isinstance(sid, int) or not 0 < sid <= rules.max_session_id:
+        problems.append(f"clone session id {sid!r} outside 1..{rules.max_session_id}")
+    replicas = session.get("replicas") or []
+    if rules.one_replica and len(replicas) != 1:
+        problems.append(f"clone session {sid}: {len(replicas)} replicas; a {program.arch} mirror session has one")
+    for r in replicas:
+        if not 0 <= r.get("egress_port", -1) < 1 << 9:
+            problems.append(f"clone session {sid}: replica port {r.get('egress_port')!r} does not fit 9 bits")
+        if not 0 <= r.get("instance", 0) < (1 if rules.one_replica else 1 << 16):
+            problems.append(f"clone session {sid}: replica instance {r.get('instance')!r} not supported")
+    if len({(r.get("egress_port"), r.get("instance", 0)) for r in replicas}) != len(replicas):
+        problems.append(f"clone session {sid}: duplicate replica")
+    if not 0 <= session.get("class_of_service", 0) <= rules.max_class_of_service:
+        problems.append(f"clone session {sid}: class of service {session.get('class_of_service')} not supported")
+    length = session.get("packet_length_bytes", 0)
+    if not 0 <= length <= 0xFFFF or (length and not rules.truncation):
+        problems.append(f"clone session {sid}: packet_length_bytes {length} not supported on {program.arch}")
+    return problems

@@ -228,8 +228,10 @@ class Controller:
         self._job_remote = self._job_remote_hops()
 
     def _remote_hops(self) -> dict[str, dict[int, list[LevelMember]]]:
-        """For every leaf routing path set: per slot, the spine port the traffic takes after the
-        uplink (the TNA controller reads these too)."""
+        """For every leaf routing path set: per slot via a spine, the spine port the traffic
+        takes after the uplink (None: that spine has no link to the destination, never
+        measured); a member not via a spine has nothing downstream to read and is left out (its
+        rendered measured bit stands)."""
         out: dict[str, dict[int, list[LevelMember]]] = {}
         by_subnet = {s.subnet: s for s in self.fabric.leaves}
         # spine -> {leaf: the spine's port down to it}, built once (not per member: 512 GPUs have ~8k)
@@ -248,7 +250,9 @@ class Controller:
                 ps = plan_sets[name][route.path_set]
                 members = []
                 for slot, m in enumerate(ps.slots):
-                    down = down_port[m.via].get(dest.name) if m.via in down_port else None
+                    if m.via not in down_port:
+                        continue  # not via a spine: its downstream is known (rendered measured)
+                    down = down_port[m.via].get(dest.name)
                     members.append(LevelMember(slot, (m.via, down) if down is not None else None))
                 per_set[route.path_set] = members
             out[name] = per_set
@@ -292,6 +296,21 @@ class Controller:
                 out[name] = per_set
         return out
 
+    def member_hops(self) -> dict[str, dict[int, dict[int, list[Optional[tuple[str, int]]]]]]:
+        """leaf -> path set id -> member slot -> the remote hops behind that member, routing
+        sets (one destination each) and job sets (every destination of their reservations)
+        together: what a member's level is the highest of and what must all be read before it
+        is measured (``highest_level``).  Both programs' ``push_levels`` start here; the TNA
+        controller pools the sets that share a group."""
+        out: dict[str, dict[int, dict[int, list[Optional[tuple[str, int]]]]]] = {}
+        for hops in (self._remote, self._job_remote):
+            for leaf, sets in hops.items():
+                for ps_id, members in sets.items():
+                    slots = out.setdefault(leaf, {}).setdefault(ps_id, {})
+                    for m in members:
+                        slots.setdefault(m.slot, []).append(m.remote)
+        return out
+
     def _fabric_ports(self, switch: Switch) -> list[Port]:
         return [p for p in switch.ports.values() if p.peer_switch is not None]
 
@@ -316,16 +335,12 @@ class Controller:
         """MODIFY the path-set entries (routing and job sets) whose remote-hop levels moved by a
         quantum or more, or whose members gained a measured bit."""
         written = 0
-        for leaf in {**self._remote, **self._job_remote}:
-            sets = {**self._remote.get(leaf, {}), **self._job_remote.get(leaf, {})}
+        for leaf, sets in self.member_hops().items():
             changed = []
-            for ps_id, members in sets.items():
+            for ps_id, hops in sets.items():
                 entry = self._entries[leaf].get(ps_id)
                 if entry is None:
                     continue
-                hops: dict[int, list[Optional[tuple[str, int]]]] = {}
-                for m in members:
-                    hops.setdefault(m.slot, []).append(m.remote)
                 params = entry["params"]
                 new = dict(params)
                 for slot, slot_hops in hops.items():

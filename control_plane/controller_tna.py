@@ -24,12 +24,19 @@ What differs (p4src/tna/README.md, CONTRACT.md §9):
   past the new count (the program does not compare a stored member with the count) must see
   it down and move, or it keeps picking a member row that was deleted (found by the TNA demo:
   every flow entering the failed leaf stalled for good with an all-ones reset).
-* **Failover deltas**: group ids and member positions can move when a path set loses a port
-  (groups are deduplicated by member ports), so the controller does not patch entries in
-  place as on v1model; it renders the fabric without every failed link and writes the
-  difference to its record of what the switches hold (``linkstate.entry_delta``), in three
-  phases: inserts and modifies; the alive cells of the changed groups; deletes last (a
-  member row an in-flight packet's stale bitmap may still pick stays until the end).
+* **Failover deltas**: member positions move when a path set loses a port (groups are
+  deduplicated by member ports), so the controller does not patch entries in place as on
+  v1model; it renders the fabric without every failed link and writes the difference to its
+  record of what the switches hold (``linkstate.entry_delta``).  **Group ids are stable**: a
+  member list keeps its id across re-plans and a new list takes an id never used on the switch
+  (``render_tna.groups_of`` with the controller's history), because the data plane keeps
+  per-group state only feedback and traffic replace -- ``path_choice.group_best``'s best member
+  position, the DRE cells, ``flowlet.departed`` -- and an id renumbered in place would have the
+  old best position name another port until feedback corrected it (a register reset is not
+  an option: PI refuses P4Runtime register writes).  A new group's cells are the program's
+  initial ones ("none known": hash and DRE).  Phases: inserts (the new groups' rows); their
+  alive cells; modifies (routes and port maps repointed); deletes last (a member row an
+  in-flight packet's stale bitmap may still pick stays until the end).
 * **Link return** (``handle_link_restore``): the same, with the link back.
 """
 from __future__ import annotations
@@ -76,10 +83,16 @@ class TnaController(Controller):
     """``Controller`` for the TNA program: levels in ``dre.levels``, liveness in ``failover.alive``."""
 
     names = archnames.TNA
+    # A re-plan keeps each member list's group id and gives a new list an id never used on the
+    # switch (render_tna.groups_of).  False: renumber in path-set order as a fresh render does
+    # (the negative control: a renumbered group's best-member cell names the wrong port).
+    stable_group_ids = True
 
     def __init__(self, fabric: Fabric, ops, plans, documents: dict[str, dict], **options) -> None:
         super().__init__(fabric, ops, plans, documents, **options)
         self._docs = _copy(documents)  # what the switches hold in the topology tables
+        # per switch: member ports -> group id, every list the switch has held (ids are not reused)
+        self._group_ids = {name: render_tna.group_history(doc) for name, doc in documents.items()}
         self._levels: dict[str, dict[int, dict]] = {}
         self._index()
 
@@ -88,7 +101,9 @@ class TnaController(Controller):
         """Group maps from the record: path set -> group per leaf, the dre.levels entries (the
         controller's own copies, so its levels survive a re-plan that leaves the group alone),
         and port -> (group, member, clear mask) of failover.port_member."""
-        self._group_of = {name: render_tna.groups_of(plan)[1] for name, plan in self.plans.items()}
+        self._group_of = {name: render_tna.groups_of(plan, ids=dict(self._group_ids.get(name, {}))
+                                                     if self.stable_group_ids else None)[1]
+                          for name, plan in self.plans.items()}
         levels = {}
         for name, doc in self._docs.items():
             kept = (keep_levels or {}).get(name, {})
@@ -112,27 +127,26 @@ class TnaController(Controller):
         = 2 x member k's level (the program's encoding: the score's low bit is its tie bit), the
         level the highest among the destinations that share the group (``highest_level``), and
         ``measured`` = the rendered bits (members with nothing queued downstream) plus those of
-        members whose every remote hop has a reading in this map."""
+        members whose every remote hop has a reading in this map.  Job (reservation) sets count
+        like routing sets (``member_hops``): a job group's member takes the highest level over
+        the job's destinations and its bit once every one of them was read."""
         cap = self.names.level_max
         out: dict[str, dict[int, dict[str, int]]] = {}
-        for leaf, sets in self._remote.items():
+        for leaf, sets in self.member_hops().items():   # routing and job (reservation) sets
             of_set = self._group_of.get(leaf, {})
             hops: dict[int, dict[int, list]] = {}
-            for ps_id, members in sets.items():
+            for ps_id, slots in sets.items():
                 group = of_set.get(ps_id)
                 if group is None or group not in self._levels.get(leaf, {}):
-                    continue
-                for m in members:
-                    hops.setdefault(group, {}).setdefault(m.slot, []).append(m.remote)
+                    continue  # no choice in it (one member): no dre.levels entry
+                for slot, slot_hops in slots.items():
+                    hops.setdefault(group, {}).setdefault(slot, []).extend(slot_hops)
             per_group = out.setdefault(leaf, {})
             for group, slots in hops.items():
                 params = {f"l{k}": 0 for k in range(8)}
                 measured = self._rendered_measured.get(leaf, {}).get(group, 0)
-                for slot, remotes in slots.items():
-                    remotes = [r for r in remotes if r is not None]  # None: the destination is next
-                    if not remotes:
-                        continue  # nothing downstream to read: the rendered bit stands
-                    level, known = highest_level(cmap, remotes, self.headroom, cap)
+                for slot, slot_hops in slots.items():
+                    level, known = highest_level(cmap, slot_hops, self.headroom, cap)
                     params[f"l{slot}"] = 2 * level
                     if known:
                         measured |= 1 << slot
@@ -217,15 +231,23 @@ class TnaController(Controller):
         from control_plane.render import render_fabric
 
         fabric = self.intact_fabric.without_links(failed) if failed else self.intact_fabric
-        rendered = render_fabric(fabric, arch=self.names.arch)
+        rendered = render_fabric(fabric, arch=self.names.arch,
+                                 group_ids=self._group_ids if self.stable_group_ids else None)
         delta = entry_delta(self._docs, rendered.documents, self.names.topology_tables)
         phases: list[dict[str, list[Change]]] = []
         if first:
             phases.append(first)
-        phases.append({s: [Change("modify", "entry", e) for e in d.modifies] +
-                          [Change("insert", "entry", e) for e in d.inserts]
-                       for s, d in delta.items() if d.modifies or d.inserts})
-        phases.append(self._alive_resets(delta, rendered.documents))
+        if self.stable_group_ids:
+            # a group id keeps its members, so the changed groups are new (or returning) ones:
+            # their rows and alive cells are in place before the modifies point routes at them
+            phases.append({s: [Change("insert", "entry", e) for e in d.inserts] for s, d in delta.items() if d.inserts})
+            phases.append(self._alive_resets(delta, rendered.documents))
+            phases.append({s: [Change("modify", "entry", e) for e in d.modifies] for s, d in delta.items() if d.modifies})
+        else:
+            phases.append({s: [Change("modify", "entry", e) for e in d.modifies] +
+                              [Change("insert", "entry", e) for e in d.inserts]
+                           for s, d in delta.items() if d.modifies or d.inserts})
+            phases.append(self._alive_resets(delta, rendered.documents))
         phases.append({s: [Change("delete", "entry", e) for e in d.deletes] for s, d in delta.items() if d.deletes})
         computed = time.perf_counter()
         acks: list[float] = []
@@ -241,7 +263,7 @@ class TnaController(Controller):
                                     for x in (delta.get(s) or EntryDelta()).inserts + (delta.get(s) or EntryDelta()).modifies)}
                      for s, lv in old_levels.items()}
         self._index(keep_levels=untouched)
-        self._remote = self._remote_hops()
+        self._refresh_hops()  # routing and job sets of the re-plan
         entries = sum(d.total for d in delta.values())
         self.writes += entries
         return FailoverReport(link, ports, entries, (finished - started) * 1e3,
@@ -269,5 +291,11 @@ class TnaController(Controller):
         push = super().resync(documents, program, addresses, fabric, plans)
         if plans is not None:
             self._docs = _copy(documents)
+            for name, doc in documents.items():  # the documents' ids join the history
+                history = self._group_ids.setdefault(name, {})
+                for ports, gid in render_tna.group_history(doc).items():
+                    for old in [k for k, v in history.items() if v == gid]:
+                        del history[old]
+                    history[ports] = gid
             self._index()
         return push

@@ -3,7 +3,7 @@
 Tests and the in-process fabric use this to run the real stellar.p4 with exactly the entries
 `stellarctl render` writes; the P4Runtime pusher (p4rt.py) does the same over gRPC.  It only
 translates the document's match encoding ({value, prefix_len} / {value, mask}) into p4sim's
-(tuples) and calls the matching Switch method per entry, meter and register.
+(tuples) and calls the matching Switch method per entry, meter, register and clone session.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def p4sim_match(match: dict[str, Any]) -> dict[str, Any]:
 
 def apply_document(switch: Any, doc: dict[str, Any]) -> dict[str, int]:
     """Install every entry, default action, meter config and register value; return counts."""
-    counts = {"entries": 0, "defaults": 0, "meters": 0, "registers": 0}
+    counts = {"entries": 0, "defaults": 0, "meters": 0, "registers": 0, "clone_sessions": 0}
     for entry in doc["entries"]:
         if entry.get("default_action"):
             switch.set_default_action(entry["table"], entry["action"], dict(entry.get("params", {})))
@@ -43,6 +43,11 @@ def apply_document(switch: Any, doc: dict[str, Any]) -> dict[str, int]:
     for register in doc.get("registers", []):
         switch.register_write(register["name"], register["index"], register["value"])
         counts["registers"] += 1
+    for session in doc.get("clone_sessions", []):  # a TNA switch's mirror sessions
+        switch.set_clone_session(session["session_id"],
+                                 [(r["egress_port"], r.get("instance", 0)) for r in session["replicas"]],
+                                 truncate_bytes=session.get("packet_length_bytes", 0))
+        counts["clone_sessions"] += 1
     return counts
 
 

@@ -48,6 +48,22 @@ def render_documents(fabric: Fabric, arch: str = "v1model") -> dict[str, dict[st
     return render_fabric(fabric, arch=arch).documents
 
 
+def failed_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model") -> dict[str, dict[str, Any]]:
+    """The documents of the intact ``fabric`` with ``failed``'s links down.  TNA: with the group
+    ids the controller gives (render_tna.groups_of's history): the intact render, then each
+    failure in the order recorded -- a member list keeps its id, a new one takes an id not used
+    before in that sequence, so no group id names other members than it did before (the data
+    plane's per-group state, path_choice.group_best first, would then name another port), and
+    every command that renders a state (push, diff, fail-link) gives the same ids."""
+    if arch != "tna" or not failed.links:
+        return render_documents(failed.apply(fabric), arch)
+    history: dict[str, dict[tuple[int, ...], int]] = {}
+    render_fabric(fabric, arch=arch, group_ids=history)
+    for i in range(1, len(failed.links) + 1):
+        documents = render_fabric(fabric.without_links(failed.links[:i]), arch=arch, group_ids=history).documents
+    return documents
+
+
 def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
                 addresses: Optional[Mapping[str, str]] = None, progress: Optional[TextIO] = None,
                 documents: Optional[Mapping[str, dict[str, Any]]] = None) -> FabricPush:
@@ -320,18 +336,19 @@ def topology_documents(fabric: Fabric, before: FailedLinks, after: FailedLinks, 
     (archnames.topology_tables; reconcile them with those as ``managed_tables``), plus
     * v1model: the liveness entries of the ``returning`` ports (a link that is back: port_up);
     * TNA: the ``failover.alive`` cell of every group whose member rows change between
-      ``before`` and ``after``, with exactly its members up (members are renumbered: a bit the
-      port-down packet cleared for the old member would stop the new one, and a flow holding a
-      position past the new count must see it down and move).
+      ``before`` and ``after`` (a new or returning member list: ids are stable,
+      ``failed_documents``), with exactly its members up (a bit a port-down packet cleared
+      earlier must not stop a member, and a flow holding a position past the new count must see
+      it down and move); the reconcile writes it before the routes are pointed at the group.
     Everything else on the switches stays as it is."""
     names = archnames.names(arch)
-    after_docs = render_documents(after.apply(fabric), arch)
+    after_docs = failed_documents(fabric, after, arch)
     returning_ports = {(s, p) for s, p in returning}
     resets: dict[str, list[dict[str, Any]]] = {}
     if names.liveness == "register":
         from .controller_tna import group_alive_cells
 
-        before_docs = render_documents(before.apply(fabric), arch)
+        before_docs = failed_documents(fabric, before, arch)
         delta = entry_delta(before_docs, after_docs, names.topology_tables)
         for name, cells in group_alive_cells(delta, after_docs, names).items():
             resets[name] = [{"name": names.alive_register, "index": g, "value": v} for g, v in cells]
@@ -350,7 +367,7 @@ def _alive_cleared(session: SwitchSession, fabric: Fabric, failed: FailedLinks, 
                    arch: str) -> list[tuple[str, int, int]]:
     """The TNA alive cell of the group ``port`` belongs to, with its bit cleared (read now)."""
     names = archnames.names(arch)
-    doc = render_documents(failed.apply(fabric), arch)[name]
+    doc = failed_documents(fabric, failed, arch)[name]
     row = next((e for e in doc["entries"] if e["table"].endswith("failover.port_member")
                 and e["match"]["hdr.port_down.port_num"] == port), None)
     if row is None:
@@ -488,9 +505,9 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
     return True, None
 
 
-def _render(fabric: Fabric, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
+def _render(fabric: Fabric, failed: FailedLinks, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
     try:
-        return render_documents(fabric, arch)
+        return failed_documents(fabric, failed, arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return None
@@ -506,7 +523,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     ok, program = _program(args, err, required=False)
     current = _failed_links(args, fabric, err)
-    docs = _render(current, err, args.arch) if ok and current is not None else None
+    docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
@@ -521,7 +538,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline)
     current = _failed_links(args, fabric, err)
-    docs = _render(current, err, args.arch) if ok and current is not None else None
+    docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
     push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
@@ -567,10 +584,10 @@ def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0 if report.ok else 1
 
 
-def _failed_links(args: argparse.Namespace, fabric: Fabric, err: TextIO) -> Optional[Fabric]:
-    """The fabric as ``--state`` records it (the YAML's, without the failed links)."""
+def _failed_links(args: argparse.Namespace, fabric: Fabric, err: TextIO) -> Optional[FailedLinks]:
+    """The failed links ``--state`` records (none without it); None after an error."""
     if not getattr(args, "state", None):
-        return fabric
+        return FailedLinks([])
     try:
         failed = FailedLinks.load(args.state, fabric)
     except ValueError as exc:
@@ -579,7 +596,7 @@ def _failed_links(args: argparse.Namespace, fabric: Fabric, err: TextIO) -> Opti
     if failed.links:
         print(f"note: {len(failed.links)} failed link(s) from {args.state}: "
               + ", ".join(f"{a}-{b}" for a, b in failed.links), file=err)
-    return failed.apply(fabric)
+    return failed
 
 
 def _program_options(p: argparse.ArgumentParser) -> None:

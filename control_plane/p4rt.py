@@ -1,7 +1,8 @@
 """Push rendered entry documents to switches over P4Runtime and keep them in sync.
 
 Reconcile = read-diff-write: read what a switch holds (wildcard table reads, the default
-actions, meter configs and register cells the document manages), compare it with the document
+actions, meter configs and register cells the document manages, and -- for a document with
+``clone_sessions`` -- every clone session by a wildcard PRE read), compare it with the document
 by `render.entry_identity`, and write only the difference, in batches: deletes first (entries
 whose identity the document no longer has), then modifies (same identity, other action or
 params; defaults; meters; registers), then inserts -- except that a path set is inserted
@@ -71,6 +72,20 @@ REFERENCED_TABLE = "StellarIngress.routing.path_set"
 REFERENCED_KEY = "meta.route.path_set_id"
 REFERENCE_PARAM = "path_set_id"
 _REFERENCED_FIRST = (REFERENCED_TABLE,)
+# The TNA program's group rows: tables keyed by the group id, named by `group` action params
+# (routing.lpm/reservation, the port maps).  (kind of reference, param naming it).
+GROUP_KEY = "meta.group"
+_REFERENCES = (("path_set", REFERENCE_PARAM), ("group", "group"))
+
+
+def _referenced(item: Mapping[str, Any]) -> Optional[tuple[str, int]]:
+    """What a referenced entry is (("path_set"|"group", id)), or None for other entries."""
+    match = item.get("match") or {}
+    if item.get("table") == REFERENCED_TABLE and REFERENCED_KEY in match:
+        return ("path_set", contract.value_to_int(match[REFERENCED_KEY]))
+    if GROUP_KEY in match:
+        return ("group", contract.value_to_int(match[GROUP_KEY]))
+    return None
 
 
 class P4RuntimePushError(Exception):
@@ -372,7 +387,7 @@ def _describe_action(entry: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Change:
-    """One write: op insert|modify|delete of kind entry|default|meter|register.
+    """One write: op insert|modify|delete of kind entry|default|meter|register|clone_session.
 
     `item` is the document form of what the switch should hold (for a delete: what it holds);
     `before` what the switch held, for modifies.
@@ -386,6 +401,8 @@ class Change:
     def describe(self) -> str:
         if self.kind in ("entry", "default"):
             return describe_entry(self.item)
+        if self.kind == "clone_session":
+            return f"clone session {self.item['session_id']}"
         return f"{self.kind} {self.item['name']}[{self.item['index']}]"
 
     def line(self) -> str:
@@ -398,6 +415,9 @@ class Change:
         if self.kind == "register":
             was = f"{self.before['value']} => " if self.before else ""
             return f"{sign} {self.describe()} = {was}{self.item['value']}"
+        if self.kind == "clone_session":
+            was = f"{describe_clone_session(self.before)} => " if self.op == "modify" and self.before else ""
+            return f"{sign} {self.describe()}: {was}{describe_clone_session(self.item)}"
         cfg = lambda m: "unset" if m is None else f"cir {m['cir']} cburst {m['cburst']} pir {m['pir']} pburst {m['pburst']}"  # noqa: E731
         return f"{sign} {self.describe()}: {cfg(self.before) + ' => ' if self.op == 'modify' else ''}{cfg(self.item)}"
 
@@ -428,26 +448,34 @@ class Diff:
 
     def phases(self, state: Optional["SwitchState"] = None) -> list[list[Change]]:
         """The write order: deletes first, then modifies, then inserts, except where that
-        would leave a dangling reference: path sets to insert go before the modifies (a
-        modified route may point at one), and a path set still named by an entry the switch
-        keeps is deleted last, after the modifies have moved that entry away."""
-        deleted = {entry_identity(c.item) for c in self.deletes}
-        in_use: set[int] = set()
+        would leave a dangling reference: path sets (v1model) and group rows (TNA: entries keyed
+        by ``meta.group``) to insert go before the modifies (a modified route may point at
+        one), and one still named by an entry the switch keeps is deleted last, after the
+        modifies have moved that entry away.  Register cells (TNA: a new group's alive cell)
+        are written before the entry modifies."""
+        deleted = {entry_identity(c.item) for c in self.deletes if c.kind == "entry"}
+        in_use: set[tuple[str, int]] = set()
         if state is not None:
             for key, entry in state.entries.items():
-                if key not in deleted and REFERENCE_PARAM in (entry.get("params") or {}):
-                    in_use.add(contract.value_to_int(entry["params"][REFERENCE_PARAM]))
+                if key in deleted:
+                    continue
+                params = entry.get("params") or {}
+                for ref, param in _REFERENCES:
+                    if param in params:
+                        in_use.add((ref, contract.value_to_int(params[param])))
 
         def still_named(change: Change) -> bool:
-            item = change.item
-            return (item["table"] == REFERENCED_TABLE
-                    and contract.value_to_int(item.get("match", {}).get(REFERENCED_KEY, -1)) in in_use)
+            return change.kind == "entry" and _referenced(change.item) in in_use
+
+        def target(change: Change) -> bool:
+            return change.kind == "entry" and _referenced(change.item) is not None
 
         early_deletes = [c for c in self.deletes if not still_named(c)]
         late_deletes = [c for c in self.deletes if still_named(c)]
-        targets = [c for c in self.inserts if c.item["table"] == REFERENCED_TABLE]
-        others = [c for c in self.inserts if c.item["table"] != REFERENCED_TABLE]
-        return [phase for phase in (early_deletes, targets, self.modifies, others, late_deletes) if phase]
+        targets = [c for c in self.inserts if target(c)]
+        others = [c for c in self.inserts if not target(c)]
+        modifies = sorted(self.modifies, key=lambda c: c.kind != "register")
+        return [phase for phase in (early_deletes, targets, modifies, others, late_deletes) if phase]
 
     def summary(self) -> str:
         return f"+{len(self.inserts)} ~{len(self.modifies)} -{len(self.deletes)}"
@@ -494,9 +522,40 @@ def compute_diff(switch: str, document: Mapping[str, Any], state: "SwitchState",
         if have != contract.value_to_int(register["value"]):
             before = None if have is None else {**register, "value": have}
             diff.modifies.append(Change("modify", "register", dict(register), before))
-    diff.inserts.sort(key=lambda c: c.item["table"] not in _REFERENCED_FIRST)
-    diff.deletes.sort(key=lambda c: c.item["table"] in _REFERENCED_FIRST)
+    if "clone_sessions" in document:  # the document holds every clone session the switch should
+        have_sessions = state.clone_sessions or {}
+        wanted_ids = set()
+        for session in document["clone_sessions"]:
+            sid = session["session_id"]
+            wanted_ids.add(sid)
+            have = have_sessions.get(sid)
+            if have is None:
+                diff.inserts.append(Change("insert", "clone_session", dict(session)))
+            elif _clone_value(have) != _clone_value(session):
+                diff.modifies.append(Change("modify", "clone_session", dict(session), have))
+        for sid, have in sorted(have_sessions.items()):
+            if sid not in wanted_ids:
+                diff.deletes.append(Change("delete", "clone_session", have))
+    diff.inserts.sort(key=lambda c: c.item.get("table") not in _REFERENCED_FIRST)
+    diff.deletes.sort(key=lambda c: c.item.get("table") in _REFERENCED_FIRST)
     return diff
+
+
+def _clone_value(session: Mapping[str, Any]) -> tuple:
+    """What a clone session does, normalised (replica order does not matter: a read-back may
+    list them in another order, as the spec allows)."""
+    replicas = tuple(sorted((int(r["egress_port"]), int(r.get("instance", 0))) for r in session.get("replicas", [])))
+    return replicas, int(session.get("class_of_service", 0)), int(session.get("packet_length_bytes", 0))
+
+
+def describe_clone_session(session: Optional[Mapping[str, Any]]) -> str:
+    """`ports 68 (instance 0), truncated to 64 B` (or `cos 2`, `no truncation`)."""
+    if session is None:
+        return "unset"
+    replicas, cos, length = _clone_value(session)
+    text = "ports " + ", ".join(f"{p} (instance {i})" for p, i in replicas) if replicas else "no replicas"
+    text += f", truncated to {length} B" if length else ", no truncation"
+    return text + (f", cos {cos}" if cos else "")
 
 
 @dataclass
@@ -507,14 +566,20 @@ class SwitchState:
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)  # table -> default entry
     meters: dict[tuple[str, int], Optional[dict[str, int]]] = field(default_factory=dict)
     registers: dict[tuple[str, int], int] = field(default_factory=dict)
+    # session id -> clone session in document form; None = not read (the document manages none)
+    clone_sessions: Optional[dict[int, dict[str, Any]]] = None
 
     def as_document(self) -> dict[str, Any]:
-        """The state as a (partial) entry document: entries, meters and registers lists."""
-        return {
+        """The state as a (partial) entry document: entries, meters, registers and (when read)
+        clone sessions."""
+        doc = {
             "entries": [*self.defaults.values(), *self.entries.values()],
             "meters": [{"name": n, "index": i, **cfg} for (n, i), cfg in self.meters.items() if cfg is not None],
             "registers": [{"name": n, "index": i, "value": v} for (n, i), v in self.registers.items()],
         }
+        if self.clone_sessions is not None:
+            doc["clone_sessions"] = [self.clone_sessions[k] for k in sorted(self.clone_sessions)]
+        return doc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -848,9 +913,38 @@ class SwitchSession:
             out[(schema.meters[m.meter_id].name, m.index.index)] = cfg
         return out
 
+    def read_clone_sessions(self, optional: bool = False) -> dict[int, dict[str, Any]]:
+        """Every clone session (one wildcard PRE read: session id 0), in document form.
+        ``optional``: a server that cannot read clone sessions (UNIMPLEMENTED: an older PI)
+        counts as holding none, for a caller that has none to manage."""
+        want = Entity(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+            clone_session_entry=p4runtime_pb2.CloneSessionEntry()))
+        try:
+            found = _EventLoop.run(self._aread([want]), RPC_TIMEOUT_S)
+        except P4ClientError as exc:
+            if optional and exc.code == GRPCStatusCode.UNIMPLEMENTED:
+                return {}
+            raise P4RuntimePushError(f"switch {self.name}: reading clone sessions: "
+                                     f"{_code_name(exc.code)}: {exc.message}") from None
+        except (FutureTimeout, TimeoutError):
+            raise P4RuntimePushError(f"switch {self.name}: reading clone sessions: "
+                                     f"no answer within {RPC_TIMEOUT_S:g}s") from None
+        out: dict[int, dict[str, Any]] = {}
+        for e in found:
+            c = e.packet_replication_engine_entry.clone_session_entry
+            replicas = []
+            for r in c.replicas:
+                port = (int.from_bytes(r.port, "big") if r.WhichOneof("port_kind") == "port" else r.egress_port)
+                replicas.append({"egress_port": port, "instance": r.instance})
+            out[c.session_id] = {"session_id": c.session_id, "replicas": replicas,
+                                 "class_of_service": c.class_of_service,
+                                 "packet_length_bytes": c.packet_length_bytes}
+        return out
+
     def read_state(self, document: Optional[Mapping[str, Any]] = None) -> SwitchState:
         """All table entries (wildcard read) plus the defaults, meters and registers the
-        document names (no document: the defaults of every table, no meters or registers)."""
+        document names, and every clone session when the document manages them (no document:
+        the defaults of every table and the clone sessions, no meters or registers)."""
         schema = self._schema()
         state = SwitchState()
         for entry in self.read_entries():
@@ -868,6 +962,8 @@ class SwitchSession:
         for name, idxs in regs.items():
             for idx, value in self.read_registers([name], idxs).get(name, {}).items():
                 state.registers[(name, idx)] = value
+        if document is None or "clone_sessions" in doc:
+            state.clone_sessions = self.read_clone_sessions(optional=not doc.get("clone_sessions"))
         return state
 
     # -- writes -------------------------------------------------------------------------------
@@ -880,6 +976,8 @@ class SwitchSession:
         if change.kind in ("entry", "default"):
             assert self.codec is not None
             entity = Entity(table_entry=self.codec.encode(item, with_action=change.op != "delete"))
+        elif change.kind == "clone_session":
+            entity = self._clone_entity(item, with_config=change.op != "delete")
         elif change.kind == "register":
             entity = fy.P4RegisterEntry(self._array("registers", item["name"]).name, index=item["index"],
                                         data=contract.value_to_int(item["value"])).encode(schema)
@@ -888,6 +986,26 @@ class SwitchSession:
             entity = fy.P4MeterEntry(self._array("meters", item["name"]).name, index=item["index"],
                                      config=config).encode(schema)
         return Update(type=kind, entity=entity)
+
+    @staticmethod
+    def _clone_entity(item: Mapping[str, Any], with_config: bool = True) -> Entity:
+        """A CloneSessionEntry.  Replicas use ``egress_port`` (the uint32 form), which PI and
+        Stratum both take (Stratum reads only that one).  ValueError: a value the proto
+        cannot hold (refused locally, OUT_OF_RANGE)."""
+        entry = p4runtime_pb2.CloneSessionEntry(session_id=int(item["session_id"]))
+        if with_config:
+            for r in item.get("replicas", []):
+                port, instance = int(r["egress_port"]), int(r.get("instance", 0))
+                if not (0 <= port < 1 << 32 and 0 <= instance < 1 << 32):
+                    raise ValueError(f"clone session {item['session_id']}: replica {r} out of range")
+                entry.replicas.add(egress_port=port, instance=instance)
+            entry.class_of_service = int(item.get("class_of_service", 0))
+            length = int(item.get("packet_length_bytes", 0))
+            if not 0 <= length < 1 << 31:
+                raise ValueError(f"clone session {item['session_id']}: packet_length_bytes {length} out of range")
+            entry.packet_length_bytes = length
+        return Entity(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+            clone_session_entry=entry))
 
     def _encode(self, changes: Sequence[Change]) -> tuple[list[tuple[Change, Update]], list[WriteError]]:
         """Encode every change; the ones that cannot be are refused locally and never sent:

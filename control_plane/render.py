@@ -18,7 +18,13 @@ Document format ("stellar-entries/1"):
      "path_sets": [{id, purpose, ecmp, members: [{slot, port, via}]}],   # for the controller
      "entries":   [{table, match, action, params, priority?, default_action?, comment}],
      "meters":    [{name, index, cir, cburst, pir, pburst, comment}],      # bytes/s and bytes
-     "registers": [{name, index, value, comment}]}
+     "registers": [{name, index, value, comment}],
+     "clone_sessions": [{session_id, replicas: [{egress_port, instance}], class_of_service,
+                         packet_length_bytes, comment}]}                 # TNA documents only
+A document with "clone_sessions" (a TNA document: its program mirrors feedback copies) says
+which clone (mirror) sessions the switch holds, all of them: the push reconciles them like
+tables (P4Runtime CloneSessionEntry, read back by a wildcard PRE read).  A document without the
+key (v1model: the program clones nothing) leaves the switch's sessions alone.
 Match values: exact -> the value; lpm -> {value, prefix_len}; ternary -> {value, mask}; range -> {low, high}; a
 wildcard field is omitted.  Values are ints, dotted IPv4 strings or colon MAC strings
 (`contract.value_to_int` converts).
@@ -68,8 +74,11 @@ def _environment(arch: str = "v1model") -> jinja2.Environment:
                               autoescape=False, keep_trailing_newline=True)
 
 
-def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch: str = "v1model") -> RenderResult:
-    """Render every switch for `arch`'s program.  The placement is computed unless given (None = compute)."""
+def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch: str = "v1model",
+                  group_ids: Optional[dict[str, dict[tuple[int, ...], int]]] = None) -> RenderResult:
+    """Render every switch for `arch`'s program.  The placement is computed unless given (None = compute).
+    ``group_ids`` (TNA): per switch, the group-id history a re-plan keeps ids stable with
+    (render_tna.groups_of; extended in place); None numbers groups afresh."""
     if arch not in contract.ARCHES:
         raise RenderError(f"unknown architecture {arch!r} (known: {', '.join(contract.ARCHES)})")
     started = time.perf_counter()
@@ -82,7 +91,9 @@ def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch:
         documents = {name: _render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
     else:
         from . import render_tna  # the Tofino program's context (its tables differ)
-        documents = {name: render_tna.render_switch(env, fabric, plan, known_sizes) for name, plan in plans.items()}
+        documents = {name: render_tna.render_switch(env, fabric, plan, known_sizes,
+                                                    None if group_ids is None else group_ids.setdefault(name, {}))
+                     for name, plan in plans.items()}
     return RenderResult(documents, plans, assignment, time.perf_counter() - started)
 
 
@@ -254,6 +265,7 @@ def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, kn
     entries: list[dict[str, Any]] = []
     meters: list[dict[str, Any]] = []
     registers: list[dict[str, Any]] = []
+    clone_sessions: list[dict[str, Any]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -272,10 +284,13 @@ def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, kn
             meters.append(item)
         elif kind == "register":
             registers.append(item)
+        elif kind == "clone_session":
+            clone_sessions.append(item)
         else:
             raise RenderError(f"{switch.name}: template {template_name} output line {lineno} has kind {kind!r}")
-    _check(switch.name, entries, meters, registers, known_sizes, contract.ARCHES[arch])
-    return {
+    program = contract.ARCHES[arch]
+    _check(switch.name, entries, meters, registers, known_sizes, program, clone_sessions)
+    document = {
         "format": FORMAT,
         "fabric": fabric.name,
         "switch": {"name": switch.name, "role": switch.role, "device_id": switch.device_id,
@@ -288,6 +303,9 @@ def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, kn
         "meters": meters,
         "registers": registers,
     }
+    if program.clone_sessions is not None:
+        document["clone_sessions"] = clone_sessions
+    return document
 
 
 def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
@@ -299,9 +317,16 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _check(switch: str, entries: list[dict[str, Any]], meters: list[dict[str, Any]],
            registers: list[dict[str, Any]], known_sizes: dict[str, int],
-           program: Optional[contract.ArchContract] = None) -> None:
+           program: Optional[contract.ArchContract] = None,
+           clone_sessions: Optional[list[dict[str, Any]]] = None) -> None:
     program = program or contract.ARCHES["v1model"]
     problems: list[str] = []
+    sessions_seen: set[int] = set()
+    for session in clone_sessions or []:
+        problems += contract.check_clone_session(session, program)
+        if session.get("session_id") in sessions_seen:
+            problems.append(f"clone session {session.get('session_id')} rendered twice")
+        sessions_seen.add(session.get("session_id"))
     seen: dict[tuple, int] = {}
     per_table: dict[str, int] = {}
     for position, entry in enumerate(entries):

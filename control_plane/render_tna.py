@@ -15,12 +15,13 @@ Why a module of its own: the TNA program is structured differently from the v1mo
   - congestion feedback: every member port of a group with a choice reports its queue delay
     (feedback.ports, one copy per TNA_FEEDBACK_INTERVAL_NS) and its feedback packets are mapped
     back to the same (group, member) as its port-down packets (path_choice.port_member).  The
-    copies need mirror session 1 to the recirculation port, a target setting the entry document
-    cannot express: without it they go nowhere and the DRE chooses alone.
+    copies need mirror session 1 to the recirculation port, truncated: the document's
+    ``clone_sessions`` carries it (a P4Runtime CloneSessionEntry, pushed with the entries) unless
+    the fabric runs ECMP (no feedback then: flows stay on their hash member).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import jinja2
 
@@ -32,23 +33,34 @@ from .render import RenderError, _ports, _render_switch, _tenants, class_context
 FULL = (1 << 16) - 1
 
 
-def groups_of(plan: SwitchPlan, fabric: Fabric | None = None) -> tuple[list[dict[str, Any]], dict[int, int]]:
-    """Groups (deduplicated path sets, ids 1..) and the map path-set id -> group id.  With the
-    fabric, each group also carries the ``measured`` bitmap it is rendered with (members whose
-    next hop is a host or a leaf: known without a reading; the v1model rule of routing.path_set)."""
+def groups_of(plan: SwitchPlan, fabric: Fabric | None = None,
+              ids: Optional[dict[tuple[int, ...], int]] = None) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """Groups (deduplicated path sets) and the map path-set id -> group id.  With the fabric,
+    each group also carries the ``measured`` bitmap it is rendered with (members whose next hop
+    is a host or a leaf: known without a reading; the v1model rule of routing.path_set).
+
+    Group ids: without ``ids``, 1.. in path-set order (a fresh render).  With ``ids`` (the
+    switch's history, member ports -> id, which this call extends), a group keeps the id its
+    member list had before and a new member list takes an id never used on the switch: a
+    re-plan never gives an id other members.  The data plane keeps state per group and member
+    position (``path_choice.group_best``'s best member, the DRE cells, ``flowlet.departed``),
+    which only feedback and traffic replace: an id renumbered in place would make the old best
+    member's position name another port (p4src/tna/README.md, "What is needed next").  Only
+    when all 255 ids were used is the lowest id the render does not use now taken again."""
     by_ports: dict[tuple[int, ...], dict[str, Any]] = {}
     of_set: dict[int, int] = {}
     for path_set in plan.path_sets:
         ports = tuple(m.port for m in path_set.slots)
         group = by_ports.get(ports)
         if group is None:
-            group = {"id": len(by_ports) + 1, "purposes": [], "ecmp": path_set.ecmp,
+            group = {"id": len(by_ports) + 1 if ids is None else _group_id(ids, ports, by_ports),
+                     "purposes": [], "ecmp": path_set.ecmp,
                      "members": [{"slot": i, "port": m.port, "via": m.via} for i, m in enumerate(path_set.slots)],
                      "measured": known_downstream_mask(fabric, path_set.slots) if fabric is not None else 0}
             by_ports[ports] = group
         group["purposes"].append(path_set.purpose)
         of_set[path_set.id] = group["id"]
-    groups = list(by_ports.values())
+    groups = sorted(by_ports.values(), key=lambda g: g["id"])
     if len(groups) >= 1 << contract.TNA_GROUP_WIDTH:
         raise RenderError(f"{plan.switch.name}: {len(groups)} groups; the TNA program has 255")
     for g in groups:
@@ -57,6 +69,31 @@ def groups_of(plan: SwitchPlan, fabric: Fabric | None = None) -> tuple[list[dict
         g["purpose"] = "; ".join(g.pop("purposes"))
         g["count"] = len(g["members"])
     return groups, of_set
+
+
+def _group_id(ids: dict[tuple[int, ...], int], ports: tuple[int, ...],
+              taken: dict[tuple[int, ...], dict[str, Any]]) -> int:
+    """The id of the group with member ports ``ports``: its old one, else the lowest never used,
+    else (all used) the lowest this render does not use; ``ids`` records it."""
+    if ports in ids and all(g["id"] != ids[ports] for g in taken.values()):
+        return ids[ports]
+    used = set(ids.values())
+    limit = (1 << contract.TNA_GROUP_WIDTH) - 1
+    fresh = next((i for i in range(1, limit + 1) if i not in used), None)
+    if fresh is None:
+        now = {g["id"] for g in taken.values()}
+        fresh = next((i for i in range(1, limit + 1) if i not in now), None)
+        if fresh is None:
+            raise RenderError(f"more than {limit} groups")
+        for old in [k for k, v in ids.items() if v == fresh]:
+            del ids[old]
+    ids[ports] = fresh
+    return fresh
+
+
+def group_history(document: dict[str, Any]) -> dict[tuple[int, ...], int]:
+    """A rendered TNA document's groups as a history for ``groups_of``: member ports -> id."""
+    return {tuple(m["port"] for m in g["members"]): g["id"] for g in document.get("path_sets", [])}
 
 
 def dre_rows(capacity_gbps: float) -> list[dict[str, int]]:
@@ -100,10 +137,11 @@ def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]
     return rows
 
 
-def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def context(fabric: Fabric, plan: SwitchPlan,
+            group_ids: Optional[dict[tuple[int, ...], int]] = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     switch = plan.switch
     dp = fabric.dataplane
-    groups, of_set = groups_of(plan, fabric)
+    groups, of_set = groups_of(plan, fabric, group_ids)
     capacity = {n: p.capacity_gbps for n, p in switch.ports.items()}
     liveness: dict[int, dict[str, int]] = {}
     for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it
@@ -137,13 +175,27 @@ def context(fabric: Fabric, plan: SwitchPlan) -> tuple[dict[str, Any], list[dict
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
+        "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
     return ctx, path_sets
 
 
+def feedback_sessions(fabric: Fabric, reporting: bool) -> list[dict[str, Any]]:
+    """The feedback copies' mirror session (p4src/tna: MIRROR_SESSION_FEEDBACK) to the
+    recirculation port, truncated to TNA_FEEDBACK_TRUNCATE_BYTES; none with ECMP (its baseline
+    takes no feedback) or where no port reports."""
+    if fabric.dataplane.path_mode == "ecmp" or not reporting:
+        return []
+    return [{"session_id": contract.TNA_MIRROR_SESSION_FEEDBACK,
+             "replicas": [{"egress_port": contract.TNA_RECIRC_PORT, "instance": 0}],
+             "class_of_service": 0, "packet_length_bytes": contract.TNA_FEEDBACK_TRUNCATE_BYTES,
+             "comment": f"feedback copies to the recirculation port {contract.TNA_RECIRC_PORT}, "
+                        f"truncated to {contract.TNA_FEEDBACK_TRUNCATE_BYTES} bytes"}]
+
+
 def _count(groups: list[dict[str, Any]], group_id: int) -> int:
-    return groups[group_id - 1]["count"]
+    return next(g["count"] for g in groups if g["id"] == group_id)
 
 
 def _define(name: str, fallback: int) -> int:
@@ -164,6 +216,7 @@ TNA_FEEDBACK_INTERVAL_NS = 2000
 
 
 def render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan,
-                  known_sizes: dict[str, int]) -> dict[str, Any]:
-    ctx, path_sets = context(fabric, plan)
+                  known_sizes: dict[str, int],
+                  group_ids: Optional[dict[tuple[int, ...], int]] = None) -> dict[str, Any]:
+    ctx, path_sets = context(fabric, plan, group_ids)
     return _render_switch(env, fabric, plan, known_sizes, context=ctx, arch="tna", path_sets=path_sets)

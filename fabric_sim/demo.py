@@ -62,7 +62,6 @@ POLL_US = 1000.0  # controller telemetry cadence (virtual time)
 JITTER_US = 20.0  # QPs of the collective start spread over this window
 QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames; tail drop, no PFC
 MESSAGE_BYTES = 32 * 1024
-MIRROR_SESSION = 1  # p4src/tna: the feedback copies' mirror session (MIRROR_TYPE_FEEDBACK)
 
 
 @dataclass
@@ -139,14 +138,9 @@ class Lab:
             # bit in failover.alive, so the data plane skips the port at once.
             for dev in self.sim.devices.values():
                 dev.switch.enable_pktgen_port_down(1)
-        if arch == "tna" and self.fabric.dataplane.path_mode != "ecmp":
-            # Congestion feedback: the rendered feedback.ports copy each uplink's queue delay to
-            # mirror session 1, which must send them, truncated, to the recirculation port (a
-            # target setting, not an entry).  ECMP leaves it unset: no feedback, hash members.
-            from p4sim.runtime.tna_switch import RECIRC_PORT
-
-            for dev in self.sim.devices.values():
-                dev.switch.set_clone_session(MIRROR_SESSION, [RECIRC_PORT], truncate_bytes=64)
+        # Congestion feedback (TNA): the rendered feedback.ports rows copy each uplink's queue
+        # delay to mirror session 1, which the pushed document's clone session sends, truncated,
+        # to the recirculation port (ECMP renders no session: no feedback, hash members).
         # The controller is a second client with a higher election id: it becomes primary.
         self.sessions = {name: SwitchSession(addr, self.fabric.switches[name].device_id, program.p4info,
                                              election_id=(0, 2), name=name).connect()
@@ -178,6 +172,17 @@ class Lab:
         if n.reorder_per_port:
             return sum(self.counters(n.reorder_per_port, 512))
         return sum(self.counters(n.reorder_total_counter, 1))
+
+    def feedback(self) -> tuple[int, int, int]:
+        """TNA: (feedback copies mirrored to the recirculation port, copies refused for want of a
+        mirror session, groups whose best-member cell a feedback packet in ingress has set)."""
+        copies = refused = learned = 0
+        for name in self.sim.devices:
+            sw = self.sim.switch(name)
+            copies += sw.stats["mirrored"]
+            refused += sw.stats["unknown_clone_session"]
+            learned += sum(sw.register_read(self.names.group_best, g) >> 32 < 8 for g in range(1, 256))
+        return copies, refused, learned
 
     def elephants(self) -> tuple[str, int]:
         """(label, count): v1model counts detections, the TNA program elephant packets."""
@@ -251,6 +256,8 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         })
         label, count = lab.elephants()
         m[label] = count
+        if arch == "tna":
+            m["feedback copies / refused / groups with a best member"] = "/".join(map(str, lab.feedback()))
         return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
                           time.perf_counter() - started)
     finally:
@@ -346,12 +353,14 @@ program: p4src/tna/stellar.p4 on p4sim's Tofino pipe (TnaSwitch).  Where it legi
 from the v1model run:
   * path choice: the DRE (per group and member), the controller's dre.levels, and queue delay
     that reaches ingress only by feedback: egress mirrors a copy per uplink at most every 2 us
-    to the recirculation port (mirror session 1, set by the demo), so a choice sees local
+    to the recirculation port (mirror session 1: the documents' clone session, pushed over
+    P4Runtime with the entries), so a choice sees local
     congestion one feedback copy late (v1model: the next packet sees it);
   * drain: a departure is known once its feedback copy is back in ingress;
   * ECMP mode: dre_choice = 0 and no mirror session: flows stay on their hash member;
   * local failover: the packet generator's port-down packet clears failover.alive in the data
-    plane; the controller's delta is a re-render diff (groups renumber), then alive resets;
+    plane; the controller's delta is a re-render diff (group ids stable: a new member list gets
+    a new id), new groups' alive cells before routes point at them;
   * elephants: the TNA program counts elephant packets, not detections.
 """
 

@@ -437,6 +437,15 @@ class Switch:
             if self._mcast.pop(group_id, None) is None:
                 raise RuntimeApiError("NOT_FOUND", f"no multicast group {group_id}")
 
+    # What this target's P4Runtime server takes in a CloneSessionEntry (p4sim/p4rt/writes.py):
+    # simple_switch_grpc's PI -- session ids 1..32767, class of service 0 (else UNIMPLEMENTED),
+    # no truncation (BMv2's PI target refuses packet_length_bytes != 0).  The in-process API
+    # below is not limited by them (tests truncate v1model clones directly).
+    CLONE_MAX_SESSION_ID = 32767
+    CLONE_TRUNCATION = False
+    CLONE_ONE_REPLICA = False
+    CLONE_MAX_CLASS_OF_SERVICE = 0
+
     def set_clone_session(self, session_id: int, replicas: list, truncate_bytes: int = 0) -> None:
         with self.lock:
             if not 0 < session_id < (1 << 32):

@@ -191,12 +191,54 @@ def _replicas(replicas, what: str) -> list[tuple[int, int]]:
         kind = r.WhichOneof("port_kind")
         if kind == "port":
             port = decode(r.port, 32, f"{what} replica port")
-        else:
+        elif kind == "egress_port":
             port = r.egress_port
+        else:  # PI: "Missing port in multicast group replica"
+            raise P4RTError("INVALID_ARGUMENT", f"{what}: a replica without a port")
+        if len(r.backup_replicas):
+            # the spec: a target without backup replicas answers UNIMPLEMENTED (PI ignores them)
+            raise P4RTError("UNIMPLEMENTED", f"{what}: backup replicas are not supported")
+        if r.instance > 0xFFFF:  # EgressInstance_t is 16 bits (PI casts to 16 bits; the spec refuses)
+            raise P4RTError("INVALID_ARGUMENT", f"{what}: replica instance {r.instance} exceeds 65535")
         out.append((port, r.instance))
     if len(set(out)) != len(out):
         raise P4RTError("INVALID_ARGUMENT", f"{what}: duplicate replica")
     return out
+
+
+def _clone_rules(sw) -> tuple[int, bool, bool, int]:
+    """(highest session id, truncation supported, exactly one replica, highest class of service)
+    of the target the switch stands for: p4sim.Switch = simple_switch_grpc, TnaSwitch = Stratum
+    on Tofino (switch.py / tna_switch.py ``CLONE_*``); a test double without them takes any."""
+    return (getattr(sw, "CLONE_MAX_SESSION_ID", (1 << 32) - 1), getattr(sw, "CLONE_TRUNCATION", True),
+            getattr(sw, "CLONE_ONE_REPLICA", False), getattr(sw, "CLONE_MAX_CLASS_OF_SERVICE", 0))
+
+
+def _check_clone_session(sw, c: p4runtime_pb2.CloneSessionEntry, what: str) -> list[tuple[int, int]]:
+    """The session's replicas once every field is one the target takes; else the P4Runtime
+    code a bad request gets (the spec's where it names one, else the real server's)."""
+    _, truncation, one_replica, max_cos = _clone_rules(sw)
+    replicas = _replicas(c.replicas, what)
+    if one_replica:
+        if not replicas:
+            raise P4RTError("INVALID_ARGUMENT", f"{what}: a mirror session needs its one replica")
+        if len(replicas) > 1:
+            raise P4RTError("UNIMPLEMENTED", f"{what}: a Tofino mirror session has one destination "
+                                             f"({len(replicas)} replicas given)")
+        if replicas[0][1] != 0:
+            raise P4RTError("UNIMPLEMENTED", f"{what}: replica instances are not supported on mirror sessions")
+    if c.class_of_service > max(7, max_cos):
+        raise P4RTError("INVALID_ARGUMENT", f"{what}: class of service {c.class_of_service} is not a ClassOfService_t")
+    if c.class_of_service > max_cos:  # PI: "COS for clone sessions not supported yet"
+        raise P4RTError("UNIMPLEMENTED", f"{what}: class of service {c.class_of_service} is not supported")
+    if c.packet_length_bytes < 0 or c.packet_length_bytes > 0xFFFF:
+        raise P4RTError("INVALID_ARGUMENT", f"{what}: packet_length_bytes {c.packet_length_bytes} outside 0..65535")
+    if c.packet_length_bytes and not truncation:
+        # simple_switch_grpc's PI target refuses truncation (its answer is UNKNOWN, "Error when
+        # creating clone session in target"); the spec's code for an unsupported feature is used
+        raise P4RTError("UNIMPLEMENTED", f"{what}: this target does not truncate clones "
+                                         "(packet_length_bytes must be 0)")
+    return replicas
 
 
 def _write_pre(pipe: Pipeline, utype: int, entry: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
@@ -223,6 +265,9 @@ def _write_pre(pipe: Pipeline, utype: int, entry: p4runtime_pb2.PacketReplicatio
         what = f"clone session {sid}"
         if sid == 0:
             raise P4RTError("INVALID_ARGUMENT", "clone session id 0 is reserved")
+        highest = _clone_rules(pipe.switch)[0]
+        if sid > highest:  # PI: ids 1..32767 ("Clone session id out-of-range"); Tofino: 1..1015
+            raise P4RTError("INVALID_ARGUMENT", f"{what}: session ids are 1..{highest} on this target")
         exists = sid in pipe.clone_sessions
         _check_existence(utype, exists, what)
         with pipe.core(what) as sw:
@@ -230,7 +275,7 @@ def _write_pre(pipe: Pipeline, utype: int, entry: p4runtime_pb2.PacketReplicatio
                 sw.delete_clone_session(sid)
                 del pipe.clone_sessions[sid]
             else:
-                replicas = _replicas(c.replicas, what)
+                replicas = _check_clone_session(sw, c, what)
                 sw.set_clone_session(sid, replicas, truncate_bytes=c.packet_length_bytes)
                 pipe.clone_sessions[sid] = (replicas, c.class_of_service, c.packet_length_bytes)
     else:

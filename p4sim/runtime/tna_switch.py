@@ -26,7 +26,10 @@ Rules modelled from the TNA documentation; p4sim's own choices are marked:
   Tofino's queue scheduling is configured by the control plane); a qid at or above ``queues`` is
   dropped (counted ``qid_invalid``);
 * mirror sessions are the clone sessions of the base switch (session id -> ports); a mirrored
-  copy is the mirror header followed by the bytes the deparser produced (p4sim's choice);
+  copy is the mirror header followed by the bytes the deparser produced (p4sim's choice),
+  truncated to the session's ``truncate_bytes`` (P4Runtime: CloneSessionEntry
+  packet_length_bytes, Tofino's ``$max_pkt_len``).  Over P4Runtime a session takes what Stratum
+  on Tofino takes: ids 1..1015, one replica with instance 0, up to 65535 bytes;
 * ``copy_to_cpu`` sends a copy to ``cpu_port``; ``mcast_grp_a`` and ``mcast_grp_b`` each
   replicate through their multicast group.  Fields for cut-through, deflection, PFC/iCoS, the
   multicast exclusion ids/hashes, ``rid`` pruning, PTP and mirror coalescing have no effect.
@@ -65,6 +68,14 @@ def _pack_header(obj: Any) -> int:
 class TnaSwitch(Switch):
     """A Tofino pipe.  ``queues``: queues per port (``qid`` 0..queues-1); ``target`` comes from
     the program (``__TARGET_TOFINO__``).  Everything else as :class:`p4sim.Switch`."""
+
+    # P4Runtime CloneSessionEntry rules of Stratum on Tofino (mirror sessions, $mirror.cfg):
+    # session ids 1..1015, exactly one replica with instance 0, truncation (max_pkt_len) up to
+    # 65535 bytes; class of service up to 7 there, but p4sim models none but 0.
+    CLONE_MAX_SESSION_ID = 1015
+    CLONE_TRUNCATION = True
+    CLONE_ONE_REPLICA = True
+    CLONE_MAX_CLASS_OF_SERVICE = 0
 
     def __init__(self, program: Any, clock: Any = "virtual", queues: int = 1, seed: int = 0,
                  cpu_port: Optional[int] = None, recirculation_ports: tuple = (RECIRC_PORT,),

@@ -40,12 +40,15 @@ def fabric():
     return replace(lab, dataplane=replace(lab.dataplane, reservations=False))
 
 
-def build(program, fabric, pktgen: bool = True):
+def build(program, fabric, pktgen: bool = True, feedback: bool = False):
+    """The rendered switches.  ``feedback``: with the document's feedback mirror session (its
+    copies recirculate into each switch's own ingress); without it (the default here) these
+    tests see the DRE and the controller's levels alone."""
     rendered = render_fabric(fabric, arch="tna")
     switches = {}
     for name, doc in rendered.documents.items():
         sw = p4sim.Switch(program, priority_queues=8)
-        apply_document(sw, doc)
+        apply_document(sw, doc if feedback else dict(doc, clone_sessions=[]))
         if pktgen:
             sw.enable_pktgen_port_down(1)
         switches[name] = sw
@@ -128,6 +131,28 @@ def test_measured_bits_need_every_destination_read_and_the_first_reading_is_writ
     assert ctl.push_levels(full) == 0                # a repeat writes nothing
 
 
+GROUP_BEST = "pipe.StellarIngress.path_choice.group_best"
+
+
+@pytest.mark.parametrize("feedback", [True, False])
+def test_the_documents_mirror_session_brings_feedback_to_ingress(program, fabric, feedback) -> None:
+    """The rendered clone session (mirror session 1 -> port 68, 64 bytes) is what carries the
+    uplinks' feedback copies back into ingress: group 1's best-member cell learns a member.
+    Negative control: the same document without the session -- no copy is made (the session is
+    unknown), no feedback packet reaches ingress, the cell keeps "none" (0x100) and the choice
+    falls back to the DRE and the flow hash."""
+    switches, _ = build(program, fabric, feedback=feedback)
+    leaf1 = switches["leaf1"]
+    assert leaf1.clone_sessions() == ({1: ([(68, 0)], 64)} if feedback else {})
+    new_flows(leaf1, 100)
+    member = leaf1.register_read(GROUP_BEST, 1) >> 32     # the paired cell: {member, score}
+    if feedback:
+        assert leaf1.stats["mirrored"] > 0 and member < 8
+    else:
+        assert leaf1.stats["mirrored"] == 0 and leaf1.stats["unknown_clone_session"] > 0
+        assert member == 0x100
+
+
 def test_poll_reads_the_tna_queue_delay_histogram(program, fabric) -> None:
     switches, ctl = build(program, fabric)
     leaf1 = switches["leaf1"]
@@ -163,8 +188,10 @@ def test_link_failure_replans_and_resets_the_alive_bitmap(program, fabric) -> No
     assert leaf1.register_read(ALIVE, 1) == 0xFE          # the port-down packet cleared member 0
     report = ctl.handle_link_failure("leaf1", "spine1", LEAF1_TO_SPINE1, mark_down=False)
     assert report.entries_written > 0 and ctl.failed == [("leaf1", "spine1")]
-    assert {e.params["port"] for e in leaf1.table_entries(MEMBERS) if e.match["meta.group"] == 1} == {10}
-    assert leaf1.register_read(ALIVE, 1) == 0x01          # group 1 renumbered: {10} is member 0, alone
+    group = route_group(leaf1, 0x0A000200)               # leaf1 -> leaf2 now: a new group {10}
+    assert group != 1 and members(leaf1, group) == {10}
+    assert members(leaf1, 1) == set()                      # {9, 10}'s group is gone, its id not reused
+    assert leaf1.register_read(ALIVE, group) == 0x01      # {10} is member 0, alone
     assert set(new_flows(leaf1, 100)) == {10}
     assert leaf1.counter_read(archnames.TNA.drops, 6)[0] == 0
     # spine1 no longer routes to leaf1
@@ -173,10 +200,22 @@ def test_link_failure_replans_and_resets_the_alive_bitmap(program, fabric) -> No
     assert 0x0A000100 not in routes
 
 
-def test_without_the_alive_reset_the_renumbered_group_drops(program, fabric, monkeypatch) -> None:
-    """Negative control of the reset: the bit cleared for the old member 0 (port 9) now stops
-    the new member 0 (port 10), and the lowest live member (1) has no row any more."""
+def route_group(switch, prefix: int) -> int:
+    (entry,) = [e for e in switch.table_entries("pipe.StellarIngress.routing.lpm")
+                if e.match["hdr.ipv4.dst_addr"][0] == prefix]
+    return entry.params["group"]
+
+
+def members(switch, group: int) -> set[int]:
+    return {e.params["port"] for e in switch.table_entries(MEMBERS) if e.match["meta.group"] == group}
+
+
+def test_without_the_alive_reset_a_group_renumbered_in_place_drops(program, fabric, monkeypatch) -> None:
+    """Negative control of the reset, where groups are renumbered in place (stable ids off):
+    the bit cleared for the old member 0 (port 9) now stops the new member 0 (port 10), and the
+    lowest live member (1) has no row any more."""
     switches, ctl = build(program, fabric)
+    ctl.stable_group_ids = False
     leaf1 = switches["leaf1"]
     fail(switches, LEAF1_TO_SPINE1)
     monkeypatch.setattr(ctl, "_alive_resets", lambda delta, after: {})

@@ -42,3 +42,34 @@ def test_demo_failure_scenario_on_the_tna_program(tna_files, monkeypatch, alive)
         assert m["PSN regressions at receivers"] == 0
     else:
         assert done < total
+
+
+@pytest.mark.parametrize("session", ["pushed", "none"])
+def test_the_tna_demos_feedback_comes_from_the_pushed_mirror_session(tna_files, monkeypatch, session) -> None:
+    """The demo sets no mirror session itself: the feedback copies reach ingress through the
+    clone session the entry documents carry, pushed over P4Runtime with the entries.  Negative
+    control: the documents without it -- the copies are refused (no session), no feedback packet
+    reaches ingress, no group's best-member cell is ever set, so choices fall back to the DRE
+    and the flow hash."""
+    from control_plane import render_tna
+
+    pushed: list[int] = []
+    real = demo.Lab.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        pushed.extend(sum(c.kind == "clone_session" for c in r.diff.inserts) for r in self.push.results.values())
+
+    monkeypatch.setattr(demo.Lab, "__init__", spy)
+    if session == "none":
+        monkeypatch.setattr(render_tna, "feedback_sessions", lambda fabric, reporting: [])
+    fabric = load_fabric(ROOT / "fabrics" / "lab.yaml")
+    m = demo.run_congestion(fabric, tna_files, "stellar", messages=1, together=True, arch="tna").metrics
+    copies, refused, learned = map(int, m["feedback copies / refused / groups with a best member"].split("/"))
+    assert m["job completion (us)"] is not None
+    if session == "pushed":
+        assert sum(pushed) == 4                      # one per leaf (spines have no choice to feed)
+        assert copies > 0 and learned > 0
+    else:
+        assert sum(pushed) == 0
+        assert copies == 0 and refused > 0 and learned == 0

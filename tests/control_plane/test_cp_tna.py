@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
@@ -321,3 +322,37 @@ def test_a_job_reservation_pins_its_flows_to_the_reserved_spine(program, lab) ->
     assert set(flows.values()) == {spine1_port}
     _, spread = _leaf1_flows(program, result.documents["leaf1"], SRC)
     assert len(set(spread.values())) == 2
+
+
+# ------------------------------------------------------------------ the feedback mirror session
+def test_leaves_carry_the_feedback_mirror_session_and_ecmp_or_v1model_none(lab) -> None:
+    """Every leaf with a choice gets mirror session 1 -> port 68, truncated to 64 bytes (the
+    numbers are the program's: MIRROR_SESSION_FEEDBACK, PKTGEN_PORT in p4src/tna/include/define.p4);
+    spines (one member per destination, no feedback rows) none; path_mode ecmp none; the
+    v1model documents (the program clones nothing) have no clone_sessions at all."""
+    fabric, result = lab
+    for name, doc in result.documents.items():
+        feeds = any(e["table"].endswith("feedback.ports") for e in doc["entries"])
+        want = [{"session_id": 1, "replicas": [{"egress_port": 68, "instance": 0}], "class_of_service": 0,
+                 "packet_length_bytes": 64}] if feeds else []
+        assert [{k: v for k, v in s.items() if k != "comment"} for s in doc["clone_sessions"]] == want, name
+        assert feeds == (fabric.switches[name].role == "leaf")
+    ecmp = replace(fabric, dataplane=replace(fabric.dataplane, path_mode="ecmp"))
+    assert all(d["clone_sessions"] == [] for d in render_fabric(ecmp, arch="tna").documents.values())
+    assert all("clone_sessions" not in d for d in render_fabric(fabric).documents.values())
+
+
+def test_a_clone_session_the_target_refuses_is_a_render_error(lab, monkeypatch) -> None:
+    from control_plane import render_tna
+
+    fabric, _ = lab
+    good = render_tna.feedback_sessions(fabric, True)
+    for bad, why in ((dict(good[0], packet_length_bytes=70000), "packet_length_bytes"),
+                     (dict(good[0], session_id=2), "uses only"),
+                     (dict(good[0], replicas=[{"egress_port": 68, "instance": 0}, {"egress_port": 69, "instance": 0}]),
+                      "replicas")):
+        monkeypatch.setattr(render_tna, "feedback_sessions", lambda f, r, bad=bad: [bad])
+        with pytest.raises(RenderError, match=why):
+            render_fabric(fabric, arch="tna")
+    monkeypatch.setattr(render_tna, "feedback_sessions", lambda f, r: good)   # control
+    render_fabric(fabric, arch="tna")

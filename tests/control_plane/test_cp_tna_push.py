@@ -69,7 +69,9 @@ def test_push_arch_tna_installs_reads_back_and_forwards(compiled, servers) -> No
     for name, result in first.results.items():
         entries = {entry_identity(e) for e in docs[name]["entries"] if not e.get("default_action")}
         assert result.pipeline_pushed
-        assert len(result.diff.inserts) == len(entries) > 0 and not result.diff.deletes
+        sessions = len(docs[name]["clone_sessions"])   # leaf1: the feedback session; spine1: none
+        assert sessions == (1 if name == "leaf1" else 0)
+        assert len(result.diff.inserts) == len(entries) + sessions > 0 and not result.diff.deletes
     second = push_fabric(fabric, docs, files, addresses, progress=None, switches=list(addresses))
     assert second.ok and second.in_sync, {n: r.diff.lines()[:5] for n, r in second.results.items()}
     # the pushed spine forwards leaf1 -> leaf2 traffic down to leaf2 (its port 2)
@@ -115,3 +117,39 @@ def test_stellarctl_push_arch_tna_compiles_the_tna_program_and_pushes(tmp_path, 
                                     / Raw(b"\x00" * 64)))
     devices["spine1"].advance(10)
     assert [p for p, _ in sent["spine1"]] == [2]
+
+
+def test_the_feedback_mirror_session_is_pushed_reconciled_and_deleted(compiled, servers) -> None:
+    """The TNA document's clone session (mirror session 1 -> recirculation port 68, truncated to
+    64 bytes) is INSERTed with the entries, read back by a wildcard PRE read (a second push
+    writes nothing), MODIFYed when the document changes it, DELETEd when the document holds
+    none; a document without ``clone_sessions`` leaves the switch's sessions alone."""
+    _, files = compiled
+    fabric, devices, addresses, _ = servers
+    doc = render_fabric(fabric, arch="tna").documents["leaf1"]
+    assert doc["clone_sessions"] == [{"session_id": 1, "replicas": [{"egress_port": 68, "instance": 0}],
+                                      "class_of_service": 0, "packet_length_bytes": 64,
+                                      "comment": doc["clone_sessions"][0]["comment"]}]
+
+    def push(document):
+        result = push_fabric(fabric, {"leaf1": document}, files, addresses, progress=None, switches=["leaf1"])
+        assert result.ok, result.results["leaf1"].error
+        return result.results["leaf1"].diff
+
+    def held():
+        return devices["leaf1"].switch.clone_sessions()
+
+    first = push(doc)
+    assert [c.kind for c in first.inserts].count("clone_session") == 1
+    assert held() == {1: ([(68, 0)], 64)}
+    assert push(doc).empty                                       # read back equal: nothing written
+    longer = dict(doc, clone_sessions=[dict(doc["clone_sessions"][0], packet_length_bytes=128)])
+    diff = push(longer)
+    assert [(c.op, c.kind) for c in diff.changes()] == [("modify", "clone_session")]
+    assert "truncated to 64 B => ports 68 (instance 0), truncated to 128 B" in diff.lines()[0]
+    assert held() == {1: ([(68, 0)], 128)}
+    unmanaged = {k: v for k, v in doc.items() if k != "clone_sessions"}
+    assert push(unmanaged).empty and held() == {1: ([(68, 0)], 128)}   # not the document's business
+    diff = push(dict(doc, clone_sessions=[]))
+    assert [(c.op, c.kind) for c in diff.changes()] == [("delete", "clone_session")]
+    assert held() == {}

@@ -198,3 +198,29 @@ def test_stats_and_watch_read_the_programs_own_counters(lab, arch) -> None:
     code, out, err = run("watch", str(path), "--arch", arch, "--count", "1", "--top", "3")
     assert code == 0 and "congestion map (16 directed links)" in out, out + err
     assert archnames.names(arch).qdelay_hist   # what watch read
+
+
+def test_tna_fail_link_gives_a_new_member_list_a_new_group_id(lab, arch) -> None:
+    """TNA: after leaf1-spine1 fails, leaf1's route to leaf2 names a new group {10} and group 1
+    ({9, 10}) is gone, not renumbered in place (its best-member cell would name port 10 by
+    port 9's position).  Negative control: a fresh render of the failed fabric (what every
+    command did before) puts {10} in group 1."""
+    if arch != "tna":
+        pytest.skip("group ids are the TNA program's")
+    from control_plane.ops import failed_documents, render_documents
+
+    fabric, path, _, _ = lab
+    code, out, err = run("fail-link", str(path), "leaf1", "spine1", "--arch", arch)
+    assert code == 0, out + err
+    sw = fabric.switches["leaf1"]
+    with SwitchSession(sw.p4runtime, sw.device_id, name="leaf1").connect(read_only=True) as s:
+        s.load_switch_p4info()
+        (route,) = [e for e in s.read_entries("pipe.StellarIngress.routing.lpm")
+                    if contract.value_to_int(e["match"]["hdr.ipv4.dst_addr"]["value"]) == 0x0A000200]
+        rows = [(e["match"]["meta.group"], e["params"]["port"]) for e in s.read_entries(TNA_MEMBERS)]
+    group = route["params"]["group"]
+    assert group != 1 and [p for g, p in rows if g == group] == [10] and not [g for g, _ in rows if g == 1]
+    failed = FailedLinks([("leaf1", "spine1")])
+    assert failed_documents(load_fabric(str(path)), failed, arch) != render_documents(failed.apply(load_fabric(str(path))), arch)
+    fresh = render_documents(failed.apply(load_fabric(str(path))), arch)["leaf1"]
+    assert [m["port"] for g in fresh["path_sets"] if g["id"] == 1 for m in g["members"]] == [10]

@@ -25,14 +25,19 @@ SPINE_PORT = {"spine1": 9, "spine2": 10}  # leaf1's uplink to each spine
 DOWN = {"leaf2": 2, "leaf3": 3}  # each spine's port down to the leaf
 
 
-@pytest.fixture(scope="module")
-def job_fabric():
+def moe_fabric(name: str):
+    """fabrics/<name>.yaml with one job, moe, on l1g1, l1g2 (leaf1), l2g1 (leaf2), l3g1 (leaf3)."""
     from control_plane.model import load_fabric
 
-    fabric = load_fabric(ROOT / "fabrics" / "lab.yaml")
+    fabric = load_fabric(ROOT / "fabrics" / f"{name}.yaml")
     assert fabric.dataplane.reservations
     moe = replace(fabric.jobs["moe"], hosts=("l1g1", "l1g2", "l2g1", "l3g1"), bandwidth_gbps=60)
     return replace(fabric, jobs={"moe": moe})
+
+
+@pytest.fixture(scope="module")
+def job_fabric():
+    return moe_fabric("lab")
 
 
 @pytest.fixture()
