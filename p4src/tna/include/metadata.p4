@@ -6,13 +6,13 @@
 #ifndef _STELLAR_TNA_METADATA_P4_
 #define _STELLAR_TNA_METADATA_P4_
 
-/* The DRE's per-member scores and partial sums (dre.p4), in metadata so
- * that each step stays in its own table action (bf-p4c). */
+/* The DRE's per-member scores s_k and packed {score, member} p_k (dre.p4),
+ * in metadata so that each step stays in its own table action (bf-p4c). */
 struct dre_scores_t {
     bit<16> s0; bit<16> s1; bit<16> s2; bit<16> s3;
     bit<16> s4; bit<16> s5; bit<16> s6; bit<16> s7;
-    bit<16> x0; bit<16> x1; bit<16> x2; bit<16> x3;
-    bit<16> x4; bit<16> x5; bit<16> x6; bit<16> x7;
+    bit<16> p0; bit<16> p1; bit<16> p2; bit<16> p3;
+    bit<16> p4; bit<16> p5; bit<16> p6; bit<16> p7;
 }
 
 struct tna_ingress_metadata_t {

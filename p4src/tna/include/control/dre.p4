@@ -27,9 +27,10 @@
  *     (`levels`, table action data the controller writes) + a penalty when
  *     congestion feedback names another member as the group's best
  *     (path_choice.p4); members beyond the group's count or down
- *     (failover.p4's bitmap) score 0xFFFF;
+ *     (failover.p4's bitmap) score DRE_UNUSABLE;
  *   - the choice is the lowest score; ties go to the flow's hash member,
- *     then to the lowest member (one extra bit below the score);
+ *     then to the lowest member (one extra bit below the score, and the
+ *     member's position below that: the minimum of {score, member});
  *   - "flows that start together see each other": the chosen member's cell
  *     must grow before the next choice, but the choice reads the same cells.
  *     One access per register per pass: a choosing packet reads the cells in
@@ -53,6 +54,7 @@ struct dre_pair_t {
     bit<32> est##k;    /* bytes, this and the previous window */               \
     bit<16> q##k;                                                               \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) pack##k;                            \
     RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
             if (roll == 0) {                                                    \
@@ -78,6 +80,11 @@ struct dre_pair_t {
         size = DRE_LEVEL_SIZE;                                                  \
     }
 
+/* The score of a member that cannot be chosen (absent or down); every usable
+ * score is below it: 2 x 127 (level) + 2 x 127 (controller level) + 255
+ * (penalty, doubled, + tie bit) = 763 < 2^13 - 1. */
+#define DRE_UNUSABLE 0x1FFF
+
 /* score_k = 2 level_k + 2 ctl_k + (2 penalty if feedback names another
  * member best) + (1 unless k is the flow's hash member), built so that each
  * action does one instruction on operands already in final form (bf-p4c; a
@@ -88,7 +95,10 @@ struct dre_pair_t {
  *          member (gateways, plain sets);
  *   s_k += l_k       (the `levels` action; the controller level, doubled);
  *   s_k += level_k   (the level<k> action; doubled data);
- *   s_k  = 0xFFFF if k is absent or down.
+ *   s_k  = DRE_UNUSABLE (0x1FFF) if k is absent or down;
+ *   p_k  = {s_k, k} (13 + 3 bits, DRE_MEMBER_PACK), and the choice is the
+ *          member bits of the least p_k: the lowest score, ties to the
+ *          lowest member.
  * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
  * operands in one PHV group, which 24 score fields did not fit. */
 #define DRE_MEMBER_PT(k)                                                        \
@@ -101,8 +111,14 @@ struct dre_pair_t {
 
 #define DRE_MEMBER_SCORE(k)                                                     \
     if (meta.count <= k || meta.alive[k:k] == 0) {                              \
-        meta.dre_score.s##k = 0x7FFF;                                           \
+        meta.dre_score.s##k = DRE_UNUSABLE;                                     \
     }
+
+/* p_k = {s_k, k}: the score above the member's position, by an identity hash
+ * (the hash unit moves bits; an action's shift or concatenation of a PHV
+ * source would tie p_k to s_k in one PHV group, bf-p4c README). */
+#define DRE_MEMBER_PACK(k)                                                      \
+    meta.dre_score.p##k = pack##k.get({meta.dre_score.s##k[12:0], 3w##k});
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             in bit<1> dre_on, in bit<1> feedback_known) {
@@ -185,18 +201,31 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 8;
     }
 
-    member_t m01; member_t m23; member_t m45; member_t m67; member_t ma; member_t mb;
-    bit<16> s01; bit<16> s23; bit<16> s45; bit<16> s67; bit<16> sa; bit<16> sb;
-    bit<16> t01; bit<16> t23; bit<16> t45; bit<16> t67; bit<16> ta; bit<16> tb; bit<16> tc;
-    action diff_round1() {
-        t01 = meta.dre_score.s1 - meta.dre_score.s0; t23 = meta.dre_score.s3 - meta.dre_score.s2;
-        t45 = meta.dre_score.s5 - meta.dre_score.s4; t67 = meta.dre_score.s7 - meta.dre_score.s6;
+    /* The tournament: in-place min() (the action ALU's minu) over the packed
+     * p_k, so the winner carries its member and no difference or copy field
+     * is needed: eight 16-bit fields in one aligned PHV cluster, where the
+     * subtraction tournament chained 23 into one MAU group (bf-p4c left 69
+     * slices unallocated).  One instruction per field per action; each
+     * round is a keyless table so that p4c's mid end does not fold the
+     * rounds into one action. */
+    action min_round1() {
+        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p1);
+        meta.dre_score.p2 = min(meta.dre_score.p2, meta.dre_score.p3);
+        meta.dre_score.p4 = min(meta.dre_score.p4, meta.dre_score.p5);
+        meta.dre_score.p6 = min(meta.dre_score.p6, meta.dre_score.p7);
     }
-    table round1 { actions = { diff_round1; } const default_action = diff_round1(); size = 1; }
-    action diff_round2() { ta = s23 - s01; tb = s67 - s45; }
-    table round2 { actions = { diff_round2; } const default_action = diff_round2(); size = 1; }
-    action diff_round3() { tc = sb - sa; }
-    table round3 { actions = { diff_round3; } const default_action = diff_round3(); size = 1; }
+    table round1 { actions = { min_round1; } const default_action = min_round1(); size = 1; }
+    action min_round2() {
+        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p2);
+        meta.dre_score.p4 = min(meta.dre_score.p4, meta.dre_score.p6);
+    }
+    table round2 { actions = { min_round2; } const default_action = min_round2(); size = 1; }
+    action min_round3() {
+        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p4);
+    }
+    table round3 { actions = { min_round3; } const default_action = min_round3(); size = 1; }
+    /* the winner's member bits, by an identity hash (no PHV copy: see pack) */
+    Hash<member_t>(HashAlgorithm_t.IDENTITY) pick_of;
 
     apply {
         if (meta.kind != KIND_DATA) {
@@ -284,26 +313,18 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         DRE_MEMBER_SCORE(5)
         DRE_MEMBER_SCORE(6)
         DRE_MEMBER_SCORE(7)
-        /* the lowest score: a three-round tournament (no loops, no
-         * indexing); each "b < a" is the sign bit of b - a, computed in a
-         * keyless table (a gateway compares a field with a constant only;
-         * scores stay below 2^15, 0x7FFF = unusable) */
+        DRE_MEMBER_PACK(0)
+        DRE_MEMBER_PACK(1)
+        DRE_MEMBER_PACK(2)
+        DRE_MEMBER_PACK(3)
+        DRE_MEMBER_PACK(4)
+        DRE_MEMBER_PACK(5)
+        DRE_MEMBER_PACK(6)
+        DRE_MEMBER_PACK(7)
+        /* the least {score, member}: three rounds of min() */
         round1.apply();
-        m01 = 0; s01 = meta.dre_score.s0;
-        if (t01[15:15] == 1) { m01 = 1; s01 = meta.dre_score.s1; }
-        m23 = 2; s23 = meta.dre_score.s2;
-        if (t23[15:15] == 1) { m23 = 3; s23 = meta.dre_score.s3; }
-        m45 = 4; s45 = meta.dre_score.s4;
-        if (t45[15:15] == 1) { m45 = 5; s45 = meta.dre_score.s5; }
-        m67 = 6; s67 = meta.dre_score.s6;
-        if (t67[15:15] == 1) { m67 = 7; s67 = meta.dre_score.s7; }
         round2.apply();
-        ma = m01; sa = s01;
-        if (ta[15:15] == 1) { ma = m23; sa = s23; }
-        mb = m45; sb = s45;
-        if (tb[15:15] == 1) { mb = m67; sb = s67; }
         round3.apply();
-        meta.dre_pick = ma;
-        if (tc[15:15] == 1) { meta.dre_pick = mb; }
+        meta.dre_pick = pick_of.get({meta.dre_score.p0[2:0]});
     }
 }
