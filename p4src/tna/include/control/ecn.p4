@@ -8,8 +8,11 @@
  * controller writes as the quantised ramp between Kmin and Kmax; adapting K
  * per window is the controller moving those rows (it reads the delay
  * summaries from the counters), not per-packet arithmetic.  An ECT packet
- * is marked CE when a 16-bit random number is below the row's probability;
- * not-ECT packets are never marked.
+ * is marked CE when a 16-bit random number is below the row's probability
+ * (a row of 0xFFFF marks every packet); not-ECT packets are never marked.
+ * "rand < prob" is computed as the saturating difference prob |-| rand,
+ * non-zero exactly when rand < prob, because bf-p4c's gateways compare a
+ * field with a constant, not two fields.
  */
 control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in PortId_t port) {
     Random<bit<16>>() rnd;
@@ -30,7 +33,8 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
         if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT && hdr.ipv4.ecn != ECN_CE) {
             prob.apply();
             meta.rand = rnd.get();
-            if (meta.mark_prob == 0xFFFF || meta.rand < meta.mark_prob) {
+            meta.mark_gap = meta.mark_prob |-| meta.rand;
+            if (meta.mark_prob == 0xFFFF || meta.mark_gap != 0) {
                 hdr.ipv4.ecn = ECN_CE;
                 marks.count(port);
             }

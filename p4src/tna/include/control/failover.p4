@@ -85,23 +85,55 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
     action first(member_t member) { meta.chosen = member; meta.chosen_alive = 1; }
     action none_up() { meta.chosen_alive = 0; }
-    /* The lowest live member of `alive` (a priority encoder; the first
-     * matching row wins). */
+    /* The lowest live member among the group's `count` members (a priority
+     * encoder; the first matching row wins).  The count is a key rather than
+     * a later `chosen >= count` test: bf-p4c's gateways compare a field with
+     * a constant, not with another field, and the bitmap's bits above the
+     * count are never cleared (a "live" bit there is not a member).  Rows:
+     * for each count c in 1..8, members 0..c-1 in order: 36. */
     table first_up {
-        key = { meta.alive: ternary; }
+        key = { meta.count: exact; meta.alive: ternary; }
         actions = { first; none_up; }
         default_action = none_up();
         const entries = {
-            8w0x01 &&& 8w0x01: first(0);
-            8w0x02 &&& 8w0x02: first(1);
-            8w0x04 &&& 8w0x04: first(2);
-            8w0x08 &&& 8w0x08: first(3);
-            8w0x10 &&& 8w0x10: first(4);
-            8w0x20 &&& 8w0x20: first(5);
-            8w0x40 &&& 8w0x40: first(6);
-            8w0x80 &&& 8w0x80: first(7);
+            (4w1, 8w0x01 &&& 8w0x01): first(0);
+            (4w2, 8w0x01 &&& 8w0x01): first(0);
+            (4w2, 8w0x02 &&& 8w0x02): first(1);
+            (4w3, 8w0x01 &&& 8w0x01): first(0);
+            (4w3, 8w0x02 &&& 8w0x02): first(1);
+            (4w3, 8w0x04 &&& 8w0x04): first(2);
+            (4w4, 8w0x01 &&& 8w0x01): first(0);
+            (4w4, 8w0x02 &&& 8w0x02): first(1);
+            (4w4, 8w0x04 &&& 8w0x04): first(2);
+            (4w4, 8w0x08 &&& 8w0x08): first(3);
+            (4w5, 8w0x01 &&& 8w0x01): first(0);
+            (4w5, 8w0x02 &&& 8w0x02): first(1);
+            (4w5, 8w0x04 &&& 8w0x04): first(2);
+            (4w5, 8w0x08 &&& 8w0x08): first(3);
+            (4w5, 8w0x10 &&& 8w0x10): first(4);
+            (4w6, 8w0x01 &&& 8w0x01): first(0);
+            (4w6, 8w0x02 &&& 8w0x02): first(1);
+            (4w6, 8w0x04 &&& 8w0x04): first(2);
+            (4w6, 8w0x08 &&& 8w0x08): first(3);
+            (4w6, 8w0x10 &&& 8w0x10): first(4);
+            (4w6, 8w0x20 &&& 8w0x20): first(5);
+            (4w7, 8w0x01 &&& 8w0x01): first(0);
+            (4w7, 8w0x02 &&& 8w0x02): first(1);
+            (4w7, 8w0x04 &&& 8w0x04): first(2);
+            (4w7, 8w0x08 &&& 8w0x08): first(3);
+            (4w7, 8w0x10 &&& 8w0x10): first(4);
+            (4w7, 8w0x20 &&& 8w0x20): first(5);
+            (4w7, 8w0x40 &&& 8w0x40): first(6);
+            (4w8, 8w0x01 &&& 8w0x01): first(0);
+            (4w8, 8w0x02 &&& 8w0x02): first(1);
+            (4w8, 8w0x04 &&& 8w0x04): first(2);
+            (4w8, 8w0x08 &&& 8w0x08): first(3);
+            (4w8, 8w0x10 &&& 8w0x10): first(4);
+            (4w8, 8w0x20 &&& 8w0x20): first(5);
+            (4w8, 8w0x40 &&& 8w0x40): first(6);
+            (4w8, 8w0x80 &&& 8w0x80): first(7);
         }
-        size = 8;
+        size = 36;
     }
 
     apply {
@@ -118,11 +150,6 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
                     meta.chosen = meta.best;
                 } else {
                     first_up.apply();
-                    /* the bitmap's bits above the group's count are never cleared:
-                     * a "live" member there means every real member is down */
-                    if ((bit<4>) meta.chosen >= meta.count) {
-                        meta.chosen_alive = 0;
-                    }
                 }
                 if (meta.chosen_alive == 0) {
                     meta.drop = 1;
