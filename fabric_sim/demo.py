@@ -207,7 +207,12 @@ def _fct(ts) -> list[float]:
 
 
 def run_congestion(fabric, files, mode: str, messages: int, together: bool = False,
-                   arch: str = "v1model") -> ModeResult:
+                   arch: str = "v1model", seed: int = 7, mice_seed: int = 1,
+                   inspect=None) -> ModeResult:
+    """``seed`` draws the AlltoAll's start jitter, ``mice_seed`` the mice (pairs and starts); the
+    demo's figures are seed 7 / mice seed 1.  ``inspect(lab, net, a2a, mice)``, if given, is
+    called after the run, before the lab closes; a dict it returns is added to the metrics
+    (bench/tna_congestion.py)."""
     from fabric_sim.rdma import RdmaNetwork
     from fabric_sim.traffic import percentile
     from fabric_sim.workloads import alltoall
@@ -220,12 +225,12 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         job = lab.fabric.jobs["moe"]
         members = list(job.hosts)
         a2a = alltoall(net, members, MESSAGE_BYTES * messages, jitter_us=0.0 if together else JITTER_US,
-                       seed=7, tag="moe")
+                       seed=seed, tag="moe")
         mice = []
         if not together:
             import random
 
-            rng = random.Random(1)
+            rng = random.Random(mice_seed)
             others = [h for h in lab.fabric.hosts if h not in members]
             pairs = [(a, b) for a in others for b in others
                      if lab.fabric.hosts[a].leaf != lab.fabric.hosts[b].leaf]
@@ -258,6 +263,8 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         m[label] = count
         if arch == "tna":
             m["feedback copies / refused / groups with a best member"] = "/".join(map(str, lab.feedback()))
+        if inspect is not None:
+            m.update(inspect(lab, net, a2a, mice) or {})
         return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
                           time.perf_counter() - started)
     finally:
