@@ -2,7 +2,7 @@
 
 ``make demo`` runs one seed of one hash draw (AlltoAll jitter seed 7, mice seed 1).  This bench
 reruns exactly that scenario (fabric_sim.demo.run_congestion: the 8-GPU AlltoAll with starts
-spread over JITTER_US, 2-packet mice, leaf1-spine1 at 40 %) for seeds 1..N, where seed s draws
+spread over JITTER_US, 2-packet mice, leaf1-spine1 at 40 %) for N seeds (1..N by default), where seed s draws
 the start jitter (and with it the QP numbers, so the flows' hash members too) and the mice
 (pairs and start times), for ``--arch`` v1model and tna and modes ecmp and stellar.
 
@@ -92,24 +92,32 @@ def report(rows: list[dict], arches, modes, seeds, together: bool) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=10, help="seeds 1..N (default 10)")
+    ap.add_argument("--seeds", type=int, default=10, help="N seeds (default 10)")
+    ap.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
     ap.add_argument("--arch", action="append", choices=("v1model", "tna"),
                     help="repeatable; default both")
     ap.add_argument("--mode", action="append", choices=("ecmp", "stellar", "no-drain"),
                     help="repeatable; default ecmp and stellar")
     ap.add_argument("--messages", type=int, default=2, help="32 KB messages per QP (the demo's --quick: 2)")
     ap.add_argument("--together", action="store_true", help="every QP starts at t=0, no mice")
+    ap.add_argument("--dre-units-per-level", type=int, default=None,
+                    help="TNA: render dre.level<k> rows this many 64 B units wide at 100 Gbps instead of "
+                         "control_plane.contract's (16 reproduces the render before the range fix)")
     ap.add_argument("--out", default=str(ROOT / "build" / "bench"))
     args = ap.parse_args(argv)
+    if args.dre_units_per_level is not None:
+        from control_plane import contract
+        contract.TNA_DRE_UNITS_PER_LEVEL = args.dre_units_per_level   # render_tna.dre_rows reads it per call
     arches = tuple(args.arch or ("v1model", "tna"))
     modes = tuple(args.mode or ("ecmp", "stellar"))
-    seeds = tuple(range(1, args.seeds + 1))
+    seeds = tuple(range(args.first_seed, args.first_seed + args.seeds))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = run(arches, modes, seeds, args.messages, args.together, out)
     text = report(rows, arches, modes, seeds, args.together)
     print(text)
-    name = "tna_congestion" + ("_together" if args.together else "")
+    name = ("tna_congestion" + ("_together" if args.together else "") + f"_{'_'.join(arches)}_s{seeds[0]}-{seeds[-1]}"
+            + (f"_u{args.dre_units_per_level}" if args.dre_units_per_level is not None else ""))
     (out / f"{name}.json").write_text(json.dumps(rows, indent=1))
     (out / f"{name}.txt").write_text(text + "\n")
     print(f"\nwrote {out / name}.json and .txt")

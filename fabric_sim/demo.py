@@ -208,11 +208,11 @@ def _fct(ts) -> list[float]:
 
 def run_congestion(fabric, files, mode: str, messages: int, together: bool = False,
                    arch: str = "v1model", seed: int = 7, mice_seed: int = 1,
-                   inspect=None) -> ModeResult:
+                   probe=None) -> ModeResult:
     """``seed`` draws the AlltoAll's start jitter, ``mice_seed`` the mice (pairs and starts); the
-    demo's figures are seed 7 / mice seed 1.  ``inspect(lab, net, a2a, mice)``, if given, is
-    called after the run, before the lab closes; a dict it returns is added to the metrics
-    (bench/tna_congestion.py)."""
+    demo's figures are seed 7 / mice seed 1.  ``probe(lab)``, if given, is called once the lab
+    is up and degraded, before any traffic; it returns ``finish(net, a2a, mice)``, called after
+    the run before the lab closes, whose dict is added to the metrics (bench/tna_congestion.py)."""
     from fabric_sim.rdma import RdmaNetwork
     from fabric_sim.traffic import percentile
     from fabric_sim.workloads import alltoall
@@ -221,6 +221,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
     lab = Lab(fabric, files, mode, arch)
     try:
         lab.degrade("leaf1", "spine1", 0.4)
+        finish = probe(lab) if probe is not None else None
         net = RdmaNetwork(lab.sim, lab.fabric)
         job = lab.fabric.jobs["moe"]
         members = list(job.hosts)
@@ -263,8 +264,8 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         m[label] = count
         if arch == "tna":
             m["feedback copies / refused / groups with a best member"] = "/".join(map(str, lab.feedback()))
-        if inspect is not None:
-            m.update(inspect(lab, net, a2a, mice) or {})
+        if finish is not None:
+            m.update(finish(net, a2a, mice) or {})
         return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
                           time.perf_counter() - started)
     finally:
