@@ -135,6 +135,76 @@ def lab_port(p: Probe, switch: str, peer: str) -> int:
     return next(port for port, s in p.uplinks[switch].items() if s == peer)
 
 
+def placements(p: Probe, a: dict) -> list[dict]:
+    """Each AlltoAll flow's placement at its source leaf with what its first packet found: the
+    group's feedback best member, the members' DRE sums and the levels the rendered rows give."""
+    from control_plane.render_tna import dre_rows
+    rr = dre_rows(100.0)
+    width, levels = rr[0]["high"] - rr[0]["low"] + 1, len(rr)
+    out = []
+    for (sw, src, dst, qp), snap in p.first.items():
+        pl = a["placed"].get((src, dst, qp))
+        if pl is None:
+            continue
+        g = next((g for g, v in snap["groups"].items() if v["win"]), 1)
+        gs = snap["groups"][g]
+        lv = [min(levels - 1, x // 64 // width) for x in gs["sum"]]
+        ports = sorted(p.uplinks[sw])
+        out.append({"t": snap["t"], "switch": sw, "src": src, "dst": dst, "via": p.uplinks[sw][pl[1]],
+                    "best": gs["best"], "best_ns": gs["best_ns"], "sum": gs["sum"], "levels": lv,
+                    "capped": all(v == levels - 1 for v in lv),
+                    "on_best": gs["best"] < 8 and pl[1] == ports[gs["best"]]})
+    return sorted(out, key=lambda r: r["t"])
+
+
+def summary(args, fabric, files) -> int:
+    """--seeds N: per seed and mode, the job time and what explains it (the 40 % link's shares,
+    placements with both DRE levels capped, placements on the feedback's best member)."""
+    import numpy as np
+    from fabric_sim import demo
+    modes = args.modes.split(",")
+    rows = []
+    for seed in range(1, args.seeds + 1):
+        for mode in modes:
+            box = {}
+
+            def probe(lab, box=box):
+                pr = Probe(lab)
+
+                def finish(net, a2a, mice):
+                    box["p"], box["a"] = pr, analyse(pr, net, a2a, lab.fabric)
+                    return {}
+                return finish
+            r = demo.run_congestion(fabric, files, mode, args.messages, arch=args.arch, seed=seed,
+                                    mice_seed=seed, probe=probe)
+            pr, a = box["p"], box["a"]
+            kb = a["bytes"]
+            down = kb[("spine1", lab_port(pr, "spine1", "leaf1"))], kb[("spine2", lab_port(pr, "spine2", "leaf1"))]
+            up = kb[("leaf1", lab_port(pr, "leaf1", "spine1"))], kb[("leaf1", lab_port(pr, "leaf1", "spine2"))]
+            pl = placements(pr, a) if args.arch == "tna" else []
+            far = [x for x in pl if x["switch"] != "leaf1"]
+            row = {"seed": seed, "mode": mode, "job": r.metrics["job completion (us)"],
+                   "in_kb": down[0] / 1024, "in_share": down[0] / max(1, sum(down)),
+                   "out_share": up[0] / max(1, sum(up)),
+                   "capped": sum(x["capped"] for x in pl) / max(1, len(pl)),
+                   "far_on_best": sum(x["on_best"] for x in far) / max(1, len(far))}
+            rows.append(row)
+            print(f"seed {seed:>2} {mode:<8} job {row['job']:6.1f}  spine1->leaf1 {row['in_kb']:5.0f} KB "
+                  f"({row['in_share']:.0%} of leaf1's inbound)  leaf1->spine1 {row['out_share']:.0%}  "
+                  f"capped {row['capped']:.0%}  leaves 2-4 on feedback best {row['far_on_best']:.0%}", flush=True)
+    print("\nmedians over seeds")
+    for mode in modes:
+        xs = [r for r in rows if r["mode"] == mode]
+        med = {k: float(np.median([r[k] for r in xs])) for k in ("job", "in_kb", "in_share", "out_share", "capped", "far_on_best")}
+        corr = float(np.corrcoef([r["job"] for r in xs], [r["in_kb"] for r in xs])[0, 1])
+        print(f"  {mode:<8} job {med['job']:.1f} us, spine1->leaf1 {med['in_kb']:.0f} KB ({med['in_share']:.0%}), "
+              f"leaf1->spine1 {med['out_share']:.0%}, capped {med['capped']:.0%}, leaves 2-4 on feedback best "
+              f"{med['far_on_best']:.0%}; corr(job, spine1->leaf1 KB) = {corr:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     from control_plane.model import load_fabric
     from fabric_sim import demo
@@ -146,10 +216,19 @@ def main(argv=None) -> int:
     ap.add_argument("--mice-seed", type=int, default=None, help="default: the demo's 1 for seed 7, else the seed")
     ap.add_argument("--messages", type=int, default=2)
     ap.add_argument("--json", help="write the raw records here")
+    ap.add_argument("--seeds", type=int, default=0, help="summary over seeds 1..N instead of one run")
+    ap.add_argument("--modes", default="ecmp,stellar", help="--seeds: the modes (comma-separated)")
+    ap.add_argument("--dre-units-per-level", type=int, default=None,
+                    help="as in bench/tna_congestion.py (16: the render before the range fix)")
     args = ap.parse_args(argv)
+    if args.dre_units_per_level is not None:
+        from control_plane import contract
+        contract.TNA_DRE_UNITS_PER_LEVEL = args.dre_units_per_level
     mice_seed = args.mice_seed if args.mice_seed is not None else (1 if args.seed == 7 else args.seed)
     fabric = load_fabric(str(demo.LAB))
     files = demo.build_program(ROOT / "build" / "bench" / args.arch, args.arch)
+    if args.seeds:
+        return summary(args, fabric, files)
     box = {}
 
     def probe(lab):
@@ -201,32 +280,15 @@ def main(argv=None) -> int:
                       f"delays (us) " + " ".join(f"{tm:.0f}:{q / 1000:.1f}" for tm, q in xs[:14]))
         print("\nplacement of each AlltoAll flow at its source leaf (time order): t, flow, uplink, "
               "group_best member (delay us), DRE sums KB m0/m1")
-        from control_plane.render_tna import dre_rows
-        rr = dre_rows(100.0)
-        width, levels = rr[0]["high"] - rr[0]["low"] + 1, len(rr)
-        saturated = 0
-        rows = []
-        for (sw, src, dst, qp), snap in p.first.items():
-            pl = a["placed"].get((src, dst, qp))
-            if pl is None:
-                continue
-            g = next((g for g, v in snap["groups"].items() if v["win"]), None)
-            rows.append((snap["t"], sw, src, dst, p.uplinks[sw][pl[1]], snap, g))
-        rows.sort(key=lambda r: r[0])
-        for (tm, sw, src, dst, via, snap, g) in rows:
-            gs = snap["groups"].get(g or 1)
-            best = gs["best"]
-            bs = "none" if best >= 8 else f"m{best} ({gs['best_ns'] / 1000:.1f})"
-            lv = [min(levels - 1, x // 64 // width) for x in gs["sum"]]
-            sat = sum(v == levels - 1 for v in lv)
-            saturated += sat == 2
-            print(f"  {tm:6.1f} {sw} {src:>9}->{dst:<9} {via:<7} best {bs:<12} DRE {gs['sum'][0] / 1024:5.0f}/{gs['sum'][1] / 1024:5.0f} KB"
-                  f"  levels {lv[0]:>2}/{lv[1]:>2}{'  both saturated' if sat == 2 else ''}")
-        print(f"\n{len(rows)} placements, {saturated} with both members' DRE level at the cap ({levels - 1})")
-        fast = [r for r in rows if r[1] != "leaf1"]
-        on_best = sum(1 for r in fast if r[5]["groups"].get(r[6] or 1)["best"] < 8
-                      and r[4] == p.uplinks[r[1]][sorted(p.uplinks[r[1]])[r[5]["groups"].get(r[6] or 1)["best"]]])
-        print(f"leaves 2-4: {on_best} of {len(fast)} placements on the member feedback named best")
+        rows = placements(p, a)
+        for x in rows:
+            bs = "none" if x["best"] >= 8 else f"m{x['best']} ({x['best_ns'] / 1000:.1f})"
+            print(f"  {x['t']:6.1f} {x['switch']} {x['src']:>9}->{x['dst']:<9} {x['via']:<7} best {bs:<12} "
+                  f"DRE {x['sum'][0] / 1024:5.0f}/{x['sum'][1] / 1024:5.0f} KB  levels {x['levels'][0]:>2}/{x['levels'][1]:>2}"
+                  f"{'  both capped' if x['capped'] else ''}")
+        far = [x for x in rows if x["switch"] != "leaf1"]
+        print(f"\n{len(rows)} placements, {sum(x['capped'] for x in rows)} with both members' DRE level at the cap; "
+              f"leaves 2-4: {sum(x['on_best'] for x in far)} of {len(far)} on the member feedback named best")
         if args.json:
             Path(args.json).write_text(json.dumps({"feedback": p.feedback, "tx": p.tx}, default=str))
     return 0
