@@ -212,7 +212,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
     """``seed`` draws the AlltoAll's start jitter, ``mice_seed`` the mice (pairs and starts); the
     demo's figures are seed 7 / mice seed 1.  ``probe(lab)``, if given, is called once the lab
     is up and degraded, before any traffic; it returns ``finish(net, a2a, mice)``, called after
-    the run before the lab closes, whose dict is added to the metrics (bench/tna_congestion.py)."""
+    the run before the lab closes, whose dict is added to the metrics (bench/tna_congestion_probe.py)."""
     from fabric_sim.rdma import RdmaNetwork
     from fabric_sim.traffic import percentile
     from fabric_sim.workloads import alltoall
