@@ -99,7 +99,9 @@ def group_history(document: dict[str, Any]) -> dict[tuple[int, ...], int]:
 def dre_rows(capacity_gbps: float) -> list[dict[str, int]]:
     """level<k> rows for a member on a port of this rate: level j covers `width` 64-byte units,
     width proportional to the rate (a 40 % port fills its levels 40 % as fast: a quantised
-    division by the rate); the last row is open-ended, so a saturated member never reads 0."""
+    division by the rate; contract.TNA_DRE_UNITS_PER_LEVEL: the 64 levels span what the two-window
+    estimate holds at line rate, so loaded members are still told apart); the last row is
+    open-ended, so a saturated member never reads 0."""
     width = max(1, round(contract.TNA_DRE_UNITS_PER_LEVEL * capacity_gbps / contract.TNA_DRE_REFERENCE_GBPS))
     rows = []
     for level in range(contract.TNA_DRE_LEVELS):

@@ -207,7 +207,12 @@ def _fct(ts) -> list[float]:
 
 
 def run_congestion(fabric, files, mode: str, messages: int, together: bool = False,
-                   arch: str = "v1model") -> ModeResult:
+                   arch: str = "v1model", seed: int = 7, mice_seed: int = 1,
+                   probe=None) -> ModeResult:
+    """``seed`` draws the AlltoAll's start jitter, ``mice_seed`` the mice (pairs and starts); the
+    demo's figures are seed 7 / mice seed 1.  ``probe(lab)``, if given, is called once the lab
+    is up and degraded, before any traffic; it returns ``finish(net, a2a, mice)``, called after
+    the run before the lab closes, whose dict is added to the metrics (bench/tna_congestion_probe.py)."""
     from fabric_sim.rdma import RdmaNetwork
     from fabric_sim.traffic import percentile
     from fabric_sim.workloads import alltoall
@@ -216,16 +221,17 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
     lab = Lab(fabric, files, mode, arch)
     try:
         lab.degrade("leaf1", "spine1", 0.4)
+        finish = probe(lab) if probe is not None else None
         net = RdmaNetwork(lab.sim, lab.fabric)
         job = lab.fabric.jobs["moe"]
         members = list(job.hosts)
         a2a = alltoall(net, members, MESSAGE_BYTES * messages, jitter_us=0.0 if together else JITTER_US,
-                       seed=7, tag="moe")
+                       seed=seed, tag="moe")
         mice = []
         if not together:
             import random
 
-            rng = random.Random(1)
+            rng = random.Random(mice_seed)
             others = [h for h in lab.fabric.hosts if h not in members]
             pairs = [(a, b) for a in others for b in others
                      if lab.fabric.hosts[a].leaf != lab.fabric.hosts[b].leaf]
@@ -258,6 +264,8 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         m[label] = count
         if arch == "tna":
             m["feedback copies / refused / groups with a best member"] = "/".join(map(str, lab.feedback()))
+        if finish is not None:
+            m.update(finish(net, a2a, mice) or {})
         return ModeResult("together (all QPs at t=0)" if together else "congestion", mode, m,
                           time.perf_counter() - started)
     finally:

@@ -179,3 +179,61 @@ def test_negative_controls_delay_alone_piles_up_and_utilisation_alone_splits_eve
     assert _two_uplinks_with_feedback_best(penalty=127) == Counter({3: 8})
     even = _two_uplinks_with_feedback_best(penalty=0)
     assert even[2] == even[3] == 4, even
+
+
+# --- the rendered level rows' range: a loaded group is still ranked by its bytes -----------
+# The render's dre.level<k> rows (control_plane.render_tna.dre_rows) span what the two-window
+# estimate holds at line rate (64 levels of 6.4 KB at 100 Gbps).  With 1 KiB levels (the render
+# before) every member above 64 KiB read the capped level 63, so a loaded group's choice was the
+# feedback penalty alone: every new flow went to the member feedback named best, however many
+# bytes it already had, and the others, given nothing, sent no feedback to take over with (the
+# herding measured by bench/tna_congestion_probe.py).
+FRAME_PAYLOAD = 4096      # the fabric's RoCE frames: ~4.1 KB IPv4 packets
+
+
+def _loaded_pair_then_new_flows(rows) -> Counter:
+    """Group 1 (member 0 = port 2, member 1 = port 3) with ``rows`` as its level tables; member 0
+    is given 60 frames (~250 KB), member 1 20 (~80 KB), both within one window; feedback names
+    member 0 best (it carries the traffic, so it is the one reporting); then eight new flows."""
+    from test_stellar_tna_paths import _feedback
+    from tna_leaf import GROUP
+    leaf = TnaLeaf(feedback=False, dre_delay_penalty=16)   # the rendered penalty (16 levels)
+    sw = leaf.sw
+    for m in (0, 1):
+        for r in rows:
+            sw.insert_entry(f"{ING}.dre.level{m}", {"meta.group": GROUP, f"q{m}": (r["low"], r["high"])},
+                            f"{ING}.dre.set_level{m}", {"level": 2 * r["level"]}, priority=1)
+    hashed = {0: [], 1: []}
+    plain = TnaLeaf(dre=False, feedback=False)   # new flows take their hash member
+    for q in range(1000, 1100):
+        hashed[{2: 0, 3: 1}[plain.flow_port(q)]].append(q)
+    for member, frames in ((0, 60), (1, 20)):
+        qp = hashed[member][0]                     # alone and equal: placed on its hash member
+        for psn in range(frames):
+            leaf.send(roce("10.0.1.1", "10.0.2.9", qp, psn, payload=FRAME_PAYLOAD))
+            assert [p for p, _ in leaf.out()] == [UPLINK_PORT[member]]
+    leaf.send(_feedback(2, 1000), port=68)
+    assert leaf.best() == 0
+    ports = []
+    for qp in hashed[0][1:9]:
+        leaf.send(roce("10.0.1.1", "10.0.2.9", qp, 0, payload=FRAME_PAYLOAD))
+        ports += [p for p, _ in leaf.out()]
+    return Counter(ports)
+
+
+UPLINK_PORT = {0: 2, 1: 3}
+
+
+def test_rendered_levels_rank_a_loaded_group_by_its_bytes():
+    from control_plane.render_tna import dre_rows
+    rows = dre_rows(100.0)
+    assert len(rows) == 64 and rows[0]["high"] == 99      # 100 units (6.4 KB) per level
+    counts = _loaded_pair_then_new_flows(rows)
+    # member 0: ~250 KB = level 38; member 1: ~80 KB = level 12, + the 16-level penalty
+    assert counts == Counter({3: 8}), counts
+
+
+def test_negative_control_capped_levels_send_every_new_flow_to_the_feedback_best():
+    old = [{"level": j, "low": 16 * j, "high": 16 * j + 15 if j < 63 else 0xFFFF} for j in range(64)]
+    counts = _loaded_pair_then_new_flows(old)             # 1 KiB levels: both members read 63
+    assert counts == Counter({2: 8}), counts
