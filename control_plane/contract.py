@@ -316,6 +316,10 @@ TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the n
 # feedback penalty alone chose: bench/tna_congestion_probe.py, p4src/tna/README.md.)
 TNA_DRE_UNITS_PER_LEVEL = round(2 * TNA_DRE_WINDOW_NS * TNA_DRE_REFERENCE_GBPS / 8
                                 / TNA_DRE_UNIT_BYTES / TNA_DRE_LEVELS)
+# ecn.p4/telemetry.p4: the range key is the queue delay in 8 ns units, 16 bits (0xFFFF at and
+# above 524 us): bf-p4c's range match takes at most four nibbles of key.
+TNA_QDELAY_UNIT_NS = 8
+TNA_QDELAY_KEY_MAX = (1 << 16) - 1
 TNA_ECN_STEPS = 8              # rows of the ECN ramp between Kmin and Kmax per port
 
 
@@ -383,7 +387,7 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
           (KeyField("meta.traffic_class", "exact", 2), KeyField("meta.elephant", "exact", 1)), {
               f"{_TI}.queueing.set_queue": _params(("qid", 5)),
           }, "QUEUE_MAP_SIZE", 16),
-    Table(_tna(f"{_TE}.ecn.prob"), (KeyField("port", "exact", 9), KeyField("meta.qdelay_ns", "range", 32)), {
+    Table(_tna(f"{_TE}.ecn.prob"), (KeyField("port", "exact", 9), KeyField("meta.qdelay_8ns", "range", 16)), {
         f"{_TE}.ecn.set_prob": _params(("prob", 16)),
         f"{_TE}.ecn.no_mark": (),
     }, None, 4096),

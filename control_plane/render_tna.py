@@ -124,9 +124,16 @@ def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
     return ecn_ramp(ecn.kmin_us * 1000, ecn.kmax_us * 1000, ecn.pmax)
 
 
+def qdelay_units(ns: int) -> int:
+    """ns -> the TNA range key's 8 ns units (whole-us thresholds are whole units)."""
+    return min(contract.TNA_QDELAY_KEY_MAX, ns // contract.TNA_QDELAY_UNIT_NS)
+
+
 def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]:
-    """ecn.prob rows (ns ranges) of one port's ramp: ecn_rows' arithmetic from the numbers alone,
-    so the PTF suite writes exactly what the render writes."""
+    """ecn.prob rows of one port's ramp (kmin, kmax in ns; the rows' low/high in the key's 8 ns
+    units): ecn_rows' arithmetic from the numbers alone, so the PTF suite writes exactly what the
+    render writes."""
+    kmin, kmax = qdelay_units(kmin), qdelay_units(kmax)
     steps = contract.TNA_ECN_STEPS
     pmax = min(FULL - 1, int(round(pmax_fraction * FULL)))
     rows = []
@@ -135,7 +142,7 @@ def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]
         high = kmin + (kmax - kmin) * (j + 1) // steps - 1
         if high >= low:
             rows.append({"low": low, "high": high, "prob": max(1, pmax * (j + 1) // steps)})
-    rows.append({"low": kmax, "high": (1 << 32) - 1, "prob": FULL})
+    rows.append({"low": kmax, "high": contract.TNA_QDELAY_KEY_MAX, "prob": FULL})
     return rows
 
 

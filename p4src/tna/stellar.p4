@@ -57,7 +57,19 @@ control StellarIngress(inout tna_headers_t hdr,
      * those alignments, chained through the other copies, did not fit the PHV. */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) stamp_of;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) dre_window_of;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sketch_window_of;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sketch_window_of;
+    /* The three copies in two keyless tables: an action takes at most 32
+     * bits from hash units (bf-p4c's "immediate pathway"; the three in one
+     * action needed 80).  The sketch window (12 bits of clock) fits in 16. */
+    action stamps() {
+        meta.stamp16 = stamp_of.get({ig_prsr_md.global_tstamp[21:6]});
+        meta.sketch_win = (bit<32>) sketch_window_of.get({ig_prsr_md.global_tstamp[31:20]});
+    }
+    table clock_stamps { actions = { stamps; } const default_action = stamps(); size = 1; }
+    action window() {
+        meta.dre_win = dre_window_of.get({ig_prsr_md.global_tstamp[31:14]});
+    }
+    table clock_dre_window { actions = { window; } const default_action = window(); size = 1; }
 
     Routing() routing;
     PathChoice() path_choice;
@@ -102,9 +114,8 @@ control StellarIngress(inout tna_headers_t hdr,
 
     apply {
         meta.now = ig_prsr_md.global_tstamp[31:0];
-        meta.stamp16 = stamp_of.get({ig_prsr_md.global_tstamp[21:6]});
-        meta.dre_win = dre_window_of.get({ig_prsr_md.global_tstamp[31:14]});
-        meta.sketch_win = sketch_window_of.get({ig_prsr_md.global_tstamp[31:20]});
+        clock_stamps.apply();
+        clock_dre_window.apply();
         meta.change_reason = 0xFF;
         /* Three kinds of packet reach ingress: a port-down packet from the
          * packet generator, a feedback packet recirculated from egress (both
@@ -221,6 +232,8 @@ control StellarEgress(inout tna_egress_headers_t hdr,
                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     Feedback() feedback;
     Ecn() ecn;
+    /* the queue delay's 8 ns units (below) */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) qdelay_units_of;
     Reorder() reorder;
     EgressTelemetry() telemetry;
     Rewrite() rewrite;
@@ -243,6 +256,18 @@ control StellarEgress(inout tna_egress_headers_t hdr,
             exit;
         }
         meta.qdelay_ns = (bit<32>) eg_intr_md.deq_timedelta;
+        /* 8 ns units: every histogram edge (whole us) and the rendered ECN
+         * rows (whole us thresholds) fall on a unit; Tofino-1's 18-bit
+         * delta never saturates, Tofino2's 32-bit one does above 524 us */
+        if (meta.qdelay_ns[31:19] != 0) {
+            meta.qdelay_8ns = 0xFFFF;
+        } else {
+            /* an identity hash, not a slice copy: the copy would have to
+             * stay bit-aligned with its source, so the key would sit at bit
+             * 3 of its container and span five nibbles (bf-p4c's range
+             * match takes four) */
+            meta.qdelay_8ns = qdelay_units_of.get({meta.qdelay_ns[18:3]});
+        }
         meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);

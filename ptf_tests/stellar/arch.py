@@ -421,7 +421,7 @@ class TnaLeaf(Leaf):
                             "no K to adapt or read")
         c = self.t.p4rt
         self._insert_many([c.table_entry(self.t_(f"{self.EGR}.ecn.prob"),
-                                         {"port": port, "meta.qdelay_ns": (r["low"], r["high"])},
+                                         {"port": port, "meta.qdelay_8ns": (r["low"], r["high"])},
                                          f"{self.EGR}.ecn.set_prob", {"prob": r["prob"]}, priority=1)
                            for r in ecn_ramp(kmin_us * 1000, kmax_us * 1000, pmax / 65536)])
 

@@ -15,9 +15,9 @@ def _ecn(frame: bytes) -> int:
 def _ramp(leaf, port: int) -> None:
     """The controller's quantised ramp: no marks below 4 us, certain above 32 us."""
     sw = leaf.sw
-    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_ns": (4_000, 31_999)},
+    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_8ns": (4_000 // 8, 31_999 // 8)},
                     f"{EGR}.ecn.set_prob", {"prob": 0x8000}, priority=10)
-    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_ns": (32_000, 0xFFFFFFFF)},
+    sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_8ns": (32_000 // 8, 0xFFFF)},
                     f"{EGR}.ecn.set_prob", {"prob": 0xFFFF}, priority=20)
 
 

@@ -110,7 +110,7 @@ def test_an_ecn_mark_on_a_packet_with_options_keeps_the_checksum_right():
     from tna_leaf import EGR
     leaf = TnaLeaf()
     for port in (2, 3):                          # mark everything with any queue
-        leaf.sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_ns": (0, 0xFFFFFFFF)},
+        leaf.sw.insert_entry(f"{EGR}.ecn.prob", {"port": port, "meta.qdelay_8ns": (0, 0xFFFF)},
                              f"{EGR}.ecn.set_prob", {"prob": 0xFFFF}, priority=10)
     leaf.send(_with_options(tos=2, words=2))     # ECT(0)
     (port, frame), = leaf.out()

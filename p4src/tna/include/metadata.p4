@@ -73,10 +73,13 @@ struct tna_egress_metadata_t {
     bit<1>   ipv4_options;
     bit<16>  ipv4_residual;  /* the checksum of what egress does not change */
     bit<32>  qdelay_ns;
+    bit<16>  qdelay_8ns;     /* the queue delay in 8 ns units, 0xFFFF at and above 524 us: the
+                              * range-match key (bf-p4c ranges take at most 4 nibbles) */
     bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand: non-zero iff rand < mark_prob */
+    bit<1>   mark;           /* this ECT packet is marked CE */
     bit<1>   regressed;
 }
 

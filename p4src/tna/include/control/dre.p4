@@ -208,6 +208,17 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * slices unallocated).  One instruction per field per action; each
      * round is a keyless table so that p4c's mid end does not fold the
      * rounds into one action. */
+    /* The packing, two members per keyless table: a table's action takes
+     * at most 32 bits from hash units (bf-p4c: the "immediate pathway"),
+     * and one action packing all eight needed 128. */
+    action pack_01() { DRE_MEMBER_PACK(0) DRE_MEMBER_PACK(1) }
+    table pack01 { actions = { pack_01; } const default_action = pack_01(); size = 1; }
+    action pack_23() { DRE_MEMBER_PACK(2) DRE_MEMBER_PACK(3) }
+    table pack23 { actions = { pack_23; } const default_action = pack_23(); size = 1; }
+    action pack_45() { DRE_MEMBER_PACK(4) DRE_MEMBER_PACK(5) }
+    table pack45 { actions = { pack_45; } const default_action = pack_45(); size = 1; }
+    action pack_67() { DRE_MEMBER_PACK(6) DRE_MEMBER_PACK(7) }
+    table pack67 { actions = { pack_67; } const default_action = pack_67(); size = 1; }
     action min_round1() {
         meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p1);
         meta.dre_score.p2 = min(meta.dre_score.p2, meta.dre_score.p3);
@@ -313,14 +324,7 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         DRE_MEMBER_SCORE(5)
         DRE_MEMBER_SCORE(6)
         DRE_MEMBER_SCORE(7)
-        DRE_MEMBER_PACK(0)
-        DRE_MEMBER_PACK(1)
-        DRE_MEMBER_PACK(2)
-        DRE_MEMBER_PACK(3)
-        DRE_MEMBER_PACK(4)
-        DRE_MEMBER_PACK(5)
-        DRE_MEMBER_PACK(6)
-        DRE_MEMBER_PACK(7)
+        pack01.apply(); pack23.apply(); pack45.apply(); pack67.apply();
         /* the least {score, member}: three rounds of min() */
         round1.apply();
         round2.apply();

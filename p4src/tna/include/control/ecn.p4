@@ -12,7 +12,7 @@
  * (a row of 0xFFFF marks every packet); not-ECT packets are never marked.
  * "rand < prob" is computed as the saturating difference prob |-| rand,
  * non-zero exactly when rand < prob, because bf-p4c's gateways compare a
- * field with a constant, not two fields.
+ * field with a constant, not two fields, and not an `||` of two fields.
  */
 control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in PortId_t port) {
     Random<bit<16>>() rnd;
@@ -21,20 +21,32 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
 
     action set_prob(bit<16> prob) { meta.mark_prob = prob; }
     action no_mark() { meta.mark_prob = 0; }
-    /* (port, queue delay ns range) -> P(mark) in 1/65536.  Size: 16 rows
+    /* (port, queue delay range in 8 ns units) -> P(mark) in 1/65536.  Size: 16 rows
      * per port for the uplinks. */
     table prob {
-        key = { port: exact; meta.qdelay_ns: range; }
+        key = { port: exact; meta.qdelay_8ns: range; }
         actions = { set_prob; no_mark; }
         default_action = no_mark();
         size = 4096;
     }
+    /* prob |-| rand in a keyless one-action table: written in the apply
+     * block, p4c's mid end folds the difference back into the condition. */
+    action gap() { meta.mark_gap = meta.mark_prob |-| meta.rand; }
+    table mark_gap_of { actions = { gap; } const default_action = gap(); size = 1; }
     apply {
         if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT && hdr.ipv4.ecn != ECN_CE) {
             prob.apply();
             meta.rand = rnd.get();
-            meta.mark_gap = meta.mark_prob |-| meta.rand;
-            if (meta.mark_prob == 0xFFFF || meta.mark_gap != 0) {
+            mark_gap_of.apply();
+            /* two gateways of one field each, not `a || b` over two fields
+             * (bf-p4c: "condition expression too complex") */
+            meta.mark = 0;
+            if (meta.mark_prob == 0xFFFF) {
+                meta.mark = 1;
+            } else if (meta.mark_gap != 0) {
+                meta.mark = 1;
+            }
+            if (meta.mark == 1) {
                 hdr.ipv4.ecn = ECN_CE;
                 marks.count(port);
             }

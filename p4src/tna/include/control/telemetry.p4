@@ -43,29 +43,30 @@ control EgressTelemetry(inout tna_egress_metadata_t meta, in PortId_t port) {
 
     bit<4> bucket;
     action set_bucket(bit<4> b) { bucket = b; }
-    /* Queue delay (ns) -> histogram bucket: the v1model edges in ns (no
-     * run-time compare chain; one range lookup).  Size: 16 const rows. */
+    /* Queue delay (8 ns units, meta.qdelay_8ns) -> histogram bucket: the
+     * v1model edges (whole us, so whole units; no run-time compare chain; one
+     * range lookup).  Size: 16 const rows. */
     table qdelay_bucket {
-        key = { meta.qdelay_ns: range; }
+        key = { meta.qdelay_8ns: range; }
         actions = { set_bucket; }
         default_action = set_bucket(15);
         const entries = {
-            0 .. 999: set_bucket(0);
-            1000 .. 1999: set_bucket(1);
-            2000 .. 3999: set_bucket(2);
-            4000 .. 7999: set_bucket(3);
-            8000 .. 11999: set_bucket(4);
-            12000 .. 15999: set_bucket(5);
-            16000 .. 23999: set_bucket(6);
-            24000 .. 31999: set_bucket(7);
-            32000 .. 47999: set_bucket(8);
-            48000 .. 63999: set_bucket(9);
-            64000 .. 95999: set_bucket(10);
-            96000 .. 127999: set_bucket(11);
-            128000 .. 191999: set_bucket(12);
-            192000 .. 255999: set_bucket(13);
-            256000 .. 511999: set_bucket(14);
-            512000 .. 4294967295: set_bucket(15);
+            0 .. 124: set_bucket(0);
+            125 .. 249: set_bucket(1);
+            250 .. 499: set_bucket(2);
+            500 .. 999: set_bucket(3);
+            1000 .. 1499: set_bucket(4);
+            1500 .. 1999: set_bucket(5);
+            2000 .. 2999: set_bucket(6);
+            3000 .. 3999: set_bucket(7);
+            4000 .. 5999: set_bucket(8);
+            6000 .. 7999: set_bucket(9);
+            8000 .. 11999: set_bucket(10);
+            12000 .. 15999: set_bucket(11);
+            16000 .. 23999: set_bucket(12);
+            24000 .. 31999: set_bucket(13);
+            32000 .. 63999: set_bucket(14);
+            64000 .. 65535: set_bucket(15);
         }
         size = 16;
     }
