@@ -102,7 +102,7 @@ class Probe:
         for g in range(1, 5):
             best = sw.register_read(f"{PIPE_I}.path_choice.group_best", g)
             cells = [sw.register_read(f"{PIPE_I}.dre.dre{k}", g) for k in range(2)]
-            snap["groups"][g] = {"best": best >> 32, "best_ns": best & 0xFFFFFFFF,
+            snap["groups"][g] = {"best": best >> 16, "best_ns": (best & 0xFFFF) * 16,
                                  "sum": [c & 0xFFFFFFFF for c in cells],
                                  "win": sw.register_read(f"{PIPE_I}.dre.window", g)}
         return snap

@@ -181,7 +181,7 @@ class Lab:
             sw = self.sim.switch(name)
             copies += sw.stats["mirrored"]
             refused += sw.stats["unknown_clone_session"]
-            learned += sum(sw.register_read(self.names.group_best, g) >> 32 < 8 for g in range(1, 256))
+            learned += sum(sw.register_read(self.names.group_best, g) >> 16 < 8 for g in range(1, 256))
         return copies, refused, learned
 
     def elephants(self) -> tuple[str, int]:

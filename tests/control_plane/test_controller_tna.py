@@ -145,7 +145,7 @@ def test_the_documents_mirror_session_brings_feedback_to_ingress(program, fabric
     leaf1 = switches["leaf1"]
     assert leaf1.clone_sessions() == ({1: ([(68, 0)], 64)} if feedback else {})
     new_flows(leaf1, 100)
-    member = leaf1.register_read(GROUP_BEST, 1) >> 32     # the paired cell: {member, score}
+    member = leaf1.register_read(GROUP_BEST, 1) >> 16     # the paired cell: {member, score}
     if feedback:
         assert leaf1.stats["mirrored"] > 0 and member < 8
     else:

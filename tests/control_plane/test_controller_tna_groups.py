@@ -98,14 +98,14 @@ def test_a_replan_never_lets_a_stale_best_member_name_another_port(program, pod,
     held_before = {g["id"] for g in documents["leaf1"]["path_sets"]}
     leaf1 = switches["leaf1"]
     assert route_group(leaf1, LEAF2) == 1 and ports_of(leaf1, 1) == [9, 10, 11, 12]
-    leaf1.register_write(GROUP_BEST, 1, (1 << 32) | 1000)   # feedback: member 1 (port 10) best, 1 us
+    leaf1.register_write(GROUP_BEST, 1, (1 << 16) | 1000 // 16)  # feedback: member 1 (port 10) best, 1 us
     assert new_flows(leaf1, 100, LEAF2) == {10}              # the cell steers new flows
     fail_leaf2_spine2(switches, ctl)
     group = route_group(leaf1, LEAF2)
     assert ports_of(leaf1, group) == [9, 11, 12]
     if ids == "stable":
         assert group not in held_before                       # an id the switch never used
-        assert leaf1.register_read(GROUP_BEST, group) >> 32 == 0x100   # "none known"
+        assert leaf1.register_read(GROUP_BEST, group) >> 16 == 0x100   # "none known"
         assert new_flows(leaf1, 200, LEAF2) == {9, 11, 12}    # the DRE spreads them
         # group 1 kept its members, so its cell still names port 10, truthfully
         assert route_group(leaf1, LEAF3) == 1 and new_flows(leaf1, 300, LEAF3) == {10}

@@ -45,7 +45,7 @@ def test_feedback_arrives_after_the_egress_pass():
     leaf.out()
     # the data packet's egress pass produced one feedback packet, which went through ingress
     assert sw.stats["recirculated"] == before + 1
-    assert sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0
+    assert sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFF == 0
 
 
 def test_an_established_flow_keeps_its_path_within_the_flowlet_timeout():
@@ -113,13 +113,30 @@ def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0, qid: int = 4) -> 
     return bytes(12) + b"\x88\xb6" + body + bytes(40)
 
 
+def test_best_member_delays_are_16ns_units_saturating_at_524us():
+    # group_best keeps 16-bit scores (bf-p4c's crossbar): 16 ns units below 524 us, one
+    # saturated value at and above; a member must still be 4 us better to take over
+    leaf = TnaLeaf()
+    cell = lambda: leaf.sw.register_read(f"{ING}.path_choice.group_best", GROUP)
+    leaf.send(_feedback(2, 1_000_000), port=68)          # 1 ms: saturated, still beats "none"
+    assert cell() == (0 << 16) | 0x8000
+    leaf.send(_feedback(3, 600_000), port=68)            # 600 us: saturated too, not better
+    assert leaf.best() == 0
+    leaf.send(_feedback(3, 520_000), port=68)            # below 524 us: better by far
+    assert cell() == (1 << 16) | 520_000 // 16
+    leaf.send(_feedback(2, 516_001), port=68)            # 3.999 us better: not enough
+    assert leaf.best() == 1
+    leaf.send(_feedback(2, 515_984), port=68)            # 4.016 us better: takes over
+    assert cell() == (0 << 16) | 515_984 // 16
+
+
 def test_feedback_is_accepted_only_from_the_recirculation_port():
     leaf = TnaLeaf()
     leaf.send(_feedback(3, 1000), port=68)      # from egress, via port 68: counts
     assert leaf.best() == 1
     spoof = TnaLeaf()
     spoof.send(_feedback(3, 1000), port=1)      # negative control: a host cannot steer paths
-    assert spoof.sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFFFFFF == 0xFFFFFFFF
+    assert spoof.sw.register_read(f"{ING}.path_choice.group_best", GROUP) & 0xFFFF == 0xFFFF
     assert spoof.out() == []
 
 

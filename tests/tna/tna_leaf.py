@@ -144,4 +144,4 @@ class TnaLeaf:
         return self.sw.counter_read(name, index)[0]
 
     def best(self) -> int:
-        return self.sw.register_read(f"{ING}.path_choice.group_best", GROUP) >> 32
+        return self.sw.register_read(f"{ING}.path_choice.group_best", GROUP) >> 16

@@ -42,15 +42,21 @@ const bit<2> RESUB_CHOOSE = 2;
 const PortId_t PKTGEN_PORT = 68;
 const bit<3>   PKTGEN_APP_PORT_DOWN = 1;
 
-/* A group's "best" score when nothing is known (every member looks idle). */
-const bit<32> SCORE_NONE = 0xFFFFFFFF;
+/* path_choice.group_best's delay score: the queue delay in 16 ns units, 15
+ * bits (below 524 us), TNA_BEST_DELAY_SATURATED at and above; SCORE_NONE
+ * when nothing is known (every member looks idle).  16 bits, not 32: the
+ * stateful ALU of a 2 x 32-bit cell with two 32-bit inputs did not fit
+ * bf-p4c's input crossbar.  Saturating at 2^15 keeps delay + hysteresis
+ * below SCORE_NONE in the ALU's 16-bit arithmetic (no wrap). */
+const bit<16> SCORE_NONE = 0xFFFF;
+const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 
 /* Flow signature: bit 15 marks a used slot. */
 const bit<16> TNA_FLOW_SIG_VALID = 0x8000;
 
 /* Default tunables (config table action data can override them). */
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
-#define TNA_FEEDBACK_HYSTERESIS_NS 4000    /* a member must be 4 us better to take over */
+#define TNA_FEEDBACK_HYSTERESIS 250        /* a member must be 4 us (250 x 16 ns) better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
 #define TNA_DRE_DELAY_PENALTY 32           /* 16 levels added to members feedback says are not the best,
                                             * written doubled like all DRE score data (dre.p4) */

@@ -21,8 +21,8 @@
  * queue the flows build, with a feedback delay (README.md: "feedback").
  */
 struct best_pair_t {
-    bit<32> member;   /* member_t in the low bits */
-    bit<32> score;    /* ns of queue delay; SCORE_NONE = nothing known */
+    bit<16> member;   /* member_t in the low bits */
+    bit<16> score;    /* queue delay, 16 ns units (define.p4); SCORE_NONE = nothing known */
 }
 
 control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
@@ -33,12 +33,15 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * not a constant in one branch and a field in the other). */
     Register<best_pair_t, group_t>(256, {0x100, SCORE_NONE}) group_best;
 
-    bit<32> fb_member;
-    bit<32> fb_delay;
+    bit<16> fb_member;
+    bit<16> fb_delay;
+    /* the reported delay's 16 ns units, by an identity hash (a slice copy
+     * must stay bit-aligned with its source) */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) delay_units_of;
 
-    RegisterAction<best_pair_t, group_t, bit<32>>(group_best) update_best = {
-        void apply(inout best_pair_t v, out bit<32> rv) {
-            if (v.member == fb_member || fb_delay + TNA_FEEDBACK_HYSTERESIS_NS < v.score) {
+    RegisterAction<best_pair_t, group_t, bit<16>>(group_best) update_best = {
+        void apply(inout best_pair_t v, out bit<16> rv) {
+            if (v.member == fb_member || fb_delay + TNA_FEEDBACK_HYSTERESIS < v.score) {
                 v.member = fb_member;
                 v.score = fb_delay;
             }
@@ -47,8 +50,8 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     };
     /* rv: the best member, or bit 8 set when no member has reported yet
      * (then flows are shared by hash, as ECMP) */
-    RegisterAction<best_pair_t, group_t, bit<32>>(group_best) read_best = {
-        void apply(inout best_pair_t v, out bit<32> rv) {
+    RegisterAction<best_pair_t, group_t, bit<16>>(group_best) read_best = {
+        void apply(inout best_pair_t v, out bit<16> rv) {
             rv = v.member;
         }
     };
@@ -80,13 +83,17 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     apply {
         if (meta.kind == KIND_FEEDBACK) {
             if (port_member.apply().hit) {
-                fb_member = (bit<32>) meta.chosen;
-                fb_delay = hdr.feedback.qdelay_ns;
+                fb_member = (bit<16>) meta.chosen;
+                if (hdr.feedback.qdelay_ns[31:19] != 0) {
+                    fb_delay = TNA_BEST_DELAY_SATURATED;
+                } else {
+                    fb_delay = delay_units_of.get({hdr.feedback.qdelay_ns[19:4]});
+                }
                 update_best.execute(meta.group);
             }
         } else if (meta.kind == KIND_DATA) {
             hash_member.apply();
-            bit<32> b = read_best.execute(meta.group);
+            bit<16> b = read_best.execute(meta.group);
             if (b[8:8] == 1) {
                 meta.best = meta.hashed;   /* nothing known: share by flow hash */
                 meta.feedback_known = 0;
