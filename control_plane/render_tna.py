@@ -184,6 +184,7 @@ def context(fabric: Fabric, plan: SwitchPlan,
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
+        "qdelay_unit_ns": contract.TNA_QDELAY_UNIT_NS,
         "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]

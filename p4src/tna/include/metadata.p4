@@ -78,8 +78,7 @@ struct tna_egress_metadata_t {
     bit<16>  ingress_ts;     /* from the bridged header (removed before the deparser) */
     bit<16>  mark_prob;      /* P(mark) in 1/65536 from ecn.prob */
     bit<16>  rand;
-    bit<16>  mark_gap;       /* mark_prob |-| rand: non-zero iff rand < mark_prob */
-    bit<1>   mark;           /* this ECT packet is marked CE */
+    bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
 }
 

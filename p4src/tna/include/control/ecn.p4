@@ -38,15 +38,13 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
             prob.apply();
             meta.rand = rnd.get();
             mark_gap_of.apply();
-            /* two gateways of one field each, not `a || b` over two fields
-             * (bf-p4c: "condition expression too complex") */
-            meta.mark = 0;
+            /* a row of 0xFFFF marks always: folded into the gap, so the
+             * test is one field (bf-p4c: `a || b` over two fields is "too
+             * complex" for a gateway) */
             if (meta.mark_prob == 0xFFFF) {
-                meta.mark = 1;
-            } else if (meta.mark_gap != 0) {
-                meta.mark = 1;
+                meta.mark_gap = 1;
             }
-            if (meta.mark == 1) {
+            if (meta.mark_gap != 0) {
                 hdr.ipv4.ecn = ECN_CE;
                 marks.count(port);
             }
