@@ -18,13 +18,13 @@
  * A colliding flow's packets restamp `arrivals` too, so the holder's gap can
  * be masked (it then stays where it is: no reordering, fewer moves).
  * A new flow with the DRE on, and a gap, are settled by a second pass
- * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) whose `take` writes the
- * member the first pass chose (dre.p4).  A gap moves only once the flow's
- * last packet has left the old member's queue (`departed`, read in the first
- * pass), so a flow never changes (port, queue) while a packet of it is queued
- * here, even when the queue is longer than the timeout.
+ * (Resubmit, resubmit_h.kind = RESUB_CHOOSE) that writes the member the
+ * first pass chose (dre.p4).  A gap moves only once the flow's last packet
+ * has left the old member's queue (`departed`, read in that second pass), so
+ * a flow never changes (port, queue) while a packet of it is queued here,
+ * even when the queue is longer than the timeout.
  * The flow CRC-32 is computed once (stellar.p4) and sliced: [12:0] is the
- * slot, [31:16] the signature, [2:0] the hash member; v1model computes CRC-32
+ * slot, [30:19] the signature, [2:0] the hash member; v1model computes CRC-32
  * and CRC-16 separately over the same key.
  * Drain (b): an elephant kept on a member that is no longer the best gets a
  * second pass (Resubmit, with its member and its previous packet's
@@ -32,33 +32,41 @@
  * arrival time of the last packet that left that port, which egress bridges
  * through and reports in the feedback packets -- and moves the flow if it
  * is later than the flow's previous packet and the downstream skew margin
- * has passed since that packet.  One access per register per pass: the first
- * pass touches `arrivals`, `flows` (and `departed` at a gap), the second
- * `departed` (a drain test) and `flows`.
+ * has passed since that packet.  One access per register per pass, and one
+ * place in the program per register: the first pass touches `arrivals` then
+ * `flows`, the second `departed` then `flows`, a feedback packet `departed`.
+ * bf-p4c places each register with the one table that executes it, so each
+ * register has one RegisterAction, executed at one call site whose inputs
+ * each pass computes (README.md, "bf-p4c": two actions on `flows`, called
+ * after different chains, could not share a stage).
  */
-/* Two registers: bf-p4c's stateful ALU takes no slice of a register value
- * in a condition, no concatenation or OR in its output, and at most two
- * comparisons per action (README.md, "bf-p4c"). */
+/* Each cell 16 bits with 16-bit inputs: the 32-bit cells with two 32-bit
+ * inputs did not fit the stateful ALU's input crossbar (README.md, "bf-p4c").
+ * bf-p4c's stateful ALU takes no slice of a register value in a condition,
+ * no concatenation or OR in its output, and at most two comparisons per
+ * action. */
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
                 in bit<16> margin_units, in bit<1> gap_drain) {
-    /* Per flow slot: the flow's signature (31:16, bit 31 always set) and
-     * member (2:0); 0 = empty.  Size: FLOW_SLOTS (8192 = 13 bits of the CRC). */
-    Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) flows;
+    /* Per flow slot: the flow's tag, 0 = empty: bit 15 set (used), 14:3 the
+     * signature (12 bits of the CRC), 2:0 the member.  A flow's tag lies in
+     * [own_key, own_key + 7] with own_key = its signature bits and member 0.
+     * Size: FLOW_SLOTS (8192 = 13 bits of the CRC) x 16 bits. */
+    Register<bit<16>, bit<13>>(FLOW_SLOTS, 0) flows;
     /* Per flow slot: the last arrival of any packet hashed to the slot (ns,
      * low 32 bits, bit 0 forced to 1 so that 0 means "never").  Size: FLOW_SLOTS. */
     Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) arrivals;
     /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
      * the last packet that left that queue of the member's port, from the
-     * feedback packets (per queue: only one queue is FIFO).
-     * Size: 256 groups x 8 members x 32 queues. */
-    Register<bit<32>, bit<16>>(65536, 0) departed;   /* bit 16: some departure recorded */
+     * feedback packets (per queue: only one queue is FIFO); bit 16: some
+     * departure was recorded.  Size: 256 groups x 8 members x 32 queues. */
+    Register<bit<32>, bit<16>>(65536, 0) departed;
 
-    bit<16> sig;
-    bit<32> sig_base; /* sig ++ 16w0: the slot is this flow's iff tag - sig_base < 2^16 */
-    bit<32> offer;    /* what the slot takes (sig | member), or 0: leave it */
+    bit<16> sig_base; /* the flow's key: its tag is sig_base | member */
+    bit<16> own_key;      /* `update` writes a slot whose tag is not in [own_key, own_key + 7] */
+    bit<16> offer;    /* the tag `update` writes, or 0: leave the slot */
     bit<32> stamp;
-    bit<32> fb_departed;
+    bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
 
     /* rv: the slot's previous arrival; the slot now holds this packet's. */
@@ -68,37 +76,31 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             v = stamp;
         }
     };
-    /* First pass.  rv: the tag before this packet.  Another flow's tag (or
-     * none) is replaced by `offer` unless offer is 0 (the slot was used
-     * within the flowlet timeout: held by an active flow). */
-    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) touch = {
-        void apply(inout bit<32> v, out bit<32> rv) {
+    /* Both passes.  rv: the tag before this packet.  The slot takes `offer`
+     * unless offer is 0 or the tag is in [own_key, own_key + 7]:
+     *   first pass: own_key = the flow's own; offer = its tag with the best
+     *     member, or 0 when the slot was used within the flowlet timeout
+     *     (held by an active flow): a free slot of another flow is taken,
+     *     the flow's own slot is left as it is;
+     *   second pass: own_key = 1, which no tag is in (every tag has bit 15
+     *     set), so the slot takes the move (`offer` != 0).  The first pass
+     *     restamped `arrivals`, so no other flow took the slot since. */
+    RegisterAction<bit<16>, bit<13>, bit<16>>(flows) update = {
+        void apply(inout bit<16> v, out bit<16> rv) {
             rv = v;
-            if (v - sig_base >= 32w0x10000 && offer != 0) {
+            if (v - own_key >= 16w8 && offer != 0) {
                 v = offer;
             }
         }
     };
-    /* Second pass (a DRE choice, or a drained flow's move): the slot takes
-     * `offer` if it is still this flow's (offer 0: not drained, no move).
-     * rv: the tag before. */
-    RegisterAction<bit<32>, bit<13>, bit<32>>(flows) take = {
+    /* A feedback packet writes its departure; a second pass reads
+     * (fb_departed 0).  rv: the cell before. */
+    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) departure = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
-            if (v - sig_base < 32w0x10000 && offer != 0) {
-                v = offer;
+            if (fb_departed != 0) {
+                v = fb_departed;
             }
-        }
-    };
-    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) record_departure = {
-        void apply(inout bit<32> v, out bit<32> rv) {
-            v = fb_departed;
-            rv = v;
-        }
-    };
-    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) read_departure = {
-        void apply(inout bit<32> v, out bit<32> rv) {
-            rv = v;
         }
     };
 
@@ -117,65 +119,100 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     table age_left { actions = { diff_left; } const default_action = diff_left(); size = 1; }
     action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; waited = meta.stamp16 - meta.resub.prev_ts; }
     table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
-    bit<16> gap_prev;
-    bit<16> gap_since;
-    action diff_gap() { gap_since = dep[15:0] - gap_prev; }
-    table gap_times { actions = { diff_gap; } const default_action = diff_gap(); size = 1; }
     action diff_wait() { wait_left = waited - margin_units; }
     table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
 
     apply {
+        /* `departed`: written by feedback, read by a second pass */
+        bit<16> dep_index = 0;
+        fb_departed = 0;
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
             fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
-            record_departure.execute(meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0]);
-            return;
+            dep_index = meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0];
+        } else if (meta.resub.isValid()) {
+            /* the member the flow would leave: `old` in both kinds */
+            dep_index = meta.group ++ meta.resub.old ++ meta.qid;
+        }
+        if (meta.kind == KIND_FEEDBACK || (meta.kind == KIND_DATA && meta.resub.isValid())) {
+            dep = departure.execute(dep_index);
         }
         if (meta.kind != KIND_DATA) {
             return;
         }
-        sig = meta.flow_hash[31:16] | TNA_FLOW_SIG_VALID;
-        sig_base = sig ++ 16w0;
+        sig_base = (meta.flow_hash[31:16] & 16w0xFFF8) | TNA_FLOW_SIG_VALID;
         bit<13> slot = meta.flow_hash[12:0];
-        bit<32> r;
         meta.change_reason = 0xFF;
-        if (meta.resub.isValid() && meta.resub.kind == RESUB_CHOOSE) {
-            /* The DRE's choice (dre.p4), made in the first pass. */
-            offer = sig_base | (bit<32>) meta.resub.cur;
-            r = take.execute(slot);
-            if (r[31:16] != sig) {
-                meta.chosen = meta.hashed;   /* the slot went to another flow */
-            } else {
-                meta.chosen = meta.resub.cur;
-                if (meta.resub.is_new == 1) {
-                    meta.change_reason = CHANGE_NEW;
-                } else if (meta.resub.old != meta.resub.cur) {
-                    meta.change_reason = CHANGE_GAP;
-                }
-            }
-            return;
-        }
+        bit<1> recent = 0;
+        bit<1> moves = 0;
         if (meta.resub.isValid()) {
-            /* Drained: the last packet that left the old member's port arrived
-             * no earlier than this flow's previous packet (FIFO: then all of
-             * the flow's packets have left), and the downstream skew margin
-             * has passed since that packet (it may still be queued in the next
-             * switch: a later packet on a shorter path must not overtake it).
-             * Stamps are 64 ns units, so a
-             * packet that arrived up to 64 ns before the flow's previous one
-             * can stand for it, and a flow that paused over 2 ms is not tested (the stamps wrap in 4.2 ms; its flowlet gap moves it anyway when the timeout is below that) (README.md: drain). */
-            bit<32> d = read_departure.execute(meta.group ++ meta.resub.cur ++ meta.qid);
-            dep = d;
+            /* Second pass.  Drained: the last packet that left the old
+             * member's queue arrived no earlier than this flow's previous
+             * packet (FIFO: then all of the flow's packets have left).
+             * Stamps are 64 ns units, so a packet that arrived up to 64 ns
+             * before the flow's previous one can stand for it, and a flow
+             * that paused over 2 ms is not tested (the stamps wrap in
+             * 4.2 ms; its flowlet gap moves it anyway when the timeout is
+             * below that) (README.md: drain). */
             drain_times.apply();
             drain_wait.apply();
-            offer = 0;
-            if (d[16:16] == 1 && since[15:15] == 0 && wait_left[15:15] == 0) {   /* waited >= margin */
-                offer = sig_base | (bit<32>) meta.best;
+            bit<1> drained = 0;
+            if (dep[16:16] == 1 && since[15:15] == 0) {
+                drained = 1;
             }
-            r = take.execute(slot);
-            if (r[31:16] != sig) {
-                meta.chosen = meta.hashed;
-            } else if (offer != 0) {
+            own_key = 1;
+            offer = 0;
+            if (meta.resub.kind == RESUB_CHOOSE) {
+                /* the DRE's choice (dre.p4), made in the first pass: a new
+                 * flow's, or a gap's once drained */
+                if (meta.resub.is_new == 1 || gap_drain == 0 || drained == 1) {
+                    moves = 1;
+                    offer = sig_base | (bit<16>) meta.resub.cur;
+                }
+            } else if (drained == 1 && wait_left[15:15] == 0) {
+                /* a drain move: and the downstream skew margin has passed
+                 * since the flow's previous packet (it may still be queued
+                 * in the next switch: a later packet on a shorter path must
+                 * not overtake it) */
+                moves = 1;
+                offer = sig_base | (bit<16>) meta.best;
+            }
+        } else {
+            /* First pass: the slot's previous arrival, then its tag. */
+            stamp = meta.now | 1;
+            prev = arrive.execute(slot);
+            /* age < timeout as sign bits (bf-p4c: a gateway cannot compare
+             * two 32-bit fields): exact for ages and timeouts below 2^31 ns */
+            arrival_age.apply();
+            age_left.apply();
+            if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
+                recent = 1;
+            }
+            own_key = sig_base;
+            offer = sig_base | (bit<16>) meta.best;
+            if (recent == 1) {
+                offer = 0;      /* used within the timeout: not free to take */
+            }
+        }
+        bit<16> r = update.execute(slot);
+        bit<1> own = 0;
+        if (r[15:3] == sig_base[15:3]) {
+            own = 1;
+        }
+        if (meta.resub.isValid()) {
+            if (own == 0) {
+                meta.chosen = meta.hashed;   /* the slot went to another flow (not expected: see update) */
+            } else if (meta.resub.kind == RESUB_CHOOSE) {
+                meta.chosen = (member_t) r[2:0];
+                if (moves == 1) {
+                    meta.chosen = meta.resub.cur;
+                    if (meta.resub.is_new == 1) {
+                        meta.change_reason = CHANGE_NEW;
+                    } else if (meta.resub.old != meta.resub.cur) {
+                        meta.change_reason = CHANGE_GAP;
+                    }
+                }
+            } else if (moves == 1) {
                 meta.chosen = meta.best;
                 meta.change_reason = CHANGE_DRAIN;
             } else {
@@ -183,24 +220,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
             return;
         }
-        /* First pass: the slot's previous arrival, then its tag. */
-        stamp = meta.now | 1;
-        prev = arrive.execute(slot);
-        bit<1> recent = 0;
-        /* age < timeout as sign bits (bf-p4c: a gateway cannot compare two
-         * 32-bit fields): exact for ages and timeouts below 2^31 ns */
-        arrival_age.apply();
-        age_left.apply();
-        if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
-            recent = 1;
-        }
-        offer = sig_base | (bit<32>) meta.best;
-        if (recent == 1) {
-            offer = 0;      /* used within the timeout: not free to take */
-        }
-        r = touch.execute(slot);
         bit<16> prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
-        if (r[31:16] != sig) {
+        meta.prev_ts = prev_ts;
+        if (own == 0) {
             if (recent == 1) {
                 meta.chosen = meta.hashed;   /* another active flow holds the slot */
             } else {
@@ -215,23 +237,13 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 }
             }
         } else if (recent == 0) {
-            /* a gap: the flow may move only if its packets have left the old
-             * member's queue (a gap longer than the timeout is not proof when
-             * the queue is longer still): the same departure test as a drain
-             * move, in this pass (`departed` is not touched otherwise) */
+            /* a gap: the flow may move, in a second pass that first proves
+             * its packets have left the old member's queue (a gap longer
+             * than the timeout is not proof when the queue is longer still) */
             meta.old = (member_t) r[2:0];
             meta.chosen = meta.old;
-            bit<1> gap_ok = 1;
-            if (gap_drain == 1) {
-                dep = read_departure.execute(meta.group ++ meta.old ++ meta.qid);
-                gap_prev = prev_ts;
-                gap_times.apply();
-                if (dep[16:16] == 0 || gap_since[15:15] == 1) {   /* never reported: not proven */
-                    gap_ok = 0;
-                }
-            }
-            if (gap_ok == 1 && (dre_on == 1 || meta.best != meta.old)) {
-                meta.choose = 1;    /* the second pass writes the move */
+            if (dre_on == 1 || meta.best != meta.old) {
+                meta.choose = 1;
             }
         } else {
             meta.chosen = (member_t) r[2:0];
@@ -247,7 +259,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 meta.resub.is_new = 0;
                 meta.resub.prev_ts = prev_ts;
                 meta.resub.cur = meta.chosen;
-                meta.resub.old = 0;
+                meta.resub.old = meta.chosen;
                 meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
                 meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
             }
