@@ -192,6 +192,7 @@ control StellarIngress(inout tna_headers_t hdr,
                 meta.resub.cur = meta.dre_pick;
                 meta.resub.old = meta.old;
                 meta.resub.prev_ts = meta.prev_ts;   /* a gap's drain test (flowlet.p4) */
+                meta.resub.qid = meta.qid;
                 meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
                 meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
             } else if (meta.drain_test == 1) {

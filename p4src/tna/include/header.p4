@@ -50,7 +50,7 @@ header feedback_h {
 /* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata).
  * Drain test (kind RESUB_DRAIN): the flow's member and its previous packet's
  * arrival.  DRE choice (RESUB_CHOOSE): the member chosen, the flow's member
- * before a gap, and whether the flow is new. */
+ * before a gap, and whether the flow is new.  Both: the packet's queue. */
 header resubmit_h {
     bit<16>  prev_ts;
     /* one field per byte: the first pass writes them from different PHV
@@ -66,7 +66,12 @@ header resubmit_h {
     member_t cur;            /* drain: the flow's member; choose: the choice */
     bit<5>   _pad4;
     member_t old;            /* choose: the member before the gap */
-    bit<8>   _pad5;
+    bit<3>   _pad5;
+    bit<5>   qid;            /* the first pass's queue: the second pass's drain
+                              * test reads `departed` at (group, old, qid)
+                              * from the header, not after the queue map,
+                              * which waits for the sketch (a shorter
+                              * dependency chain for bf-p4c's placement) */
 }
 
 struct tna_headers_t {

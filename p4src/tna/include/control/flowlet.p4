@@ -132,7 +132,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             dep_index = meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0];
         } else if (meta.resub.isValid()) {
             /* the member the flow would leave: `old` in both kinds */
-            dep_index = meta.group ++ meta.resub.old ++ meta.qid;
+            dep_index = meta.group ++ meta.resub.old ++ meta.resub.qid;
         }
         if (meta.kind == KIND_FEEDBACK || (meta.kind == KIND_DATA && meta.resub.isValid())) {
             dep = departure.execute(dep_index);
@@ -260,6 +260,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 meta.resub.prev_ts = prev_ts;
                 meta.resub.cur = meta.chosen;
                 meta.resub.old = meta.chosen;
+                meta.resub.qid = meta.qid;
                 meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
                 meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
             }
