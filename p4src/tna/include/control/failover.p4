@@ -65,31 +65,40 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         }
         size = 8;
     }
-    /* The same test for the second candidate (a table applies once). */
+    bit<1> best_alive;
+    action best_is_up() { best_alive = 1; }
+    action best_is_down() { best_alive = 0; }
+    /* The same test for the second candidate, into its own flag: it needs only
+     * the bitmap and `best`, so bf-p4c can place it beside the flowlet lookup
+     * instead of after member_up (a shorter dependency chain). */
     table best_up {
         key = { meta.alive: ternary; meta.best: exact; }
-        actions = { up; down; }
-        default_action = down();
+        actions = { best_is_up; best_is_down; }
+        default_action = best_is_down();
         const entries = {
-            (8w0x01 &&& 8w0x01, 0): up();
-            (8w0x02 &&& 8w0x02, 1): up();
-            (8w0x04 &&& 8w0x04, 2): up();
-            (8w0x08 &&& 8w0x08, 3): up();
-            (8w0x10 &&& 8w0x10, 4): up();
-            (8w0x20 &&& 8w0x20, 5): up();
-            (8w0x40 &&& 8w0x40, 6): up();
-            (8w0x80 &&& 8w0x80, 7): up();
+            (8w0x01 &&& 8w0x01, 0): best_is_up();
+            (8w0x02 &&& 8w0x02, 1): best_is_up();
+            (8w0x04 &&& 8w0x04, 2): best_is_up();
+            (8w0x08 &&& 8w0x08, 3): best_is_up();
+            (8w0x10 &&& 8w0x10, 4): best_is_up();
+            (8w0x20 &&& 8w0x20, 5): best_is_up();
+            (8w0x40 &&& 8w0x40, 6): best_is_up();
+            (8w0x80 &&& 8w0x80, 7): best_is_up();
         }
         size = 8;
     }
 
-    action first(member_t member) { meta.chosen = member; meta.chosen_alive = 1; }
-    action none_up() { meta.chosen_alive = 0; }
+    member_t first_member;
+    bit<1> first_alive;
+    action first(member_t member) { first_member = member; first_alive = 1; }
+    action none_up() { first_alive = 0; }
     /* The lowest live member among the group's `count` members (a priority
      * encoder; the first matching row wins).  The count is a key rather than
      * a later `chosen >= count` test: bf-p4c's gateways compare a field with
      * a constant, not with another field, and the bitmap's bits above the
-     * count are never cleared (a "live" bit there is not a member).  Rows:
+     * count are never cleared (a "live" bit there is not a member).  Like
+     * best_up it depends only on the bitmap (and the count), so it is
+     * applied for every data packet, beside the flowlet lookup.  Rows:
      * for each count c in 1..8, members 0..c-1 in order: 36. */
     table first_up {
         key = { meta.count: exact; meta.alive: ternary; }
@@ -143,15 +152,19 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             }
         } else if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);
+            /* the two fallbacks first (they do not need the flow's member),
+             * then the flow's member: one test after the flowlet lookup */
+            best_up.apply();
+            first_up.apply();
             member_up.apply();
             if (meta.chosen_alive == 0) {
-                best_up.apply();
-                if (meta.chosen_alive == 1) {
+                if (best_alive == 1) {
                     meta.chosen = meta.best;
+                    meta.chosen_alive = 1;
+                } else if (first_alive == 1) {
+                    meta.chosen = first_member;
+                    meta.chosen_alive = 1;
                 } else {
-                    first_up.apply();
-                }
-                if (meta.chosen_alive == 0) {
                     meta.drop = 1;
                     meta.drop_reason = DROP_NO_LIVE_MEMBER;
                 }
