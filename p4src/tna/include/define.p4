@@ -51,8 +51,6 @@ const bit<3>   PKTGEN_APP_PORT_DOWN = 1;
 const bit<16> SCORE_NONE = 0xFFFF;
 const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 
-/* Flow signature: bit 15 marks a used slot. */
-const bit<16> TNA_FLOW_SIG_VALID = 0x8000;
 
 /* Default tunables (config table action data can override them). */
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */

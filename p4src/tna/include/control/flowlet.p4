@@ -67,8 +67,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> offer;    /* the tag `update` writes, or 0: leave the slot */
     bit<32> stamp;
     bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;   /* sig_base (below) */   /* the previous arrival in 64 ns units */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
 
     /* rv: the slot's previous arrival; the slot now holds this packet's. */
     RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
@@ -151,7 +151,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
-        /* {valid, flow_hash[30:19], member 0}, by an identity hash: written
+        /* {valid (bit 15: a used slot), flow_hash[30:19], member 0}, by an identity hash: written
          * as (hash & 0xFFF8) | VALID, p4c's mid end substituted that
          * expression into every use (offer's slices), and bf-p4c's
          * instruction selection failed on it (an internal error) */
