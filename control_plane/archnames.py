@@ -10,7 +10,7 @@ kept) and this module answers per architecture, so the rest of the control plane
   rendered ``routing.path_set`` entries (16 bits, µs-equivalents); liveness is the eight
   ``failover.liveness0..7`` tables, MODIFYed port_down/port_up.
 * TNA (p4src/tna/stellar.p4, bf-p4c's names with the pipe's ``pipe.`` prefix): levels are the
-  ``dre.levels`` entries, one per group with ``l0..l7`` (8 bits; added to the DRE score);
+  ``dre_base.levels`` entries, one per group with ``l0..l7`` (8 bits; added to the DRE score);
   liveness is the ``failover.alive`` register (per group, bit k = member k up), which the data
   plane clears on a port-down packet and the controller sets back.
 
@@ -101,7 +101,7 @@ TNA = ArchNames(
     reorder_total_counter=f"{_P}{_E}.reorder.regressions",
     path_changes=f"{_P}{_I}.telemetry.path_changes", elephant_packets=f"{_P}{_I}.telemetry.elephants",
     drops=f"{_P}{_I}.telemetry.drops", malformed=f"{_P}{_I}.telemetry.malformed",
-    level_table=f"{_P}{_I}.dre.levels", level_action=f"{_I}.dre.set_levels",
+    level_table=f"{_P}{_I}.dre_base.levels", level_action=f"{_I}.dre_base.set_levels",
     level_max=0x7F,  # written as 2 x level into 8 bits (p4src/CONTRACT.md section 9)
     liveness="register", alive_register=contract.TNA_ALIVE_REGISTER,
     group_best=f"{_P}{_I}.path_choice.group_best",
@@ -109,7 +109,7 @@ TNA = ArchNames(
                                f"{_P}{_I}.member_port.members", f"{_P}{_I}.path_choice.hash_member",
                                f"{_P}{_I}.failover.port_member", f"{_P}{_I}.elephant.hint",
                                f"{_P}{_I}.path_choice.port_member", f"{_P}{_E}.feedback.ports",
-                               f"{_P}{_I}.dre.levels",
+                               f"{_P}{_I}.dre_base.levels",
                                *(f"{_P}{_I}.dre.level{k}" for k in range(contract.TNA_MEMBERS))}),
 )
 

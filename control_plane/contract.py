@@ -305,13 +305,13 @@ TNA_PIPE = "pipe."
 _TI, _TE = "StellarIngress", "StellarEgress"
 TNA_GROUP_WIDTH = 8   # group_t: at most 255 groups (0 unused) per switch
 TNA_MEMBERS = 8       # member positions per group
-TNA_DRE_UNIT_BYTES = 64        # dre.p4: q<k> is the estimate in 64-byte units
+TNA_DRE_UNIT_BYTES = 256       # dre.p4: q<k> is the estimate in 256-byte units (bits 23:8)
 TNA_DRE_LEVELS = 64            # rows per member position and group
 TNA_DRE_REFERENCE_GBPS = 100.0
 TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the ns clock (16.4 us)
 # A level's width: the 64 levels span what the estimate (bytes of this and the previous window)
 # holds for a port at line rate, 2 windows x rate = 409.6 KB at 100 Gbps, so a 100 Gbps port's
-# level is 100 units (6.4 KB) wide.  (It was 16 units, 1 KiB: the top level then began at 64 KiB,
+# level is 25 units (6.4 KB) wide.  (It was 1 KiB: the top level then began at 64 KiB,
 # 16 % of that span, and every member of a loaded group read the same capped level, so the
 # feedback penalty alone chose: bench/tna_congestion_probe.py, p4src/tna/README.md.)
 TNA_DRE_UNITS_PER_LEVEL = round(2 * TNA_DRE_WINDOW_NS * TNA_DRE_REFERENCE_GBPS / 8
@@ -366,8 +366,8 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
         f"{_TI}.dre.set_level{k}": _params(("level", 8)),
     }, None, 4096) for k in range(TNA_MEMBERS)),
-    Table(_tna(f"{_TI}.dre.levels"), (KeyField("meta.group", "exact", 8),), {
-        f"{_TI}.dre.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)], ("measured", 8)),
+    Table(_tna(f"{_TI}.dre_base.levels"), (KeyField("meta.group", "exact", 8),), {
+        f"{_TI}.dre_base.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)], ("measured", 8)),
     }, None, 256),
     Table(_tna(f"{_TI}.qos.dscp_class"), (KeyField("hdr.ipv4.dscp", "exact", 6),), {
         f"{_TI}.qos.set_class": _params(("traffic_class", 2)),

@@ -7,7 +7,7 @@ behind each member of a leaf's path set is found the same way.
 
 What differs (p4src/tna/README.md, CONTRACT.md §9):
 
-* **Levels** go to ``pipe.StellarIngress.dre.levels``: one entry per *group* (the TNA program
+* **Levels** go to ``pipe.StellarIngress.dre_base.levels``: one entry per *group* (the TNA program
   shares one group among every path set with the same member ports, since the DRE state is
   per group and member), ``l0..l7``, 8 bits, added to the member's DRE score.  A group that
   serves several destination leaves gets, per member, the *highest* level among those
@@ -80,7 +80,7 @@ def group_alive_cells(delta: dict[str, EntryDelta], after: dict[str, dict],
 
 
 class TnaController(Controller):
-    """``Controller`` for the TNA program: levels in ``dre.levels``, liveness in ``failover.alive``."""
+    """``Controller`` for the TNA program: levels in ``dre_base.levels``, liveness in ``failover.alive``."""
 
     names = archnames.TNA
     # A re-plan keeps each member list's group id and gives a new list an id never used on the
@@ -98,7 +98,7 @@ class TnaController(Controller):
 
     # ------------------------------------------------------------------ the record
     def _index(self, keep_levels: Optional[dict[str, dict[int, dict]]] = None) -> None:
-        """Group maps from the record: path set -> group per leaf, the dre.levels entries (the
+        """Group maps from the record: path set -> group per leaf, the dre_base.levels entries (the
         controller's own copies, so its levels survive a re-plan that leaves the group alone),
         and port -> (group, member, clear mask) of failover.port_member."""
         self._group_of = {name: render_tna.groups_of(plan, ids=dict(self._group_ids.get(name, {}))
@@ -138,7 +138,7 @@ class TnaController(Controller):
             for ps_id, slots in sets.items():
                 group = of_set.get(ps_id)
                 if group is None or group not in self._levels.get(leaf, {}):
-                    continue  # no choice in it (one member): no dre.levels entry
+                    continue  # no choice in it (one member): no dre_base.levels entry
                 for slot, slot_hops in slots.items():
                     hops.setdefault(group, {}).setdefault(slot, []).extend(slot_hops)
             per_group = out.setdefault(leaf, {})
@@ -155,7 +155,7 @@ class TnaController(Controller):
         return out
 
     def push_levels(self, cmap: CongestionMap) -> int:
-        """MODIFY the ``dre.levels`` entries whose levels moved by a quantum or more, or whose
+        """MODIFY the ``dre_base.levels`` entries whose levels moved by a quantum or more, or whose
         measured bits changed (so the first reading is written even when it equals the rendered 0:
         until then no gap or drain move leaves those members)."""
         written = 0

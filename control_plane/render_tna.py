@@ -97,7 +97,7 @@ def group_history(document: dict[str, Any]) -> dict[tuple[int, ...], int]:
 
 
 def dre_rows(capacity_gbps: float) -> list[dict[str, int]]:
-    """level<k> rows for a member on a port of this rate: level j covers `width` 64-byte units,
+    """level<k> rows for a member on a port of this rate: level j covers `width` units of contract.TNA_DRE_UNIT_BYTES,
     width proportional to the rate (a 40 % port fills its levels 40 % as fast: a quantised
     division by the rate; contract.TNA_DRE_UNITS_PER_LEVEL: the 64 levels span what the two-window
     estimate holds at line rate, so loaded members are still told apart); the last row is

@@ -359,7 +359,7 @@ def build_program(out_dir: Path, arch: str = "v1model") -> tuple[Path, Path]:
 TNA_NOTES = """\
 program: p4src/tna/stellar.p4 on p4sim's Tofino pipe (TnaSwitch).  Where it legitimately differs
 from the v1model run:
-  * path choice: the DRE (per group and member), the controller's dre.levels, and queue delay
+  * path choice: the DRE (per group and member), the controller's dre_base.levels, and queue delay
     that reaches ingress only by feedback: egress mirrors a copy per uplink at most every 2 us
     to the recirculation port (mirror session 1: the documents' clone session, pushed over
     P4Runtime with the entries), so a choice sees local

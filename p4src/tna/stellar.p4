@@ -33,8 +33,8 @@
 #include "include/parser.p4"
 #include "include/control/routing.p4"
 #include "include/control/path_choice.p4"
-#include "include/control/flowlet.p4"
 #include "include/control/failover.p4"
+#include "include/control/flowlet.p4"
 #include "include/control/dre.p4"
 #include "include/control/qos.p4"
 #include "include/control/elephant.p4"
@@ -73,8 +73,10 @@ control StellarIngress(inout tna_headers_t hdr,
 
     Routing() routing;
     PathChoice() path_choice;
+    Liveness() failover;   /* (the name of its tables and register: failover.*) */
+    DreBase() dre_base;
     Flowlet() flowlet;
-    Failover() failover;
+    Fallback() fallback;
     Dre() dre;
     MemberPort() member_port;
     Qos() qos;
@@ -164,7 +166,16 @@ control StellarIngress(inout tna_headers_t hdr,
                 routing.apply(hdr, meta);
                 hdr.bridged.group = meta.group;
             }
-            if (meta.drop == 0) {
+            /* The class and the policer run beside routing, not behind it:
+             * the meter's verdict (meta.red) is applied at the end of
+             * ingress, so the flow state below does not wait for it (a
+             * shorter chain for bf-p4c's placement).  A policed packet
+             * still restamps its flow slot (and a new flow's first packet
+             * takes the slot with the best member), but its bytes count in
+             * neither the sketch nor the DRE (README.md: "policing").  A
+             * packet that routing drops (TTL, no route) still passes its
+             * tenant's meter. */
+            if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid()) {
                 qos.apply(hdr, meta);
                 hdr.bridged.traffic_class = meta.traffic_class;
             }
@@ -176,13 +187,15 @@ control StellarIngress(inout tna_headers_t hdr,
         }
         if (meta.drop == 0) {
             path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+            failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
+            dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
             /* data: flow state (and the drain test); feedback: departures */
             flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
                           (bit<16>) (drain_margin_ns >> 6), gap_drain);
-            failover.apply(hdr, meta);         /* port down: mark; data: check */
+            fallback.apply(hdr, meta);         /* data: a member that is down: fall back */
             /* data: the packet's bytes into its member's estimate; a new or
              * gap flow: the estimate's choice, taken in a second pass */
-            dre.apply(hdr, meta, dre_on, meta.feedback_known);
+            dre.apply(hdr, meta, dre_on);
             if (meta.choose == 1) {
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
                 meta.resub.setValid();
@@ -201,6 +214,10 @@ control StellarIngress(inout tna_headers_t hdr,
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);
             }
+        }
+        if (meta.red == 1 && meta.drop == 0) {
+            meta.drop = 1;                     /* the policer's verdict (qos.p4) */
+            meta.drop_reason = DROP_TENANT_RED;
         }
         if (meta.kind != KIND_DATA) {
             hdr.bridged.setInvalid();

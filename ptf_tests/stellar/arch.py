@@ -12,7 +12,7 @@ Why the TNA leaf differs (p4src/tna/README.md, block by block):
   - a path set is a *group* (8-bit id): LPM -> (group, member count); one member_port row per
     member; eight hash_member rows (flow CRC[2:0] -> member, round robin); DRE level rows from
     the render (control_plane.render_tna.dre_rows at 100 Gbps); the controller's member levels
-    in dre.levels (written doubled in 8 bits: v1model's levels are clamped to 127);
+    in dre_base.levels (written doubled in 8 bits: v1model's levels are clamped to 127);
   - every test gets fresh group ids, so the per-group registers (best member, liveness bitmap,
     DRE cells, departures) start empty in each test, as the v1model suite gives each test its
     own flows;
@@ -349,8 +349,8 @@ class TnaLeaf(Leaf):
                     entries.append(c.table_entry(
                         self.t_(f"{self.ING}.dre.level{m}"), {"meta.group": group, f"q{m}": (r["low"], r["high"])},
                         f"{self.ING}.dre.set_level{m}", {"level": 2 * r["level"]}, priority=1))  # doubled, as rendered
-            entries.append(c.table_entry(self.t_(f"{self.ING}.dre.levels"), {"meta.group": group},
-                                         f"{self.ING}.dre.set_levels", self._levels(levels, len(ports))))
+            entries.append(c.table_entry(self.t_(f"{self.ING}.dre_base.levels"), {"meta.group": group},
+                                         f"{self.ING}.dre_base.set_levels", self._levels(levels, len(ports))))
             for m, port in enumerate(ports):
                 # a port reports for (and its port-down packet clears) the largest group holding it
                 entries.append(c.table_entry(self.t_(f"{self.ING}.path_choice.port_member"),
@@ -367,7 +367,7 @@ class TnaLeaf(Leaf):
 
     @staticmethod
     def _levels(levels: Sequence[int], count: int) -> dict[str, int]:
-        """dre.set_levels' data: each level written doubled (the program's encoding, capped at
+        """dre_base.set_levels' data: each level written doubled (the program's encoding, capped at
         127), every member measured (as after a controller poll; v1model's suite does the same)."""
         params = {f"l{i}": 2 * min(127, levels[i]) if i < len(levels) else 0 for i in range(8)}
         params["measured"] = (1 << count) - 1
@@ -380,7 +380,7 @@ class TnaLeaf(Leaf):
         t = self.t
         if len(ports) > 1:
             t.p4rt.write(update("MODIFY", table_entry=t.p4rt.table_entry(
-                self.t_(f"{self.ING}.dre.levels"), {"meta.group": group}, f"{self.ING}.dre.set_levels",
+                self.t_(f"{self.ING}.dre_base.levels"), {"meta.group": group}, f"{self.ING}.dre_base.set_levels",
                 self._levels(levels, len(ports)))))
         if ecmp != self.ecmp:
             self._set_ecmp(ports, ecmp)

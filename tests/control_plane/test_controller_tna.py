@@ -78,7 +78,7 @@ def fail(switches, ends) -> None:
 
 
 def test_make_controller_picks_the_program() -> None:
-    assert archnames.names("tna").level_table == "pipe.StellarIngress.dre.levels"
+    assert archnames.names("tna").level_table == "pipe.StellarIngress.dre_base.levels"
     with pytest.raises(ValueError, match="unknown architecture"):
         archnames.names("psa")
 

@@ -3,7 +3,7 @@
 A group of four uplinks (ports 2..5).  New flows choose by the estimate of bytes each member
 was given in this and the previous 16 us window, normalised by the port's rate through the
 dre.level<k> range tables (a 40 % port's levels are 40 % as wide), plus the controller's level
-of the member (dre.levels).  Flows that start at the same instant see each other: a choosing
+of the member (dre_base.levels).  Flows that start at the same instant see each other: a choosing
 packet is resubmitted with its choice and its second pass adds its bytes before the next
 packet chooses.  The flows used here all hash to one member, so following the hash (estimator
 off: the negative control) piles them onto one uplink.  The last tests combine the estimate
@@ -19,8 +19,8 @@ from tna_leaf import CHANGE_NEW, ING, TnaLeaf, roce
 G4 = 5
 PORTS = {0: 2, 1: 3, 2: 4, 3: 5}
 DST = "10.0.5.9"
-PAYLOAD = 1000            # IPv4 total length 1044 B: ~16 units of 64 B per packet
-UNITS_PER_LEVEL = 16      # a full-rate port's level is 16 units (1 KiB) wide
+PAYLOAD = 1000            # IPv4 total length 1044 B: ~4 units of 256 B per packet
+UNITS_PER_LEVEL = 4       # a full-rate port's level is 4 units (1 KiB) wide
 
 
 def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
@@ -129,7 +129,7 @@ def test_negative_control_a_new_flow_alone_takes_its_hash_member():
 
 
 def _levels(leaf: TnaLeaf, levels: list[int]) -> None:
-    leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": G4}, f"{ING}.dre.set_levels",
+    leaf.sw.insert_entry(f"{ING}.dre_base.levels", {"meta.group": G4}, f"{ING}.dre_base.set_levels",
                          {**{f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))},
                           "measured": 0xFF})
 
@@ -159,7 +159,7 @@ def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
         for level in range(64):
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": GROUP,
-                             f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + 15)},
+                             f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + UNITS_PER_LEVEL - 1)},
                             f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
     leaf.send(_feedback(3, 1000), port=68)
     assert leaf.best() == 1
@@ -227,13 +227,13 @@ UPLINK_PORT = {0: 2, 1: 3}
 def test_rendered_levels_rank_a_loaded_group_by_its_bytes():
     from control_plane.render_tna import dre_rows
     rows = dre_rows(100.0)
-    assert len(rows) == 64 and rows[0]["high"] == 99      # 100 units (6.4 KB) per level
+    assert len(rows) == 64 and rows[0]["high"] == 24      # 25 units of 256 B (6.4 KB) per level
     counts = _loaded_pair_then_new_flows(rows)
     # member 0: ~250 KB = level 38; member 1: ~80 KB = level 12, + the 16-level penalty
     assert counts == Counter({3: 8}), counts
 
 
 def test_negative_control_capped_levels_send_every_new_flow_to_the_feedback_best():
-    old = [{"level": j, "low": 16 * j, "high": 16 * j + 15 if j < 63 else 0xFFFF} for j in range(64)]
+    old = [{"level": j, "low": 4 * j, "high": 4 * j + 3 if j < 63 else 0xFFFF} for j in range(64)]
     counts = _loaded_pair_then_new_flows(old)             # 1 KiB levels: both members read 63
     assert counts == Counter({2: 8}), counts

@@ -234,7 +234,7 @@ def test_negative_control_a_gap_move_without_the_drain_test_reorders():
 
 
 # The controller's level of a member is its estimate of the queue behind it downstream; a
-# level it never measured (no dre.levels entry, or the `measured` bit clear) is unknown, not 0.
+# level it never measured (no dre_base.levels entry, or the `measured` bit clear) is unknown, not 0.
 # No flow moves off such a member at a drain point or a gap (the v1model rule); new flows are
 # still placed by the DRE.  `measured` below is the bitmap over members (P = member 0 or 1).
 
@@ -395,7 +395,7 @@ def _gap_without_feedback(gap_drain: bool) -> tuple[int, int]:
     levels = {f"l{i}": 0 for i in range(8)}
     levels["measured"] = 0xFF                   # (this test is about departures)
     levels[f"l{member}"] = 200                  # the controller now steers away from it
-    leaf.sw.insert_entry(f"{ING}.dre.levels", {"meta.group": GROUP}, f"{ING}.dre.set_levels",
+    leaf.sw.insert_entry(f"{ING}.dre_base.levels", {"meta.group": GROUP}, f"{ING}.dre_base.set_levels",
                          levels)
     leaf.sw.advance(300)                        # a gap longer than the 200 us timeout
     leaf.send(roce("10.0.1.1", DST, 7, 1))

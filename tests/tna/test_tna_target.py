@@ -76,8 +76,8 @@ def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
                                          {"meta.group": 1, "meta.flow_hash[2:0]": i},
                                          "StellarIngress.path_choice.set_hashed", {"member": 0}))
             if levels is not None:
-                ups.append(c.table_entry("pipe.StellarIngress.dre.levels", {"meta.group": 1},
-                                         "StellarIngress.dre.set_levels",
+                ups.append(c.table_entry("pipe.StellarIngress.dre_base.levels", {"meta.group": 1},
+                                         "StellarIngress.dre_base.set_levels",
                                          {**{f"l{i}": v for i, v in enumerate(levels)},
                                           "measured": 0xFF}))
             for e in ups:

@@ -56,7 +56,7 @@ class TnaLeaf:
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
                  gap_drain: bool = True, measured: int = 0xFF) -> None:
-        """``measured``: dre.levels' bitmap of members whose controller level was measured
+        """``measured``: dre_base.levels' bitmap of members whose controller level was measured
         (the program's default, no entry, is none: no gap or drain move off any member); the
         leaf is set up as after the controller's first poll unless a test says otherwise."""
         self.sw = p4sim.Switch(program(target), priority_queues=8)
@@ -68,7 +68,7 @@ class TnaLeaf:
                                "dre_delay_penalty": 2 * dre_delay_penalty,  # written doubled
                                "drain_margin": drain_margin_ns,
                                "gap_needs_drain": int(gap_drain)})
-        sw.set_default_action(f"{ING}.dre.levels", f"{ING}.dre.set_levels",
+        sw.set_default_action(f"{ING}.dre_base.levels", f"{ING}.dre_base.set_levels",
                               {**{f"l{i}": 0 for i in range(8)}, "measured": measured})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                         f"{ING}.routing.set_group", {"group": GROUP, "count": 2})

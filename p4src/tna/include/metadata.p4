@@ -36,6 +36,14 @@ struct tna_ingress_metadata_t {
     member_t chosen;
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<1>   chosen_alive;
+    /* liveness of the candidates, tested before the flowlet decision
+     * (failover.p4's Liveness), which copies the chosen one's into chosen_alive */
+    bit<1>   best_alive;
+    bit<1>   hashed_alive;
+    bit<1>   cur_alive;      /* resub.cur's (a second pass) */
+    bit<1>   first_alive;    /* some member of the group is up ... */
+    member_t first_member;   /* ... and this is the lowest */
+    bit<8>   ctl_measured;   /* dre_base.levels: bit k set when member k's level was measured */
     bit<8>   change_reason;  /* CHANGE_* or 0xFF = no change */
     bit<1>   feedback_known; /* some member of the group has reported a delay */
     bit<1>   choose;         /* a new flow or a gap: the DRE chooses (dre.p4) */
@@ -52,6 +60,7 @@ struct tna_ingress_metadata_t {
     bit<2>   traffic_class;
     tenant_id_t tenant;
     bit<8>   colour;
+    bit<1>   red;            /* policed: dropped at the end of ingress (stellar.p4) */
     bit<1>   elephant;
     bit<5>   qid;            /* low 5 bits of the queue (queueing) */
     bit<32>  row0;

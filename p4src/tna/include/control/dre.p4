@@ -20,7 +20,7 @@
  *     estimate instead; the stateful ALU has no shifter, so the halving would
  *     need its math unit;
  *   - normalisation: no multiply; per member position a range table
- *     `level<k>` maps (group, estimate in 64-byte units) to a level, written
+ *     `level<k>` maps (group, estimate in 256-byte units) to a level, written
  *     by the controller from the port's rate (a 40 % port's ranges are 40 %
  *     as wide): a quantised division by the rate;
  *   - score_k = level_k + the controller's congestion level of member k
@@ -45,14 +45,16 @@ struct dre_pair_t {
 }
 
 /* Member k's cell, its update, and table level<k>: (group, estimate of
- * member k in 64 B units) -> level, written from the port's rate as TWICE
+ * member k in 256 B units) -> level, written from the port's rate as TWICE
  * the level (the score's low bit is the tie bit; bf-p4c cannot shift action
- * data inside an add, so the controller writes it scaled).  The action adds
- * it to x_k (below) -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
-#define DRE_MEMBER_STATE(k)                                                     \
+ * data inside an add, so the controller writes it scaled).  The key is bits
+ * 23:8 of the estimate itself: a nibble-aligned slice spans four nibbles,
+ * which bf-p4c's range match takes (bits 21:6, 64 B units, spanned five and
+ * a copy into its own field would cost a stage).  The action adds the level
+ * to s_k -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
+#define DRE_MEMBER_STATE(k, qname)                                              \
     bit<32> add##k;                                                             \
     bit<32> est##k;    /* bytes, this and the previous window */               \
-    bit<16> q##k;                                                               \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) pack##k;                            \
     RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
@@ -74,44 +76,45 @@ struct dre_pair_t {
         meta.dre_score.s##k = meta.dre_score.s##k + (bit<16>) level;            \
     }                                                                           \
     table level##k {                                                            \
-        key = { meta.group: exact; q##k: range; }                               \
+        key = { meta.group: exact; est##k[23:8]: range @name(qname); }          \
         actions = { set_level##k; }                                             \
         default_action = set_level##k(0);                                       \
         size = DRE_LEVEL_SIZE;                                                  \
     }
 
-/* The score of a member that cannot be chosen (absent or down); every usable
- * score is below it: 2 x 127 (level) + 2 x 127 (controller level) + 255
- * (penalty, doubled, + tie bit) = 763 < 2^13 - 1. */
-#define DRE_UNUSABLE 0x1FFF
+/* The base of the score of a member that cannot be chosen (absent or down),
+ * set before the levels are added: usable scores stay below 2 x 127 (level)
+ * + 2 x 127 (controller level) + 255 (penalty, doubled, + tie bit) = 763,
+ * and an unusable one is at least 0x1000 and at most 0x1000 + 508, inside
+ * the 13 bits that are packed.  (Set after the adds, as before, it was one
+ * more step on the chain behind the estimate.) */
+#define DRE_UNUSABLE 0x1000
 
 /* score_k = 2 level_k + 2 ctl_k + (2 penalty if feedback names another
  * member best) + (1 unless k is the flow's hash member), built so that each
  * action does one instruction on operands already in final form (bf-p4c; a
  * chain of statements is folded back by p4c's mid end into one
  * multi-operand action, README.md "bf-p4c"):
- *   s_k  = one of four values: the penalty (params, written doubled) if
- *          feedback names another member best, + 1 unless k is the hash
- *          member (gateways, plain sets);
- *   s_k += l_k       (the `levels` action; the controller level, doubled);
- *   s_k += level_k   (the level<k> action; doubled data);
- *   s_k  = DRE_UNUSABLE (0x1FFF) if k is absent or down;
+ *   s_k  = DRE_UNUSABLE if k is absent or down, else one of four values:
+ *          the penalty (params, written doubled) if feedback names another
+ *          member best, + 1 unless k is the hash member (gateways, plain
+ *          sets; DreBase, before the flowlet lookup: it needs only the
+ *          group, the bitmap and the best and hash members);
+ *   s_k += l_k       (the `levels` action; the controller level, doubled; DreBase);
+ *   s_k += level_k   (the level<k> action; doubled data; Dre, after the estimate);
  *   p_k  = {s_k, k} (13 + 3 bits, DRE_MEMBER_PACK), and the choice is the
  *          member bits of the least p_k: the lowest score, ties to the
  *          lowest member.
  * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
  * operands in one PHV group, which 24 score fields did not fit. */
 #define DRE_MEMBER_PT(k)                                                        \
-    if (feedback_known == 1 && meta.best != k) {                                \
-        if (meta.hashed != k) { meta.dre_score.s##k = meta.dre_penalty_tie; }                 \
-        else { meta.dre_score.s##k = meta.dre_penalty; }                                      \
-    } else {                                                                    \
-        if (meta.hashed != k) { meta.dre_score.s##k = 1; } else { meta.dre_score.s##k = 0; }                \
-    }
-
-#define DRE_MEMBER_SCORE(k)                                                     \
     if (meta.count <= k || meta.alive[k:k] == 0) {                              \
         meta.dre_score.s##k = DRE_UNUSABLE;                                     \
+    } else if (feedback_known == 1 && meta.best != k) {                         \
+        if (meta.hashed != k) { meta.dre_score.s##k = meta.dre_penalty_tie; }   \
+        else { meta.dre_score.s##k = meta.dre_penalty; }                        \
+    } else {                                                                    \
+        if (meta.hashed != k) { meta.dre_score.s##k = 1; } else { meta.dre_score.s##k = 0; } \
     }
 
 /* p_k = {s_k, k}: the score above the member's position, by an identity hash
@@ -120,8 +123,61 @@ struct dre_pair_t {
 #define DRE_MEMBER_PACK(k)                                                      \
     meta.dre_score.p##k = pack##k.get({meta.dre_score.s##k[12:0], 3w##k});
 
+/* The part of the score that needs no estimate, and the controller's levels,
+ * applied before the flowlet lookup: flowlet.p4's decision needs `measured`
+ * (a move off an unmeasured member is refused), and the scores' bases are
+ * then ready when the estimate arrives. */
+control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
+                in bit<1> feedback_known) {
+    action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
+                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
+        meta.dre_score.s0 = meta.dre_score.s0 + (bit<16>) l0;
+        meta.dre_score.s1 = meta.dre_score.s1 + (bit<16>) l1;
+        meta.dre_score.s2 = meta.dre_score.s2 + (bit<16>) l2;
+        meta.dre_score.s3 = meta.dre_score.s3 + (bit<16>) l3;
+        meta.dre_score.s4 = meta.dre_score.s4 + (bit<16>) l4;
+        meta.dre_score.s5 = meta.dre_score.s5 + (bit<16>) l5;
+        meta.dre_score.s6 = meta.dre_score.s6 + (bit<16>) l6;
+        meta.dre_score.s7 = meta.dre_score.s7 + (bit<16>) l7;
+        meta.ctl_measured = measured;
+    }
+    /* The controller's congestion level of each member of a group, TWICE
+     * the level (as level<k>'s data; from its congestion map: remote
+     * congestion this switch cannot see), as
+     * table action data -- controller-owned state is written as table
+     * entries, never as register writes -- and `measured`, bit k set when
+     * member k's level comes from a reading of the hop behind it (clear:
+     * rendered, or never polled; the level is then unknown, not 0).  An
+     * unmeasured member may still be chosen for a new flow, but no flow is
+     * moved off it at a gap or a drain point (the v1model rule: nothing is
+     * known about the queue its packets may still sit in downstream;
+     * flowlet.p4's decision applies it).
+     * The default (no entry) is unmeasured.  Size: 256 groups. */
+    table levels {
+        key = { meta.group: exact; }
+        actions = { set_levels; }
+        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0, 0);
+        size = 256;
+    }
+
+    apply {
+        if (meta.kind != KIND_DATA) {
+            return;
+        }
+        DRE_MEMBER_PT(0)
+        DRE_MEMBER_PT(1)
+        DRE_MEMBER_PT(2)
+        DRE_MEMBER_PT(3)
+        DRE_MEMBER_PT(4)
+        DRE_MEMBER_PT(5)
+        DRE_MEMBER_PT(6)
+        DRE_MEMBER_PT(7)
+        levels.apply();
+    }
+}
+
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
-            in bit<1> dre_on, in bit<1> feedback_known) {
+            in bit<1> dre_on) {
     bit<32> now_win;
     bit<32> elapsed;
     bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
@@ -135,68 +191,46 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
+    DRE_MEMBER_STATE(0, "q0")
+    DRE_MEMBER_STATE(1, "q1")
+    DRE_MEMBER_STATE(2, "q2")
+    DRE_MEMBER_STATE(3, "q3")
+    DRE_MEMBER_STATE(4, "q4")
+    DRE_MEMBER_STATE(5, "q5")
+    DRE_MEMBER_STATE(6, "q6")
+    DRE_MEMBER_STATE(7, "q7")
 
-    DRE_MEMBER_STATE(0)
-    DRE_MEMBER_STATE(1)
-    DRE_MEMBER_STATE(2)
-    DRE_MEMBER_STATE(3)
-    DRE_MEMBER_STATE(4)
-    DRE_MEMBER_STATE(5)
-    DRE_MEMBER_STATE(6)
-    DRE_MEMBER_STATE(7)
-
-    bit<8> ctl_measured;
-    bit<1> from_measured;
-
-    action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
-                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
-        meta.dre_score.s0 = meta.dre_score.s0 + (bit<16>) l0;
-        meta.dre_score.s1 = meta.dre_score.s1 + (bit<16>) l1;
-        meta.dre_score.s2 = meta.dre_score.s2 + (bit<16>) l2;
-        meta.dre_score.s3 = meta.dre_score.s3 + (bit<16>) l3;
-        meta.dre_score.s4 = meta.dre_score.s4 + (bit<16>) l4;
-        meta.dre_score.s5 = meta.dre_score.s5 + (bit<16>) l5;
-        meta.dre_score.s6 = meta.dre_score.s6 + (bit<16>) l6;
-        meta.dre_score.s7 = meta.dre_score.s7 + (bit<16>) l7;
-        ctl_measured = measured;
+    /* This packet's bytes go to its member's cell, unless this pass asks for
+     * a second one (a choice or a drain test: they go in there, once, on the
+     * member that pass settles) or the packet is policed red (dropped at the
+     * end of ingress: its bytes never reach the port).  One table keyed on
+     * the final member, so that the adds are one step after failover.
+     * Size: 8 rows. */
+    bit<32> len;
+    action add_none() {
+        add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
     }
-    /* The controller's congestion level of each member of a group, TWICE
-     * the level (as level<k>'s data; from its congestion map: remote
-     * congestion this switch cannot see), as
-     * table action data -- controller-owned state is written as table
-     * entries, never as register writes -- and `measured`, bit k set when
-     * member k's level comes from a reading of the hop behind it (clear:
-     * rendered, or never polled; the level is then unknown, not 0).  An
-     * unmeasured member may still be chosen for a new flow, but no flow is
-     * moved off it at a gap or a drain point (the v1model rule: nothing is
-     * known about the queue its packets may still sit in downstream).
-     * The default (no entry) is unmeasured.  Size: 256 groups. */
-    table levels {
-        key = { meta.group: exact; }
-        actions = { set_levels; }
-        default_action = set_levels(0, 0, 0, 0, 0, 0, 0, 0, 0);
-        size = 256;
-    }
-
-    action is_measured() { from_measured = 1; }
-    action not_measured() { from_measured = 0; }
-    /* Whether the member a flow would move off (`old` at a gap, `resub.cur`
-     * for a drain test, copied to `from_member`) has a measured level: bit
-     * `from_member` of `measured`, as a const table (no run-time shift). */
-    member_t from_member;
-    table measured_bit {
-        key = { ctl_measured: ternary; from_member: exact; }
-        actions = { is_measured; not_measured; }
-        default_action = not_measured();
+    action add_0() { add0 = len; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
+    action add_1() { add0 = 0; add1 = len; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
+    action add_2() { add0 = 0; add1 = 0; add2 = len; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
+    action add_3() { add0 = 0; add1 = 0; add2 = 0; add3 = len; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
+    action add_4() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = len; add5 = 0; add6 = 0; add7 = 0; }
+    action add_5() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = len; add6 = 0; add7 = 0; }
+    action add_6() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = len; add7 = 0; }
+    action add_7() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = len; }
+    table byte_add {
+        key = { meta.choose: exact; meta.drain_test: exact; meta.red: exact; meta.chosen: exact; }
+        actions = { add_none; add_0; add_1; add_2; add_3; add_4; add_5; add_6; add_7; }
+        const default_action = add_none();
         const entries = {
-            (8w0x01 &&& 8w0x01, 0): is_measured();
-            (8w0x02 &&& 8w0x02, 1): is_measured();
-            (8w0x04 &&& 8w0x04, 2): is_measured();
-            (8w0x08 &&& 8w0x08, 3): is_measured();
-            (8w0x10 &&& 8w0x10, 4): is_measured();
-            (8w0x20 &&& 8w0x20, 5): is_measured();
-            (8w0x40 &&& 8w0x40, 6): is_measured();
-            (8w0x80 &&& 8w0x80, 7): is_measured();
+            (0, 0, 0, 0): add_0();
+            (0, 0, 0, 1): add_1();
+            (0, 0, 0, 2): add_2();
+            (0, 0, 0, 3): add_3();
+            (0, 0, 0, 4): add_4();
+            (0, 0, 0, 5): add_5();
+            (0, 0, 0, 6): add_6();
+            (0, 0, 0, 7): add_7();
         }
         size = 8;
     }
@@ -242,47 +276,8 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
-        DRE_MEMBER_PT(0)
-        DRE_MEMBER_PT(1)
-        DRE_MEMBER_PT(2)
-        DRE_MEMBER_PT(3)
-        DRE_MEMBER_PT(4)
-        DRE_MEMBER_PT(5)
-        DRE_MEMBER_PT(6)
-        DRE_MEMBER_PT(7)
-        levels.apply();
-        /* A move off a member whose level was never measured is refused:
-         * the flow stays where it is (a gap: no choice pass; a drain test:
-         * no drain pass), and this pass counts its bytes there.  New flows
-         * are not affected (placing a flow cannot reorder it). */
-        if (meta.drain_test == 1 || (meta.choose == 1 && meta.is_new == 0)) {
-            from_member = meta.old;
-            if (meta.drain_test == 1) {
-                from_member = meta.resub.cur;
-            }
-            measured_bit.apply();
-            if (from_measured == 0) {
-                meta.choose = 0;
-                meta.drain_test = 0;
-                meta.resub.setInvalid();
-                meta.move_refused = 1;
-            }
-        }
-        /* this packet's bytes go to its member's cell, unless this pass asks
-         * for a second one (a choice or a drain test): then they go in there,
-         * once, on the member that pass settles */
-        add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
-        if (meta.choose == 0 && meta.drain_test == 0) {
-            bit<32> len = (bit<32>) hdr.ipv4.total_len;
-            if (meta.chosen == 0) { add0 = len; }
-            if (meta.chosen == 1) { add1 = len; }
-            if (meta.chosen == 2) { add2 = len; }
-            if (meta.chosen == 3) { add3 = len; }
-            if (meta.chosen == 4) { add4 = len; }
-            if (meta.chosen == 5) { add5 = len; }
-            if (meta.chosen == 6) { add6 = len; }
-            if (meta.chosen == 7) { add7 = len; }
-        }
+        len = (bit<32>) hdr.ipv4.total_len;
+        byte_add.apply();
         now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
         roll = 2;
@@ -292,21 +287,13 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             roll = 1;
         }
         est0 = update0.execute(meta.group);
-        q0 = est0[21:6];
         est1 = update1.execute(meta.group);
-        q1 = est1[21:6];
         est2 = update2.execute(meta.group);
-        q2 = est2[21:6];
         est3 = update3.execute(meta.group);
-        q3 = est3[21:6];
         est4 = update4.execute(meta.group);
-        q4 = est4[21:6];
         est5 = update5.execute(meta.group);
-        q5 = est5[21:6];
         est6 = update6.execute(meta.group);
-        q6 = est6[21:6];
         est7 = update7.execute(meta.group);
-        q7 = est7[21:6];
         if (meta.choose == 0) {
             return;
         }
@@ -316,14 +303,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
         level4.apply(); level5.apply(); level6.apply(); level7.apply();
-        DRE_MEMBER_SCORE(0)
-        DRE_MEMBER_SCORE(1)
-        DRE_MEMBER_SCORE(2)
-        DRE_MEMBER_SCORE(3)
-        DRE_MEMBER_SCORE(4)
-        DRE_MEMBER_SCORE(5)
-        DRE_MEMBER_SCORE(6)
-        DRE_MEMBER_SCORE(7)
         pack01.apply(); pack23.apply(); pack45.apply(); pack67.apply();
         /* the least {score, member}: three rounds of min() */
         round1.apply();

@@ -93,6 +93,9 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         epoch = meta.sketch_win;
         len = (bit<32>) hdr.ipv4.total_len;
+        if (meta.red == 1) {
+            len = 0;        /* policed: dropped at the end of ingress, its bytes not sent */
+        }
         meta.row0 = add0.execute(meta.flow_hash[10:0]);
         meta.row1 = add1.execute(meta.flow_hash[26:16]);
         threshold_limit.apply();

@@ -6,20 +6,44 @@
  * (pktgen_port_down_header_t, on the pktgen port) the moment a port goes
  * down; ingress clears the port's bit in its group's liveness bitmap (one
  * RegisterAction).  A data packet reads the bitmap once; a const table
- * tests the chosen member's bit (no run-time shift).  A flow on a dead
- * member moves at once to the best member, or if that is dead too to its
- * hash member (which the controller keeps on live ports once it recomputes);
+ * tests a member's bit (no run-time shift).  Every candidate member is
+ * tested before the flowlet decision (Liveness: the best, the hash member,
+ * a second pass's choice, the lowest live member; flowlet.p4 the slot's
+ * member), and the decision copies the chosen one's bit, so that the
+ * fallback below is one step after it (a shorter chain for bf-p4c).  A flow
+ * on a dead member moves at once to the best member, or if that is dead too
+ * to the group's lowest live member;
  * the flow's stored member is not rewritten in the same pass (one access),
  * so the choice is remade per packet until the flow's next gap, always the
  * same for the same state: no reordering.  The controller sets a bit back
  * (register write) when the port comes up.
  */
-control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+/* A const table: is member `m` up in bitmap `a`?  Eight fixed ternary rows
+ * (no run-time shift); the action sets `flag`.  Used for each candidate. */
+#define MEMBER_UP_TABLE(name, a, m, flag)                                      \
+    action name##_up() { flag = 1; }                                           \
+    action name##_down() { flag = 0; }                                         \
+    table name {                                                               \
+        key = { a: ternary; m: exact; }                                        \
+        actions = { name##_up; name##_down; }                                  \
+        default_action = name##_down();                                        \
+        const entries = {                                                      \
+            (8w0x01 &&& 8w0x01, 0): name##_up();                               \
+            (8w0x02 &&& 8w0x02, 1): name##_up();                               \
+            (8w0x04 &&& 8w0x04, 2): name##_up();                               \
+            (8w0x08 &&& 8w0x08, 3): name##_up();                               \
+            (8w0x10 &&& 8w0x10, 4): name##_up();                               \
+            (8w0x20 &&& 8w0x20, 5): name##_up();                               \
+            (8w0x40 &&& 8w0x40, 6): name##_up();                               \
+            (8w0x80 &&& 8w0x80, 7): name##_up();                               \
+        }                                                                      \
+        size = 8;                                                              \
+    }
+
+control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     /* Per group: bit i = member i is up.  Size: 256 groups. */
     Register<bit<8>, group_t>(256, 8w0xFF) alive;
-
     bit<8> down_mask;   /* all ones but the member that went down */
-
     RegisterAction<bit<8>, group_t, bit<8>>(alive) mark_down = {
         void apply(inout bit<8> v, out bit<8> rv) {
             v = v & down_mask;
@@ -31,7 +55,6 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             rv = v;
         }
     };
-
     action set_member(group_t group, member_t member, bit<8> clear_mask) {
         meta.group = group;
         meta.chosen = member;
@@ -45,60 +68,17 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         default_action = NoAction();
         size = PORT_SLOTS;
     }
-
-    action up() { meta.chosen_alive = 1; }
-    action down() { meta.chosen_alive = 0; }
-    /* Is member `chosen` up in `alive`?  Eight fixed ternary rows. */
-    table member_up {
-        key = { meta.alive: ternary; meta.chosen: exact; }
-        actions = { up; down; }
-        default_action = down();
-        const entries = {
-            (8w0x01 &&& 8w0x01, 0): up();
-            (8w0x02 &&& 8w0x02, 1): up();
-            (8w0x04 &&& 8w0x04, 2): up();
-            (8w0x08 &&& 8w0x08, 3): up();
-            (8w0x10 &&& 8w0x10, 4): up();
-            (8w0x20 &&& 8w0x20, 5): up();
-            (8w0x40 &&& 8w0x40, 6): up();
-            (8w0x80 &&& 8w0x80, 7): up();
-        }
-        size = 8;
-    }
-    bit<1> best_alive;
-    action best_is_up() { best_alive = 1; }
-    action best_is_down() { best_alive = 0; }
-    /* The same test for the second candidate, into its own flag: it needs only
-     * the bitmap and `best`, so bf-p4c can place it beside the flowlet lookup
-     * instead of after member_up (a shorter dependency chain). */
-    table best_up {
-        key = { meta.alive: ternary; meta.best: exact; }
-        actions = { best_is_up; best_is_down; }
-        default_action = best_is_down();
-        const entries = {
-            (8w0x01 &&& 8w0x01, 0): best_is_up();
-            (8w0x02 &&& 8w0x02, 1): best_is_up();
-            (8w0x04 &&& 8w0x04, 2): best_is_up();
-            (8w0x08 &&& 8w0x08, 3): best_is_up();
-            (8w0x10 &&& 8w0x10, 4): best_is_up();
-            (8w0x20 &&& 8w0x20, 5): best_is_up();
-            (8w0x40 &&& 8w0x40, 6): best_is_up();
-            (8w0x80 &&& 8w0x80, 7): best_is_up();
-        }
-        size = 8;
-    }
-
-    member_t first_member;
-    bit<1> first_alive;
-    action first(member_t member) { first_member = member; first_alive = 1; }
-    action none_up() { first_alive = 0; }
+    /* The candidates a flow may be sent to, each into its own flag. */
+    MEMBER_UP_TABLE(best_up, meta.alive, meta.best, meta.best_alive)
+    MEMBER_UP_TABLE(hashed_up, meta.alive, meta.hashed, meta.hashed_alive)
+    MEMBER_UP_TABLE(cur_up, meta.alive, meta.resub.cur, meta.cur_alive)
+    action first(member_t member) { meta.first_member = member; meta.first_alive = 1; }
+    action none_up() { meta.first_alive = 0; }
     /* The lowest live member among the group's `count` members (a priority
      * encoder; the first matching row wins).  The count is a key rather than
      * a later `chosen >= count` test: bf-p4c's gateways compare a field with
      * a constant, not with another field, and the bitmap's bits above the
-     * count are never cleared (a "live" bit there is not a member).  Like
-     * best_up it depends only on the bitmap (and the count), so it is
-     * applied for every data packet, beside the flowlet lookup.  Rows:
+     * count are never cleared (a "live" bit there is not a member).  Rows:
      * for each count c in 1..8, members 0..c-1 in order: 36. */
     table first_up {
         key = { meta.count: exact; meta.alive: ternary; }
@@ -152,24 +132,32 @@ control Failover(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             }
         } else if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);
-            /* the two fallbacks first (they do not need the flow's member),
-             * then the flow's member: one test after the flowlet lookup */
             best_up.apply();
-            first_up.apply();
-            member_up.apply();
-            if (meta.chosen_alive == 0) {
-                if (best_alive == 1) {
-                    meta.chosen = meta.best;
-                    meta.chosen_alive = 1;
-                } else if (first_alive == 1) {
-                    meta.chosen = first_member;
-                    meta.chosen_alive = 1;
-                } else {
-                    meta.drop = 1;
-                    meta.drop_reason = DROP_NO_LIVE_MEMBER;
-                }
-                meta.change_reason = CHANGE_FAILOVER;
+            hashed_up.apply();
+            if (meta.resub.isValid()) {
+                cur_up.apply();
             }
+            first_up.apply();
+        }
+    }
+}
+
+/* After the flowlet decision: a flow whose member is down goes to the best
+ * member, or if that is down too to the lowest live one; none: dropped. */
+control Fallback(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+    apply {
+        if (meta.kind == KIND_DATA && meta.chosen_alive == 0) {
+            if (meta.best_alive == 1) {
+                meta.chosen = meta.best;
+                meta.chosen_alive = 1;
+            } else if (meta.first_alive == 1) {
+                meta.chosen = meta.first_member;
+                meta.chosen_alive = 1;
+            } else {
+                meta.drop = 1;
+                meta.drop_reason = DROP_NO_LIVE_MEMBER;
+            }
+            meta.change_reason = CHANGE_FAILOVER;
         }
     }
 }

@@ -39,6 +39,10 @@
  * register has one RegisterAction, executed at one call site whose inputs
  * each pass computes (README.md, "bf-p4c": two actions on `flows`, called
  * after different chains, could not share a stage).
+ * What `update` returns is decided by one const table (`decide`) on 1-bit
+ * flags, all known one step after it: the placement needs the decision as
+ * few steps behind the register as possible, and every later block (the
+ * fallback, the DRE's byte add and choice) waits for it.
  */
 /* Each cell 16 bits with 16-bit inputs: the 32-bit cells with two 32-bit
  * inputs did not fit the stateful ALU's input crossbar (README.md, "bf-p4c").
@@ -133,6 +137,145 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     action diff_wait() { wait_left = stamp_less_margin - meta.resub.prev_ts; }
     table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
 
+    /* The decision, one table (was a chain of nested conditions, each reading
+     * what the one before wrote: eight steps of bf-p4c's placement).  Keys:
+     * 1-bit flags that are all known one step after `update` (the slot's
+     * member's liveness, its measured bit, whether it is the best member
+     * and whether the tag is the flow's own), or before it; actions: the
+     * member, its liveness (failover.p4 falls back from there) and what the
+     * pass asks for next.  Rows in priority order (the first match wins):
+     * second pass, then first pass. */
+    bit<16> r;              /* the slot's tag before this packet */
+    bit<1> second;          /* this is a second pass */
+    bit<1> kind_choose;     /* ... of kind RESUB_CHOOSE */
+    bit<1> moves;           /* ... and it moves the flow (set before `update`) */
+    bit<1> old_ne_cur;      /* ... to another member than before the gap */
+    bit<1> recent;          /* first pass: the slot was used within the timeout */
+    bit<1> own;             /* the tag is this flow's */
+    bit<1> stored_best;     /* the tag's member is the group's best */
+    bit<1> stored_measured; /* ... has a measured level (dre_base.levels) */
+    bit<1> stored_alive;    /* ... is up */
+    MEMBER_UP_TABLE(stored_up, meta.alive, r[2:0], stored_alive)
+    action is_measured() { stored_measured = 1; }
+    action not_measured() { stored_measured = 0; }
+    /* Bit r[2:0] of dre_base.levels' `measured`, as a const table (no run-time
+     * shift).  A move off an unmeasured member is refused (dre.p4). */
+    table stored_measured_bit {
+        key = { meta.ctl_measured: ternary; r[2:0]: exact; }
+        actions = { is_measured; not_measured; }
+        default_action = not_measured();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 0): is_measured();
+            (8w0x02 &&& 8w0x02, 1): is_measured();
+            (8w0x04 &&& 8w0x04, 2): is_measured();
+            (8w0x08 &&& 8w0x08, 3): is_measured();
+            (8w0x10 &&& 8w0x10, 4): is_measured();
+            (8w0x20 &&& 8w0x20, 5): is_measured();
+            (8w0x40 &&& 8w0x40, 6): is_measured();
+            (8w0x80 &&& 8w0x80, 7): is_measured();
+        }
+        size = 8;
+    }
+    /* another flow holds the slot (or took it: not expected in a second
+     * pass, see update): its hash member */
+    action take_hashed() { meta.chosen = meta.hashed; meta.chosen_alive = meta.hashed_alive; }
+    /* the flow stays on the slot's member */
+    action take_stored() { meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive; }
+    /* ... and a move off it was refused (unmeasured member) */
+    action stay_refused() {
+        meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
+        meta.move_refused = 1;
+    }
+    /* a second pass writes the first pass's choice */
+    action take_cur(bit<8> reason) {
+        meta.chosen = meta.resub.cur; meta.chosen_alive = meta.cur_alive;
+        meta.change_reason = reason;
+    }
+    /* a drain move (second pass) to the best member */
+    action take_best_drain() {
+        meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
+        meta.change_reason = CHANGE_DRAIN;
+    }
+    /* a new flow: the slot took the best member (offer); with the DRE on,
+     * its choice is written by a second pass */
+    action new_choose() {
+        meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
+        meta.is_new = 1; meta.choose = 1;
+    }
+    action new_direct() {
+        meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
+        meta.is_new = 1; meta.change_reason = CHANGE_NEW;
+    }
+    /* a gap: the flow may move, in a second pass that first proves its
+     * packets have left the old member's queue (a gap longer than the
+     * timeout is not proof when the queue is longer still) */
+    action gap_choose() {
+        meta.old = (member_t) r[2:0];
+        meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
+        meta.choose = 1;
+    }
+    action gap_refused() {
+        meta.old = (member_t) r[2:0];
+        meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
+        meta.move_refused = 1;
+    }
+    action gap_stay() {   /* DRE off and already on the best member: nothing to choose */
+        meta.old = (member_t) r[2:0];
+        meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
+    }
+    /* an elephant kept on a worse member: test for drain in a second pass
+     * (its register accesses are that pass's; stellar.p4 sets the resubmit) */
+    action drain_request() {
+        meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
+        meta.drain_test = 1;
+        meta.resub.setValid();
+        meta.resub.kind = RESUB_DRAIN;
+        meta.resub.elephant = 1;
+        meta.resub.is_new = 0;
+        meta.resub.prev_ts = meta.prev_ts;
+        meta.resub.cur = (member_t) r[2:0];
+        meta.resub.old = (member_t) r[2:0];
+        meta.resub.qid = meta.qid;
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
+    }
+    /* Size: the 16 const rows. */
+    table decide {
+        key = {
+            second: ternary; kind_choose: ternary; own: ternary; moves: ternary;
+            meta.resub.is_new: ternary; old_ne_cur: ternary; recent: ternary;
+            dre_on: ternary; stored_best: ternary; stored_measured: ternary;
+            drain_moves: ternary; meta.elephant: ternary;
+        }
+        actions = { take_hashed; take_stored; stay_refused; take_cur; take_best_drain;
+                    new_choose; new_direct; gap_choose; gap_refused; gap_stay; drain_request; }
+        const default_action = take_stored();
+        const entries = {
+            /* second pass                                                      */
+            (1, _, 0, _, _, _, _, _, _, _, _, _): take_hashed();
+            (1, 1, 1, 1, 1, _, _, _, _, _, _, _): take_cur(CHANGE_NEW);
+            (1, 1, 1, 1, 0, 1, _, _, _, _, _, _): take_cur(CHANGE_GAP);
+            (1, 1, 1, 1, 0, 0, _, _, _, _, _, _): take_cur(0xFF);
+            (1, 1, 1, 0, _, _, _, _, _, _, _, _): take_stored();
+            (1, 0, 1, 1, _, _, _, _, _, _, _, _): take_best_drain();
+            (1, 0, 1, 0, _, _, _, _, _, _, _, _): take_stored();
+            /* first pass: another flow's slot, recent / free                  */
+            (0, _, 0, _, _, _, 1, _, _, _, _, _): take_hashed();
+            (0, _, 0, _, _, _, 0, 1, _, _, _, _): new_choose();
+            (0, _, 0, _, _, _, 0, 0, _, _, _, _): new_direct();
+            /* first pass, own slot, a gap: choose unless the DRE is off and
+             * the flow is on the best member already; refused if unmeasured */
+            (0, _, 1, _, _, _, 0, 0, 1, _, _, _): gap_stay();
+            (0, _, 1, _, _, _, 0, _, _, 1, _, _): gap_choose();
+            (0, _, 1, _, _, _, 0, _, _, 0, _, _): gap_refused();
+            /* first pass, own slot, recent: an elephant off the best member */
+            (0, _, 1, _, _, _, 1, _, 0, 1, 1, 1): drain_request();
+            (0, _, 1, _, _, _, 1, _, 0, 0, 1, 1): stay_refused();
+            (0, _, 1, _, _, _, 1, _, _, _, _, _): take_stored();
+        }
+        size = 16;
+    }
+
     apply {
         /* `departed`: written by feedback, read by a second pass */
         bit<16> dep_index = 0;
@@ -158,8 +301,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         sig_base = sig_of.get({1w1, meta.flow_hash[30:19], 3w0});
         bit<13> slot = meta.flow_hash[12:0];
         meta.change_reason = 0xFF;
-        bit<1> recent = 0;
-        bit<1> moves = 0;
+        second = 0;
+        kind_choose = 0;
+        moves = 0;
+        old_ne_cur = 0;
+        recent = 0;
         stamp = meta.now | 1;
         deadlines.apply();
         if (meta.resub.isValid()) {
@@ -171,6 +317,10 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * that paused over 2 ms is not tested (the stamps wrap in
              * 4.2 ms; its flowlet gap moves it anyway when the timeout is
              * below that) (README.md: drain). */
+            second = 1;
+            if (meta.resub.old != meta.resub.cur) {
+                old_ne_cur = 1;
+            }
             drain_times.apply();
             drain_wait.apply();
             bit<1> drained = 0;
@@ -182,6 +332,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             if (meta.resub.kind == RESUB_CHOOSE) {
                 /* the DRE's choice (dre.p4), made in the first pass: a new
                  * flow's, or a gap's once drained */
+                kind_choose = 1;
                 if (meta.resub.is_new == 1 || gap_drain == 0 || drained == 1) {
                     moves = 1;
                     offer = sig_base | (bit<16>) meta.resub.cur;
@@ -197,6 +348,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         } else {
             /* First pass: the slot's previous arrival, then its tag. */
             prev = arrive.execute(slot);
+            meta.prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
             /* age < timeout as sign bits (bf-p4c: a gateway cannot compare
              * two 32-bit fields): exact for ages and timeouts below 2^31 ns */
             arrival_age.apply();
@@ -209,76 +361,18 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 offer = 0;      /* used within the timeout: not free to take */
             }
         }
-        bit<16> r = update.execute(slot);
-        bit<1> own = 0;
+        r = update.execute(slot);
+        /* the flags of the slot's tag, side by side, then the decision */
+        own = 0;
         if (r[15:3] == sig_base[15:3]) {
             own = 1;
         }
-        if (meta.resub.isValid()) {
-            if (own == 0) {
-                meta.chosen = meta.hashed;   /* the slot went to another flow (not expected: see update) */
-            } else if (meta.resub.kind == RESUB_CHOOSE) {
-                meta.chosen = (member_t) r[2:0];
-                if (moves == 1) {
-                    meta.chosen = meta.resub.cur;
-                    if (meta.resub.is_new == 1) {
-                        meta.change_reason = CHANGE_NEW;
-                    } else if (meta.resub.old != meta.resub.cur) {
-                        meta.change_reason = CHANGE_GAP;
-                    }
-                }
-            } else if (moves == 1) {
-                meta.chosen = meta.best;
-                meta.change_reason = CHANGE_DRAIN;
-            } else {
-                meta.chosen = (member_t) r[2:0];
-            }
-            return;
+        stored_best = 0;
+        if (r[2:0] == meta.best) {
+            stored_best = 1;
         }
-        bit<16> prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
-        meta.prev_ts = prev_ts;
-        if (own == 0) {
-            if (recent == 1) {
-                meta.chosen = meta.hashed;   /* another active flow holds the slot */
-            } else {
-                /* a new flow: the slot took the best member (offer); with the
-                 * DRE on, its choice is written by a second pass */
-                meta.chosen = meta.best;
-                meta.is_new = 1;
-                if (dre_on == 1) {
-                    meta.choose = 1;
-                } else {
-                    meta.change_reason = CHANGE_NEW;
-                }
-            }
-        } else if (recent == 0) {
-            /* a gap: the flow may move, in a second pass that first proves
-             * its packets have left the old member's queue (a gap longer
-             * than the timeout is not proof when the queue is longer still) */
-            meta.old = (member_t) r[2:0];
-            meta.chosen = meta.old;
-            if (dre_on == 1 || meta.best != meta.old) {
-                meta.choose = 1;
-            }
-        } else {
-            meta.chosen = (member_t) r[2:0];
-            if (drain_moves == 1 && meta.elephant == 1 && meta.chosen != meta.best) {
-                /* an elephant kept on a worse member: test for drain in a
-                 * second pass (its register accesses are that pass's;
-                 * stellar.p4 sets the resubmit unless dre.p4 refuses the
-                 * move: its member's level was never measured) */
-                meta.drain_test = 1;
-                meta.resub.setValid();
-                meta.resub.kind = RESUB_DRAIN;
-                meta.resub.elephant = 1;
-                meta.resub.is_new = 0;
-                meta.resub.prev_ts = prev_ts;
-                meta.resub.cur = meta.chosen;
-                meta.resub.old = meta.chosen;
-                meta.resub.qid = meta.qid;
-                meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
-                meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
-            }
-        }
+        stored_up.apply();
+        stored_measured_bit.apply();
+        decide.apply();
     }
 }

@@ -31,8 +31,7 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         if (meta.tenant != TENANT_NONE && !meta.resub.isValid()) {  /* meter each packet once */
             meta.colour = tenant_meter.execute(meta.tenant);
             if (meta.colour == (bit<8>) MeterColor_t.RED) {
-                meta.drop = 1;
-                meta.drop_reason = DROP_TENANT_RED;
+                meta.red = 1;                  /* dropped at the end of ingress (stellar.p4) */
             }
         }
     }
