@@ -80,6 +80,38 @@ def test_a_tenant_over_its_rate_is_dropped_red_and_another_tenant_is_not():
     assert leaf.counter(f"{ING}.telemetry.drops", DROP_TENANT_RED) == 10 - srcs.count("10.0.1.1")
 
 
+def _policed_flow_elephants(meter: bool) -> tuple[int, int]:
+    """40 packets (~44 KB) of a tenant-1 flow, which with ``meter`` the tenant's meter passes
+    about one of; then the meter opens and 3 more follow in the same sketch window.  Returns
+    (packets of the 40 forwarded, elephant classifications among the 3)."""
+    leaf = TnaLeaf(elephant_bytes=20_000)
+    sw = leaf.sw
+    sw.insert_entry(f"{ING}.qos.tenant", {"hdr.ipv4.src_addr": (0x0A000100, 25)},
+                    f"{ING}.qos.set_tenant", {"tenant_id": 1})
+    if meter:
+        sw.meter_set_config(f"{ING}.qos.tenant_meter", 1, 1000, 200, 1000, 200)
+    for psn in range(40):
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    sent = len(leaf.out())
+    before = leaf.counter(f"{ING}.telemetry.elephants", 1)
+    sw.meter_set_config(f"{ING}.qos.tenant_meter", 1, 10**9, 10**6, 10**9, 10**6)
+    for psn in range(40, 43):
+        leaf.send(roce("10.0.1.1", DST, 3, psn, payload=1000))
+    assert len(leaf.out()) == 3
+    return sent, leaf.counter(f"{ING}.telemetry.elephants", 1) - before
+
+
+def test_policed_bytes_do_not_make_a_flow_an_elephant():
+    # The meter's verdict is applied at the end of ingress (stellar.p4), but the sketch
+    # adds nothing for a red packet: the bytes the switch drops are not the flow's load.
+    sent, elephants = _policed_flow_elephants(meter=True)
+    assert sent < 5
+    assert elephants == 0
+    # negative control: the same 43 packets unpoliced: the flow is an elephant by then
+    sent, elephants = _policed_flow_elephants(meter=False)
+    assert sent == 40 and elephants == 3
+
+
 def test_psn_regression_is_counted_at_egress():
     leaf = TnaLeaf()
     for psn in (1, 2, 3):
