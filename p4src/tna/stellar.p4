@@ -192,24 +192,15 @@ control StellarIngress(inout tna_headers_t hdr,
             /* data: flow state (and the drain test); feedback: departures */
             flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
                           (bit<16>) (drain_margin_ns >> 6), gap_drain);
-            fallback.apply(hdr, meta);         /* data: a member that is down: fall back */
             /* data: the packet's bytes into its member's estimate; a new or
-             * gap flow: the estimate's choice, taken in a second pass */
+             * gap flow: the estimate's choice, taken in a second pass (the
+             * header filled by flowlet.p4, the choice by dre.p4).  Before the
+             * fallback: the byte add keys on the decision's member and does
+             * the fallback's choice itself, beside it, not after it. */
             dre.apply(hdr, meta, dre_on);
-            if (meta.choose == 1) {
+            fallback.apply(hdr, meta);         /* data: a member that is down: fall back */
+            if (meta.choose == 1 || meta.drain_test == 1) {
                 ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
-                meta.resub.setValid();
-                meta.resub.kind = RESUB_CHOOSE;
-                meta.resub.elephant = meta.elephant;
-                meta.resub.is_new = meta.is_new;
-                meta.resub.cur = meta.dre_pick;
-                meta.resub.old = meta.old;
-                meta.resub.prev_ts = meta.prev_ts;   /* a gap's drain test (flowlet.p4) */
-                meta.resub.qid = meta.qid;
-                meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
-                meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
-            } else if (meta.drain_test == 1) {
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;   /* flowlet.p4 filled it */
             }
             if (meta.kind == KIND_DATA && meta.drop == 0) {
                 member_port.apply(meta, ig_tm_md);

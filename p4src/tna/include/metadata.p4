@@ -52,7 +52,6 @@ struct tna_ingress_metadata_t {
     bit<1>   is_new;
     member_t old;            /* a gap's member before the gap */
     bit<16>  prev_ts;        /* a gap: the slot's previous arrival (64 ns units) for the drain test */
-    member_t dre_pick;
     bit<16>  dre_penalty_tie; /* dre_penalty + the tie bit (dre.p4's score) */
     bit<16>  dre_penalty;    /* params' dre_delay_penalty (written doubled) */
     PortId_t port;

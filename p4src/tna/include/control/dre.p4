@@ -204,8 +204,10 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * a second one (a choice or a drain test: they go in there, once, on the
      * member that pass settles) or the packet is policed red (dropped at the
      * end of ingress: its bytes never reach the port).  One table keyed on
-     * the final member, so that the adds are one step after failover.
-     * Size: 8 rows. */
+     * the decision's member and the candidates' liveness, which makes the
+     * fallback's choice (failover.p4) itself: the member if up, else the
+     * best if up, else the lowest live one (none: no add, the packet is
+     * dropped), so the adds do not wait for the fallback.  Size: 24 rows. */
     bit<32> len;
     action add_none() {
         add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
@@ -218,21 +220,24 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     action add_5() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = len; add6 = 0; add7 = 0; }
     action add_6() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = len; add7 = 0; }
     action add_7() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = len; }
+#define DRE_ADD_ROWS(k)                                                         \
+            (0, 0, 0, 1, k, _, _, _, _): add_##k();                             \
+            (0, 0, 0, 0, _, 1, k, _, _): add_##k();                             \
+            (0, 0, 0, 0, _, 0, _, 1, k): add_##k();
     table byte_add {
-        key = { meta.choose: exact; meta.drain_test: exact; meta.red: exact; meta.chosen: exact; }
+        key = {
+            meta.choose: ternary; meta.drain_test: ternary; meta.red: ternary;
+            meta.chosen_alive: ternary; meta.chosen: ternary;
+            meta.best_alive: ternary; meta.best: ternary;
+            meta.first_alive: ternary; meta.first_member: ternary;
+        }
         actions = { add_none; add_0; add_1; add_2; add_3; add_4; add_5; add_6; add_7; }
         const default_action = add_none();
         const entries = {
-            (0, 0, 0, 0): add_0();
-            (0, 0, 0, 1): add_1();
-            (0, 0, 0, 2): add_2();
-            (0, 0, 0, 3): add_3();
-            (0, 0, 0, 4): add_4();
-            (0, 0, 0, 5): add_5();
-            (0, 0, 0, 6): add_6();
-            (0, 0, 0, 7): add_7();
+            DRE_ADD_ROWS(0) DRE_ADD_ROWS(1) DRE_ADD_ROWS(2) DRE_ADD_ROWS(3)
+            DRE_ADD_ROWS(4) DRE_ADD_ROWS(5) DRE_ADD_ROWS(6) DRE_ADD_ROWS(7)
         }
-        size = 8;
+        size = 24;
     }
 
     /* The tournament: in-place min() (the action ALU's minu) over the packed
@@ -298,7 +303,7 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             return;
         }
         if (dre_on == 0) {
-            meta.dre_pick = meta.best;   /* a gap move without the estimate */
+            meta.resub.cur = meta.best;  /* a gap move without the estimate */
             return;
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
@@ -308,6 +313,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         round1.apply();
         round2.apply();
         round3.apply();
-        meta.dre_pick = pick_of.get({meta.dre_score.p0[2:0]});
+        meta.resub.cur = pick_of.get({meta.dre_score.p0[2:0]});   /* the second pass's member */
     }
 }

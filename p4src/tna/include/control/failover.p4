@@ -44,6 +44,10 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     /* Per group: bit i = member i is up.  Size: 256 groups. */
     Register<bit<8>, group_t>(256, 8w0xFF) alive;
     bit<8> down_mask;   /* all ones but the member that went down */
+    /* The port-down packet's group, in its own field rather than meta.group:
+     * later blocks read meta.group (the data packets' group), and bf-p4c
+     * would order them after this table's write (a longer chain). */
+    group_t down_group;
     RegisterAction<bit<8>, group_t, bit<8>>(alive) mark_down = {
         void apply(inout bit<8> v, out bit<8> rv) {
             v = v & down_mask;
@@ -56,8 +60,7 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         }
     };
     action set_member(group_t group, member_t member, bit<8> clear_mask) {
-        meta.group = group;
-        meta.chosen = member;
+        down_group = group;     /* (`member` is in the mask: ~(1 << member)) */
         down_mask = clear_mask;
     }
     /* port -> (group, member, ~(1 << member)), from the controller.  A port is
@@ -128,7 +131,7 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     apply {
         if (meta.kind == KIND_PORT_DOWN) {
             if (port_member.apply().hit) {
-                mark_down.execute(meta.group);
+                mark_down.execute(down_group);
             }
         } else if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);

@@ -71,6 +71,15 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> offer;    /* the tag `update` writes, or 0: leave the slot */
     bit<32> stamp;
     bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
+    bit<16> dep_index;     /* {group, member, queue} */
+    /* The index and the feedback's cell by identity hashes: a container
+     * written from three PHV sources took two instructions, in two steps
+     * (bf-p4c); a hash unit places all the bits at once. */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_of;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) resub_index_of;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) fb_departed_of;   /* {valid bit 16, stamp} */
+    bit<16> offer_cur;     /* the flow's tag with the second pass's member */
+    bit<16> offer_best;    /* ... with the group's best member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
 
@@ -176,6 +185,34 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         size = 8;
     }
+    /* A second pass's move, from the drain test's sign bits (one table after
+     * the differences, where nested conditions were three steps):
+     *   RESUB_CHOOSE: the DRE's choice (dre.p4), made in the first pass: a
+     *     new flow's, or a gap's once drained (or when gaps need no drain);
+     *   RESUB_DRAIN: drained, and the downstream skew margin has passed
+     *     since the flow's previous packet (it may still be queued in the
+     *     next switch: a later packet on a shorter path must not overtake it).
+     * Drained: a departure is recorded (dep bit 16) and the last one arrived
+     * no earlier than the flow's previous packet (since >= 0).  Size: 5 const rows. */
+    action move_cur() { moves = 1; offer = offer_cur; }
+    action move_best() { moves = 1; offer = offer_best; }
+    action stay() { moves = 0; offer = 0; }
+    table second_offer {
+        key = {
+            meta.resub.kind: ternary; meta.resub.is_new: ternary; gap_drain: ternary;
+            dep[16:16]: ternary; since[15:15]: ternary; wait_left[15:15]: ternary;
+        }
+        actions = { move_cur; move_best; stay; }
+        const default_action = stay();
+        const entries = {
+            (RESUB_CHOOSE, 1, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, 0, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, _, 1, 0, _): move_cur();
+            (RESUB_DRAIN, _, _, 1, 0, 0): move_best();
+        }
+        size = 4;
+    }
+
     /* another flow holds the slot (or took it: not expected in a second
      * pass, see update): its hash member */
     action take_hashed() { meta.chosen = meta.hashed; meta.chosen_alive = meta.hashed_alive; }
@@ -198,9 +235,20 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     }
     /* a new flow: the slot took the best member (offer); with the DRE on,
      * its choice is written by a second pass */
+    /* A pass that asks the DRE for a choice fills the second pass's header
+     * here, all but the choice itself (`cur`, which dre.p4 writes). */
     action new_choose() {
         meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
         meta.is_new = 1; meta.choose = 1;
+        meta.resub.setValid();
+        meta.resub.kind = RESUB_CHOOSE;
+        meta.resub.elephant = meta.elephant;
+        meta.resub.is_new = 1;
+        meta.resub.old = meta.best;
+        meta.resub.prev_ts = meta.prev_ts;
+        meta.resub.qid = meta.qid;
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
     action new_direct() {
         meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
@@ -213,6 +261,15 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.old = (member_t) r[2:0];
         meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
         meta.choose = 1;
+        meta.resub.setValid();
+        meta.resub.kind = RESUB_CHOOSE;
+        meta.resub.elephant = meta.elephant;
+        meta.resub.is_new = 0;
+        meta.resub.old = (member_t) r[2:0];
+        meta.resub.prev_ts = meta.prev_ts;   /* the gap's drain test */
+        meta.resub.qid = meta.qid;
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
     action gap_refused() {
         meta.old = (member_t) r[2:0];
@@ -277,16 +334,17 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     }
 
     apply {
-        /* `departed`: written by feedback, read by a second pass */
-        bit<16> dep_index = 0;
-        fb_departed = 0;
+        /* `departed`: written by feedback, read by a second pass.  Each
+         * input written once on each path (an initial value written first
+         * and overwritten was one more step before the register). */
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
-            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
-            dep_index = meta.group ++ meta.chosen ++ hdr.feedback.qid[4:0];
-        } else if (meta.resub.isValid()) {
+            fb_departed = fb_departed_of.get({1w1, hdr.feedback.departed_ts});
+            dep_index = fb_index_of.get({meta.group, meta.chosen, hdr.feedback.qid[4:0]});
+        } else {
             /* the member the flow would leave: `old` in both kinds */
-            dep_index = meta.group ++ meta.resub.old ++ meta.resub.qid;
+            fb_departed = 0;
+            dep_index = resub_index_of.get({meta.group, meta.resub.old, meta.resub.qid});
         }
         if (meta.kind == KIND_FEEDBACK || (meta.kind == KIND_DATA && meta.resub.isValid())) {
             dep = departure.execute(dep_index);
@@ -308,6 +366,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         recent = 0;
         stamp = meta.now | 1;
         deadlines.apply();
+        offer_best = sig_base | (bit<16>) meta.best;
         if (meta.resub.isValid()) {
             /* Second pass.  Drained: the last packet that left the old
              * member's queue arrived no earlier than this flow's previous
@@ -316,37 +375,22 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
              * before the flow's previous one can stand for it, and a flow
              * that paused over 2 ms is not tested (the stamps wrap in
              * 4.2 ms; its flowlet gap moves it anyway when the timeout is
-             * below that) (README.md: drain). */
+             * below that) (README.md: drain).  `second_offer` decides. */
             second = 1;
+            if (meta.resub.kind == RESUB_CHOOSE) {
+                kind_choose = 1;
+            }
             if (meta.resub.old != meta.resub.cur) {
                 old_ne_cur = 1;
             }
+            own_key = 1;
+            offer_cur = sig_base | (bit<16>) meta.resub.cur;
             drain_times.apply();
             drain_wait.apply();
-            bit<1> drained = 0;
-            if (dep[16:16] == 1 && since[15:15] == 0) {
-                drained = 1;
-            }
-            own_key = 1;
-            offer = 0;
-            if (meta.resub.kind == RESUB_CHOOSE) {
-                /* the DRE's choice (dre.p4), made in the first pass: a new
-                 * flow's, or a gap's once drained */
-                kind_choose = 1;
-                if (meta.resub.is_new == 1 || gap_drain == 0 || drained == 1) {
-                    moves = 1;
-                    offer = sig_base | (bit<16>) meta.resub.cur;
-                }
-            } else if (drained == 1 && wait_left[15:15] == 0) {
-                /* a drain move: and the downstream skew margin has passed
-                 * since the flow's previous packet (it may still be queued
-                 * in the next switch: a later packet on a shorter path must
-                 * not overtake it) */
-                moves = 1;
-                offer = sig_base | (bit<16>) meta.best;
-            }
+            second_offer.apply();
         } else {
             /* First pass: the slot's previous arrival, then its tag. */
+            own_key = sig_base;
             prev = arrive.execute(slot);
             meta.prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
             /* age < timeout as sign bits (bf-p4c: a gateway cannot compare
@@ -354,11 +398,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             arrival_age.apply();
             if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
                 recent = 1;
-            }
-            own_key = sig_base;
-            offer = sig_base | (bit<16>) meta.best;
-            if (recent == 1) {
                 offer = 0;      /* used within the timeout: not free to take */
+            } else {
+                offer = offer_best;
             }
         }
         r = update.execute(slot);
