@@ -60,32 +60,23 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * computed in keyless tables: a gateway reads at most 4 bytes + 12 bits
      * of PHV, and p4c's mid end folds a subtraction written in the apply
      * block back into the condition (it does not look into table actions).
-     * The counts stay below 2^31 bytes per window.  Each row is compared
-     * with the threshold by itself, in one table right after the rows
-     * (min(r0, r1) > t iff both are; min(r0, r1) - len <= t iff one of
-     * r_k <= t + len, and t + len needs only the packet): one step after
-     * the sketch where taking the smaller row first was three (a shorter
-     * dependency chain for bf-p4c's placement).  The smaller row itself is
-     * only the digest's byte count, off that path. */
-    bit<32> low;
-    bit<32> d01;
+     * The counts stay below 2^31 bytes per window.  The smaller row (the
+     * sketch's estimate, also the digest's byte count) by the action ALU's
+     * min(), then two differences: two 32-bit temporaries where comparing
+     * each row with the threshold took five, which tofino2's PHV
+     * allocation could not place beside the rest of the program. */
     bit<32> limit;        /* threshold + len */
-    bit<32> over0;        /* threshold - row0: sign set iff row0 > threshold */
-    bit<32> over1;
-    bit<32> under0;       /* limit - row0: sign clear iff row0 - len <= threshold */
-    bit<32> under1;
+    bit<32> over;         /* threshold - min: sign set iff min > threshold */
+    bit<32> under;        /* limit - min: sign clear iff min - len <= threshold */
     action take_limit() { limit = threshold + len; }
     table threshold_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
-    action diff_rows() { d01 = meta.row1 - meta.row0; }
-    table cmp_rows { actions = { diff_rows; } const default_action = diff_rows(); size = 1; }
+    action take_min() { meta.eleph_bytes = min(meta.row0, meta.row1); }
+    table smaller_row { actions = { take_min; } const default_action = take_min(); size = 1; }
     action diff_threshold() {
-        over0 = threshold - meta.row0;
-        over1 = threshold - meta.row1;
-        under0 = limit - meta.row0;
-        under1 = limit - meta.row1;
+        over = threshold - meta.eleph_bytes;
+        under = limit - meta.eleph_bytes;
     }
     table over_threshold { actions = { diff_threshold; } const default_action = diff_threshold(); size = 1; }
-
     apply {
         if (meta.resub.isValid()) {
             meta.elephant = meta.resub.elephant;  /* the first pass's verdict; counted once */
@@ -99,27 +90,17 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.row0 = add0.execute(meta.flow_hash[10:0]);
         meta.row1 = add1.execute(meta.flow_hash[26:16]);
         threshold_limit.apply();
+        smaller_row.apply();
         over_threshold.apply();
-        cmp_rows.apply();
-        low = meta.row0;
-        if (d01[31:31] == 1) {
-            low = meta.row1;
-        }
-        meta.eleph_bytes = low;
         hint.apply();
         if (meta.hint_mouse == 1) {
             meta.elephant = 0;
         } else if (meta.hint_elephant == 1) {
             meta.elephant = 1;
-        } else if (over0[31:31] == 1) {
-            if (over1[31:31] == 1) {                /* both rows, so the smaller, > threshold */
-                meta.elephant = 1;
-                /* the smaller row - len <= threshold: this packet took it over */
-                if (under0[31:31] == 0) {
-                    meta.eleph_report = 1;
-                } else if (under1[31:31] == 0) {
-                    meta.eleph_report = 1;
-                }
+        } else if (over[31:31] == 1) {              /* the smaller row, so both, > threshold */
+            meta.elephant = 1;
+            if (under[31:31] == 0) {
+                meta.eleph_report = 1;              /* this packet took it over */
             }
         }
     }

@@ -72,12 +72,13 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<32> stamp;
     bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
     bit<16> dep_index;     /* {group, member, queue} */
-    /* The index and the feedback's cell by identity hashes: a container
-     * written from three PHV sources took two instructions, in two steps
-     * (bf-p4c); a hash unit places all the bits at once. */
+    /* The index by identity hashes: a container written from three PHV
+     * sources took two instructions, in two steps (bf-p4c); a hash unit
+     * places all the bits at once.  (The feedback's cell stays an OR with a
+     * constant: with the index, two hashes in one action needed 64 bits of
+     * the 32-bit immediate pathway on Tofino-1.) */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_of;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) resub_index_of;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) fb_departed_of;   /* {valid bit 16, stamp} */
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
     bit<16> offer_best;    /* ... with the group's best member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
@@ -339,7 +340,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
          * and overwritten was one more step before the register). */
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
-            fb_departed = fb_departed_of.get({1w1, hdr.feedback.departed_ts});
+            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
             dep_index = fb_index_of.get({meta.group, meta.chosen, hdr.feedback.qid[4:0]});
         } else {
             /* the member the flow would leave: `old` in both kinds */
