@@ -233,6 +233,10 @@ control StellarIngress(inout tna_headers_t hdr,
     }
 }
 
+/* The queue delay's range key in a 16-bit container of its own: 16 bits
+ * placed anywhere else in a 32-bit container can span five nibbles, and
+ * bf-p4c's range match takes four (ecn.prob, telemetry.qdelay_bucket). */
+@pa_container_size("egress", "meta.qdelay_8ns", 16)
 control StellarEgress(inout tna_egress_headers_t hdr,
                       inout tna_egress_metadata_t meta,
                       in egress_intrinsic_metadata_t eg_intr_md,
