@@ -45,7 +45,9 @@ class _Shim:
 
 
 class TnaChecksum:
-    """``Checksum``: a running ones'-complement sum over 16-bit words, reset per packet."""
+    """``Checksum``: a running ones'-complement sum over 16-bit words, reset per packet.  In a
+    parser it either verifies (add, verify) or computes a residual (subtract, get), not both
+    (bf-p4c's rule; tna_codegen refuses a mix)."""
 
     __slots__ = ("acc",)
 
@@ -80,7 +82,11 @@ class TnaChecksum:
         return self._fold() == 0xFFFF
 
     def get(self) -> int:
-        return (~self._fold()) & 0xFFFF
+        # A parser checksum that subtracts is bf-p4c's residual mode (get() deposits the
+        # residual): the ones'-complement sum of the subtracted words' negations, i.e. what a
+        # deparser's update() adds to the new fields to checksum them with everything it did
+        # not subtract.  (A checksum that adds can only verify: the front end refuses get().)
+        return self._fold() & 0xFFFF
 
 
 class TnaHash:

@@ -184,6 +184,17 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
         return (f"(_tna_colour(X.dentry.meter.execute({size}, X.now)) "
                 "if X.dentry is not None and X.dentry.meter is not None else 0)")
     if k == "Checksum":
+        if m in ("add", "subtract", "verify", "get"):
+            # bf-p4c: a parser checksum is used to verify (add, verify) or to compute a
+            # residual (subtract, get), never both ("Inconsistent use of checksum declaration")
+            mode = "verify" if m in ("add", "verify") else "residual"
+            modes = comp.__dict__.setdefault("_tna_checksum_modes", {})
+            seen = modes.setdefault(inst.qualified_name, (mode, m))
+            if seen[0] != mode:
+                raise CompileError(
+                    f"Checksum '{inst.name}': {m}() after {seen[1]}(): a parser checksum either "
+                    "verifies (add, verify) or computes a residual (subtract, get), not both "
+                    "(bf-p4c)", e.pos)
         if m in ("add", "subtract"):
             data, width = comp.packed(comp.flatten(a[0], sc, pre))
             pre.append(f"X.cksum({E}).{m}({data}, {width})")

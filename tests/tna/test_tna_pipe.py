@@ -290,6 +290,38 @@ def test_checksum_update_in_the_deparser_is_the_ipv4_checksum(tmp_path):
     assert s == 0xFFFF and ip[8] == 63  # a valid header checksum after the TTL change
 
 
+def test_a_parser_checksum_that_subtracts_gets_the_residual(tmp_path):
+    # bf-p4c's residual mode: get() after subtract() is the ones'-complement sum of every
+    # header word not subtracted (what a deparser's update() adds to the new fields)
+    prog, _ = build(tmp_path, ep_locals="Checksum() ck;", ep_body="""
+        pkt.extract(hdr.eth); pkt.extract(hdr.ipv4);
+        ck.subtract({hdr.ipv4.csum, hdr.ipv4.ttl, hdr.ipv4.proto});
+        md.x = (bit<32>) ck.get();
+    """, eg_apply="hdr.eth.src = (bit<48>) md.x;")
+    def fold(s: int) -> int:
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        return s
+
+    pkt = bytearray(ipv4(ttl=64))
+    words = [int.from_bytes(pkt[14 + i:16 + i], "big") for i in range(0, 20, 2)]
+    pkt[24:26] = (0xFFFF ^ fold(sum(words))).to_bytes(2, "big")     # a valid header checksum
+    _, out = run(prog, [bytes(pkt)])
+    words = [int.from_bytes(out[0][1][14 + i:16 + i], "big") for i in range(0, 20, 2)]
+    assert fold(sum(words)) == 0xFFFF
+    rest = fold(sum(w for i, w in enumerate(words) if i not in (4, 5)))   # all but TTL/proto, csum
+    assert int.from_bytes(out[0][1][6:12], "big") == rest
+
+
+def test_a_parser_checksum_that_adds_cannot_get_a_residual(tmp_path):
+    with pytest.raises(p4sim.CompileError, match="either verifies .* or computes a residual"):
+        build(tmp_path, ep_locals="Checksum() ck;", ep_body="""
+            pkt.extract(hdr.eth); pkt.extract(hdr.ipv4);
+            ck.add({hdr.ipv4.csum, hdr.ipv4.ttl, hdr.ipv4.proto});
+            md.x = (bit<32>) ck.get();
+        """)
+
+
 def test_resubmit_runs_ingress_again_with_the_resubmit_data(tmp_path):
     prog, _ = build(tmp_path, decls="header resub_h { bit<8> tag; bit<56> pad; }",
                     ig_parser_skip="""

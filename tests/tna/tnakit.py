@@ -60,6 +60,7 @@ control ID(packet_out pkt, inout headers_t hdr, in meta_t md,
 }}
 
 parser EP(packet_in pkt, out headers_t hdr, out meta_t md, out egress_intrinsic_metadata_t eg_intr_md) {{
+{ep_locals}
     state start {{
         pkt.extract(eg_intr_md);
 {ep_body}
@@ -92,7 +93,7 @@ DEFAULTS = dict(
     ig_parser_skip="        pkt.advance(PORT_METADATA_SIZE);",
     ig_locals="", ig_apply="        ig_tm_md.ucast_egress_port = 2;",
     id_locals="", id_apply="",
-    ep_body="        pkt.extract(hdr.eth);",
+    ep_locals="", ep_body="        pkt.extract(hdr.eth);",
     eg_locals="", eg_apply="",
 )
 

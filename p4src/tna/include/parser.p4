@@ -75,9 +75,10 @@ parser StellarIngressParser(packet_in pkt,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        /* bf-p4c: a parser checksum adds fields in the state that extracts
-         * them; the residual is read (get) only in `options` */
-        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.ttl, hdr.ipv4.protocol});
+        /* bf-p4c: a parser checksum takes fields in the state that extracts
+         * them, and one that computes a residual subtracts (one that adds can
+         * only verify); the residual is read (get) only in `options` */
+        ipv4_residual.subtract({hdr.ipv4.hdr_checksum, hdr.ipv4.ttl, hdr.ipv4.protocol});
         transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (4, 5, IP_PROTO_UDP): parse_udp;
             (4, 5, IP_PROTO_TCP): parse_tcp;
@@ -92,7 +93,7 @@ parser StellarIngressParser(packet_in pkt,
     state options {
         meta.malformed = MALFORMED_IPV4_OPTIONS;
         meta.ipv4_options = 1;
-        /* ~(checksum + the TTL/protocol word) = the ones'-complement sum of
+        /* -(checksum + the TTL/protocol word) = the ones'-complement sum of
          * every other word of the header, options included */
         meta.ipv4_residual = ipv4_residual.get();
         transition accept;
@@ -185,9 +186,9 @@ parser StellarEgressParser(packet_in pkt,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        /* (added where extracted, as in ingress) */
-        ipv4_residual.add({hdr.ipv4.hdr_checksum, hdr.ipv4.version, hdr.ipv4.ihl,
-                           hdr.ipv4.dscp, hdr.ipv4.ecn});
+        /* (subtracted where extracted, as in ingress) */
+        ipv4_residual.subtract({hdr.ipv4.hdr_checksum, hdr.ipv4.version, hdr.ipv4.ihl,
+                                hdr.ipv4.dscp, hdr.ipv4.ecn});
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (5, IP_PROTO_UDP): parse_udp;
             (5, _): accept;

@@ -97,9 +97,9 @@ struct dre_pair_t {
  * multi-operand action, README.md "bf-p4c"):
  *   s_k  = DRE_UNUSABLE if k is absent or down, else one of four values:
  *          the penalty (params, written doubled) if feedback names another
- *          member best, + 1 unless k is the hash member (gateways, plain
- *          sets; DreBase, before the flowlet lookup: it needs only the
- *          group, the bitmap and the best and hash members);
+ *          member best, + 1 unless k is the hash member (table base<k>;
+ *          DreBase, before the flowlet lookup: it needs only the group's
+ *          count, the bitmap and the best and hash members);
  *   s_k += l_k       (the `levels` action; the controller level, doubled; DreBase);
  *   s_k += level_k   (the level<k> action; doubled data; Dre, after the estimate);
  *   p_k  = {s_k, k} (13 + 3 bits, DRE_MEMBER_PACK), and the choice is the
@@ -107,14 +107,30 @@ struct dre_pair_t {
  *          lowest member.
  * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
  * operands in one PHV group, which 24 score fields did not fit. */
-#define DRE_MEMBER_PT(k)                                                        \
-    if (meta.count <= k || meta.alive[k:k] == 0) {                              \
-        meta.dre_score.s##k = DRE_UNUSABLE;                                     \
-    } else if (feedback_known == 1 && meta.best != k) {                         \
-        if (meta.hashed != k) { meta.dre_score.s##k = meta.dre_penalty_tie; }   \
-        else { meta.dre_score.s##k = meta.dre_penalty; }                        \
-    } else {                                                                    \
-        if (meta.hashed != k) { meta.dre_score.s##k = 1; } else { meta.dre_score.s##k = 0; } \
+/* The base of s_k, one const table per member (conditions as rows: eight
+ * small tables where a chain of conditions took 32 tables and 24 gateways
+ * of bf-p4c's per-stage budget).  Rows in priority order. */
+#define DRE_BASE_TABLE(k, mbit)                                                 \
+    action base_pen_tie##k() { meta.dre_score.s##k = meta.dre_penalty_tie; }    \
+    action base_pen##k() { meta.dre_score.s##k = meta.dre_penalty; }            \
+    action base_const##k(bit<16> v) { meta.dre_score.s##k = v; }                \
+    table base##k {                                                             \
+        key = {                                                                 \
+            meta.count: range; meta.alive: ternary; feedback_known: ternary;   \
+            meta.best: ternary; meta.hashed: ternary;                           \
+        }                                                                       \
+        actions = { base_pen_tie##k; base_pen##k; base_const##k; }              \
+        const default_action = base_const##k(1);                                \
+        const entries = {                                                       \
+            (0 .. k, _, _, _, _): base_const##k(DRE_UNUSABLE);  /* absent */    \
+            (_, 0 &&& mbit, _, _, _): base_const##k(DRE_UNUSABLE); /* down */    \
+            (_, _, 1, k, k): base_const##k(0);     /* feedback's best, hash member */ \
+            (_, _, 1, k, _): base_const##k(1);                                  \
+            (_, _, 1, _, k): base_pen##k();        /* another member is best */ \
+            (_, _, 1, _, _): base_pen_tie##k();                                 \
+            (_, _, 0, _, k): base_const##k(0);     /* no feedback: hash member */ \
+        }                                                                       \
+        size = 7;                                                               \
     }
 
 /* p_k = {s_k, k}: the score above the member's position, by an identity hash
@@ -160,18 +176,21 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 256;
     }
 
+    DRE_BASE_TABLE(0, 0x01)
+    DRE_BASE_TABLE(1, 0x02)
+    DRE_BASE_TABLE(2, 0x04)
+    DRE_BASE_TABLE(3, 0x08)
+    DRE_BASE_TABLE(4, 0x10)
+    DRE_BASE_TABLE(5, 0x20)
+    DRE_BASE_TABLE(6, 0x40)
+    DRE_BASE_TABLE(7, 0x80)
+
     apply {
         if (meta.kind != KIND_DATA) {
             return;
         }
-        DRE_MEMBER_PT(0)
-        DRE_MEMBER_PT(1)
-        DRE_MEMBER_PT(2)
-        DRE_MEMBER_PT(3)
-        DRE_MEMBER_PT(4)
-        DRE_MEMBER_PT(5)
-        DRE_MEMBER_PT(6)
-        DRE_MEMBER_PT(7)
+        base0.apply(); base1.apply(); base2.apply(); base3.apply();
+        base4.apply(); base5.apply(); base6.apply(); base7.apply();
         levels.apply();
     }
 }
