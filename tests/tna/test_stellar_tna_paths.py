@@ -37,6 +37,34 @@ def test_negative_control_without_feedback_flows_are_hashed_onto_the_congested_u
     assert 2 in ports and 3 in ports   # ECMP by hash: half onto the congested port
 
 
+def _reports(interval_ns: int, idle_us: list[float]) -> list[int]:
+    """Feedback copies (egress mirrors) made by each burst of 5 packets of one flow onto an
+    uplink, the bursts ``idle_us`` apart (the first at once)."""
+    leaf = TnaLeaf(feedback_interval_ns=interval_ns)
+    counts = []
+    psn = 0
+    for gap in idle_us:
+        leaf.sw.advance(gap)
+        before = leaf.sw.stats["mirrored"]
+        for _ in range(5):
+            leaf.send(roce("10.0.1.1", DST, 7, psn))
+            psn += 1
+        leaf.sw.advance(5)
+        leaf.out()
+        counts.append(leaf.sw.stats["mirrored"] - before)
+    return counts
+
+
+def test_feedback_is_rate_limited_per_port_also_after_a_long_idle():
+    # one copy per interval (the cells start at 0, as if each port had reported at time 0):
+    # a burst at 2 ms reports once, one 100 us later not, one 1 ms later once more, one 3 s
+    # later once (3 s > 2^31 ns: the compare's second sign test; a single signed compare
+    # would stay silent there until the clock wrapped past the cell)
+    assert _reports(1_000_000, [2000, 100, 1000, 3_000_000]) == [1, 0, 1, 1]
+    # negative control: interval 0, every packet reports
+    assert _reports(0, [2000, 100]) == [5, 5]
+
+
 def test_feedback_arrives_after_the_egress_pass():
     leaf = TnaLeaf()
     sw = leaf.sw

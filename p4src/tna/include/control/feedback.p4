@@ -18,19 +18,33 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     Register<bit<32>, PortId_t>(PORT_SLOTS, 0) last_report;
 
     bit<32> now;
-    bit<32> interval;
+    bit<32> limit;     /* now - interval */
 
+    /* Due when at least `interval` ns have passed since the port's last
+     * report: (now - v) mod 2^32 >= interval.  The stateful ALU compares one
+     * PHV input with the cell (bf-p4c's assembler: "more than one phv_ixb
+     * operand to an SALU compare" for now - v >= interval), so the test is
+     * two sign tests: (limit - v) < 2^31 covers now - v in [interval,
+     * 2^31 + interval), (now - v) >= 2^31 covers [2^31, 2^32) (a port idle
+     * that long); together [interval, 2^32), the same answer for every
+     * interval up to 2^31 ns (the controller renders microseconds). */
     RegisterAction<bit<32>, PortId_t, bit<1>>(last_report) due = {
         void apply(inout bit<32> v, out bit<1> rv) {
             rv = 0;
-            if (now - v >= interval) {
+            if (limit - v < 32w0x80000000 || now - v >= 32w0x80000000) {
                 v = now;
                 rv = 1;
             }
         }
     };
 
+    bit<32> interval;
     action report(bit<32> interval_ns) { interval = interval_ns; }
+    /* (the subtraction in a keyless table's action: p4c's mid end would fold
+     * it into the compare if written in the apply block, and bf-p4c takes no
+     * action data as the second operand of a subtraction) */
+    action take_limit() { limit = now - interval; }
+    table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
     /* Uplink ports that report, with their interval.  Size: PORT_SLOTS. */
     table ports {
         key = { eg_intr_md.egress_port: exact; }
@@ -39,8 +53,9 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
         size = PORT_SLOTS;
     }
     apply {
+        now = eg_prsr_md.global_tstamp[31:0];
         if (ports.apply().hit) {
-            now = eg_prsr_md.global_tstamp[31:0];
+            report_limit.apply();
             if (due.execute(eg_intr_md.egress_port) == 1) {
                 eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
                 meta.mirror_session = MIRROR_SESSION_FEEDBACK;
