@@ -18,8 +18,9 @@
  * same for the same state: no reordering.  The controller sets a bit back
  * (register write) when the port comes up.
  */
-/* A const table: is member `m` up in bitmap `a`?  Eight fixed ternary rows
- * (no run-time shift); the action sets `flag`.  Used for each candidate. */
+/* A const table: is bit `m` of bitmap `a` set (member m up; flowlet.p4 also
+ * tests the `measured` bitmap with it)?  Eight fixed ternary rows (no
+ * run-time shift); the action sets `flag`. */
 #define MEMBER_UP_TABLE(name, a, m, flag)                                      \
     action name##_up() { flag = 1; }                                           \
     action name##_down() { flag = 0; }                                         \

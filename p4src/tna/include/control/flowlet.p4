@@ -165,27 +165,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<1> stored_best;     /* the tag's member is the group's best */
     bit<1> stored_measured; /* ... has a measured level (dre_base.levels) */
     bit<1> stored_alive;    /* ... is up */
+    /* (MEMBER_UP_TABLE: failover.p4, included before this file) */
     MEMBER_UP_TABLE(stored_up, meta.alive, r[2:0], stored_alive)
-    action is_measured() { stored_measured = 1; }
-    action not_measured() { stored_measured = 0; }
-    /* Bit r[2:0] of dre_base.levels' `measured`, as a const table (no run-time
-     * shift).  A move off an unmeasured member is refused (dre.p4). */
-    table stored_measured_bit {
-        key = { meta.ctl_measured: ternary; r[2:0]: exact; }
-        actions = { is_measured; not_measured; }
-        default_action = not_measured();
-        const entries = {
-            (8w0x01 &&& 8w0x01, 0): is_measured();
-            (8w0x02 &&& 8w0x02, 1): is_measured();
-            (8w0x04 &&& 8w0x04, 2): is_measured();
-            (8w0x08 &&& 8w0x08, 3): is_measured();
-            (8w0x10 &&& 8w0x10, 4): is_measured();
-            (8w0x20 &&& 8w0x20, 5): is_measured();
-            (8w0x40 &&& 8w0x40, 6): is_measured();
-            (8w0x80 &&& 8w0x80, 7): is_measured();
-        }
-        size = 8;
-    }
+    /* bit r[2:0] of dre_base.levels' `measured` (the same bitmap test): a
+     * move off an unmeasured member is refused (`decide`) */
+    MEMBER_UP_TABLE(stored_measured_bit, meta.ctl_measured, r[2:0], stored_measured)
     /* A second pass's move, from the drain test's sign bits (one table after
      * the differences, where nested conditions were three steps):
      *   RESUB_CHOOSE: the DRE's choice (dre.p4), made in the first pass: a
@@ -194,7 +178,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      *     since the flow's previous packet (it may still be queued in the
      *     next switch: a later packet on a shorter path must not overtake it).
      * Drained: a departure is recorded (dep bit 16) and the last one arrived
-     * no earlier than the flow's previous packet (since >= 0).  Size: 5 const rows. */
+     * no earlier than the flow's previous packet (since >= 0).  Size: 4 const rows. */
     action move_cur() { moves = 1; offer = offer_cur; }
     action move_best() { moves = 1; offer = offer_best; }
     action stay() { moves = 0; offer = 0; }
@@ -235,9 +219,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.change_reason = CHANGE_DRAIN;
     }
     /* a new flow: the slot took the best member (offer); with the DRE on,
-     * its choice is written by a second pass */
-    /* A pass that asks the DRE for a choice fills the second pass's header
-     * here, all but the choice itself (`cur`, which dre.p4 writes). */
+     * its choice is written by a second pass.  A pass that asks the DRE for
+     * a choice fills the second pass's header here, all but the choice
+     * itself (`cur`, which dre.p4 writes). */
     action new_choose() {
         meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
         meta.is_new = 1; meta.choose = 1;
