@@ -16,7 +16,9 @@
  *   - decay: a group's window (bits 31:14 of the ns clock, 16.4 us) is kept in
  *     `window`; each cell is {bytes this window, bytes this and the previous
  *     window}: at a window change the previous window's bytes still count for
- *     one window, then drop out (a two-window moving sum).  v1model halves the
+ *     one window, then drop out (a two-window moving sum).  The three cases
+ *     (same window, the next, later) are three register actions chosen by
+ *     table update<k> on the windows elapsed.  v1model halves the
  *     estimate instead; the stateful ALU has no shifter, so the halving would
  *     need its math unit;
  *   - normalisation: no multiply; per member position a range table
@@ -57,21 +59,48 @@ struct dre_pair_t {
     bit<32> est##k;    /* bytes, this and the previous window */               \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) pack##k;                            \
-    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) update##k = {          \
+    /* Three register actions, one per window change, each with a single   \
+     * update per half: the stateful ALU has two update slots per half of    \
+     * a pair cell, and one program with all three cases needed three for   \
+     * the sum (bfas: "instruction slot used multiple times").  Which one    \
+     * runs is the action of table update<k>. */                            \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) same##k = {            \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
-            if (roll == 0) {                                                    \
-                v.sum = v.sum + add##k;                                         \
-                v.cur = v.cur + add##k;                                         \
-            } else if (roll == 1) {                                             \
-                v.sum = v.cur + add##k;                                         \
-                v.cur = add##k;                                                 \
-            } else {                                                            \
-                v.sum = add##k;                                                 \
-                v.cur = add##k;                                                 \
-            }                                                                   \
+            v.sum = v.sum + add##k;                                             \
+            v.cur = v.cur + add##k;                                             \
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) next##k = {            \
+        void apply(inout dre_pair_t v, out bit<32> rv) {                        \
+            v.sum = v.cur + add##k;                                             \
+            v.cur = add##k;                                                     \
+            rv = v.sum;                                                         \
+        }                                                                       \
+    };                                                                          \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) fresh##k = {           \
+        void apply(inout dre_pair_t v, out bit<32> rv) {                        \
+            v.sum = add##k;                                                     \
+            v.cur = add##k;                                                     \
+            rv = v.sum;                                                         \
+        }                                                                       \
+    };                                                                          \
+    action roll_same##k() { est##k = same##k.execute(meta.group); }             \
+    action roll_next##k() { est##k = next##k.execute(meta.group); }             \
+    action roll_fresh##k() { est##k = fresh##k.execute(meta.group); }           \
+    /* The update of member k's cell by the windows elapsed since the        \
+     * group's last packet: 0 the same window, 1 the next, more: the cell's   \
+     * bytes are all older than the previous window.  Size: 2 rows. */       \
+    table update##k {                                                           \
+        key = { elapsed: exact; }                                               \
+        actions = { roll_same##k; roll_next##k; roll_fresh##k; }                \
+        const default_action = roll_fresh##k();                                 \
+        const entries = {                                                       \
+            0: roll_same##k();                                                  \
+            1: roll_next##k();                                                  \
+        }                                                                       \
+        size = 2;                                                               \
+    }                                                                           \
     action set_level##k(bit<8> level) {                                         \
         meta.dre_score.s##k = meta.dre_score.s##k + (bit<16>) level;            \
     }                                                                           \
@@ -199,7 +228,6 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             in bit<1> dre_on) {
     bit<32> now_win;
     bit<32> elapsed;
-    bit<2>  roll;      /* 0: same window, 1: the next one, 2: later */
 
     /* Per group: the DRE window of its last packet.  Size: 256 groups. */
     Register<bit<32>, group_t>(256, 0) window;
@@ -304,20 +332,8 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         byte_add.apply();
         now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
-        roll = 2;
-        if (elapsed == 0) {
-            roll = 0;
-        } else if (elapsed == 1) {
-            roll = 1;
-        }
-        est0 = update0.execute(meta.group);
-        est1 = update1.execute(meta.group);
-        est2 = update2.execute(meta.group);
-        est3 = update3.execute(meta.group);
-        est4 = update4.execute(meta.group);
-        est5 = update5.execute(meta.group);
-        est6 = update6.execute(meta.group);
-        est7 = update7.execute(meta.group);
+        update0.apply(); update1.apply(); update2.apply(); update3.apply();
+        update4.apply(); update5.apply(); update6.apply(); update7.apply();
         if (meta.choose == 0) {
             return;
         }
