@@ -227,6 +227,9 @@ def check_entry(entry: dict[str, Any], tables: Optional[dict[str, Table]] = None
             issue = _fits(params[name], width, f"{action}.{name}")
             if issue:
                 problems.append(issue)
+            elif f"{action}.{name}" in SCALED_PARAMS and int(params[name]) % SCALED_PARAMS[f"{action}.{name}"]:
+                problems.append(f"{action}.{name}: {params[name]!r} is not a multiple of "
+                                f"{SCALED_PARAMS[f'{action}.{name}']} (the score's low bits are its tie bit and member)")
     match = entry.get("match", {})
     if entry.get("default_action"):
         if match:
@@ -309,6 +312,11 @@ TNA_DRE_UNIT_BYTES = 256       # dre.p4: q<k> is the estimate in 256-byte units 
 TNA_DRE_LEVELS = 64            # rows per member position and group
 TNA_DRE_REFERENCE_GBPS = 100.0
 TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the ns clock (16.4 us)
+# dre.p4: a member's score is 16 x (levels + penalty) + 8 x tie + member, the form its min()
+# tournament compares, so every score datum (dre.set_level<k>'s level, dre_base.set_levels'
+# l<k>, params' dre_delay_penalty) is written times this; check_entry refuses other values
+# (a low bit set would change the member the tournament returns).
+TNA_DRE_SCORE_SCALE = 16
 # A level's width: the 64 levels span what the estimate (bytes of this and the previous window)
 # holds for a port at line rate, 2 windows x rate = 409.6 KB at 100 Gbps, so a 100 Gbps port's
 # level is 25 units (6.4 KB) wide.  (It was 1 KiB: the top level then began at 64 KiB,
@@ -322,6 +330,13 @@ TNA_QDELAY_UNIT_NS = 8
 TNA_QDELAY_KEY_MAX = (1 << 16) - 1
 TNA_ECN_STEPS = 8              # rows of the ECN ramp between Kmin and Kmax per port
 
+# Action parameters written pre-scaled (the TNA DRE score data): "action.param" -> the factor.
+SCALED_PARAMS: dict[str, int] = {
+    f"{_TI}.set_params.dre_delay_penalty": TNA_DRE_SCORE_SCALE,
+    **{f"{_TI}.dre.set_level{k}.level": TNA_DRE_SCORE_SCALE for k in range(TNA_MEMBERS)},
+    **{f"{_TI}.dre_base.set_levels.l{k}": TNA_DRE_SCORE_SCALE for k in range(TNA_MEMBERS)},
+}
+
 
 def _tna(name: str) -> str:
     return TNA_PIPE + name
@@ -330,7 +345,7 @@ def _tna(name: str) -> str:
 TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     Table(_tna(f"{_TI}.params"), (), {
         f"{_TI}.set_params": _params(("flowlet_timeout", 32), ("elephant_threshold", 32), ("drain", 1),
-                                     ("dre_choice", 1), ("dre_delay_penalty", 8), ("drain_margin", 32),
+                                     ("dre_choice", 1), ("dre_delay_penalty", 16), ("drain_margin", 32),
                                      ("gap_needs_drain", 1)),
     }, None, 1),
     Table(_tna(f"{_TI}.routing.lpm"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
@@ -364,10 +379,10 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         "NoAction": (),
     }, "PORT_SLOTS", 512),
     *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
-        f"{_TI}.dre.set_level{k}": _params(("level", 8)),
+        f"{_TI}.dre.set_level{k}": _params(("level", 16)),
     }, None, 512) for k in range(TNA_MEMBERS)),
     Table(_tna(f"{_TI}.dre_base.levels"), (KeyField("meta.group", "exact", 8),), {
-        f"{_TI}.dre_base.set_levels": _params(*[(f"l{k}", 8) for k in range(TNA_MEMBERS)], ("measured", 8)),
+        f"{_TI}.dre_base.set_levels": _params(*[(f"l{k}", 16) for k in range(TNA_MEMBERS)], ("measured", 8)),
     }, None, 256),
     Table(_tna(f"{_TI}.qos.dscp_class"), (KeyField("hdr.ipv4.dscp", "exact", 6),), {
         f"{_TI}.qos.set_class": _params(("traffic_class", 2)),

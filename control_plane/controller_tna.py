@@ -9,7 +9,7 @@ What differs (p4src/tna/README.md, CONTRACT.md §9):
 
 * **Levels** go to ``pipe.StellarIngress.dre_base.levels``: one entry per *group* (the TNA program
   shares one group among every path set with the same member ports, since the DRE state is
-  per group and member), ``l0..l7``, 8 bits, added to the member's DRE score.  A group that
+  per group and member), ``l0..l7``, 16 bits (written x contract.TNA_DRE_SCORE_SCALE), added to the member's DRE score.  A group that
   serves several destination leaves gets, per member, the *highest* level among those
   destinations' remote hops (the program cannot tell destinations apart within a group; the
   worst hop is the safe reading).  The unit is the v1model one -- ``headroom`` x µs of remote
@@ -147,7 +147,7 @@ class TnaController(Controller):
                 measured = self._rendered_measured.get(leaf, {}).get(group, 0)
                 for slot, slot_hops in slots.items():
                     level, known = highest_level(cmap, slot_hops, self.headroom, cap)
-                    params[f"l{slot}"] = 2 * level
+                    params[f"l{slot}"] = contract.TNA_DRE_SCORE_SCALE * level
                     if known:
                         measured |= 1 << slot
                 params["measured"] = measured

@@ -170,7 +170,8 @@ def context(fabric: Fabric, plan: SwitchPlan,
                    "gap_needs_drain": int(dp.flowlet.drain_detection)},
         **class_context(dp),
         "tenants": _tenants(fabric, switch),
-        "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]])}
+        "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]]),
+                                      "scale": contract.TNA_DRE_SCORE_SCALE}   # dre.p4: score data x16
                                 for m in g["members"]]) for g in groups],
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),

@@ -92,13 +92,15 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  gap_drain = 1;
 
     action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
-                      bit<1> dre_choice, bit<8> dre_delay_penalty, bit<32> drain_margin,
+                      bit<1> dre_choice, bit<16> dre_delay_penalty, bit<32> drain_margin,
                       bit<1> gap_needs_drain) {
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
         dre_on = dre_choice;
-        meta.dre_penalty = (bit<16>) dre_delay_penalty;   /* written doubled, as the DRE levels */
+        /* written times DRE_SCORE_SCALE, as the DRE levels; the low four bits
+         * are the score's tie bit and member (dre.p4), so they are cleared */
+        meta.dre_penalty = dre_delay_penalty & 0xFFF0;
         drain_margin_ns = drain_margin;
         gap_drain = gap_needs_drain;
     }
@@ -136,7 +138,7 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged._pad2 = 0;
             hdr.bridged.is_roce = 0;
             params.apply();
-            meta.dre_penalty_tie = meta.dre_penalty | 1;   /* (its own instruction: bf-p4c) */
+            meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
             hdr.bridged.ingress_ts = meta.stamp16;
             /* sanity: truncated or non-IPv4 input is counted and dropped */
             if (ig_prsr_md.parser_err != 0) {

@@ -12,7 +12,7 @@ Why the TNA leaf differs (p4src/tna/README.md, block by block):
   - a path set is a *group* (8-bit id): LPM -> (group, member count); one member_port row per
     member; eight hash_member rows (flow CRC[2:0] -> member, round robin); DRE level rows from
     the render (control_plane.render_tna.dre_rows at 100 Gbps); the controller's member levels
-    in dre_base.levels (written doubled in 8 bits: v1model's levels are clamped to 127);
+    in dre_base.levels (written x16: v1model's levels are clamped to 127);
   - every test gets fresh group ids, so the per-group registers (best member, liveness bitmap,
     DRE cells, departures) start empty in each test, as the v1model suite gives each test its
     own flows;
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from p4.v1 import p4runtime_pb2
 
+from control_plane.contract import TNA_DRE_SCORE_SCALE
 from control_plane.render_tna import TNA_DRE_DELAY_PENALTY, dre_rows, ecn_ramp
 from p4sim.p4rt.client import update
 
@@ -348,7 +349,7 @@ class TnaLeaf(Leaf):
                 for r in dre_rows(100.0):
                     entries.append(c.table_entry(
                         self.t_(f"{self.ING}.dre.level{m}"), {"meta.group": group, f"q{m}": (r["low"], r["high"])},
-                        f"{self.ING}.dre.set_level{m}", {"level": 2 * r["level"]}, priority=1))  # doubled, as rendered
+                        f"{self.ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * r["level"]}, priority=1))  # x16, as rendered
             entries.append(c.table_entry(self.t_(f"{self.ING}.dre_base.levels"), {"meta.group": group},
                                          f"{self.ING}.dre_base.set_levels", self._levels(levels, len(ports))))
             for m, port in enumerate(ports):
@@ -367,9 +368,9 @@ class TnaLeaf(Leaf):
 
     @staticmethod
     def _levels(levels: Sequence[int], count: int) -> dict[str, int]:
-        """dre_base.set_levels' data: each level written doubled (the program's encoding, capped at
+        """dre_base.set_levels' data: each level written x16 (the program's encoding, capped at
         127), every member measured (as after a controller poll; v1model's suite does the same)."""
-        params = {f"l{i}": 2 * min(127, levels[i]) if i < len(levels) else 0 for i in range(8)}
+        params = {f"l{i}": TNA_DRE_SCORE_SCALE * min(127, levels[i]) if i < len(levels) else 0 for i in range(8)}
         params["measured"] = (1 << count) - 1
         return params
 

@@ -17,6 +17,7 @@ from scapy.all import IP, UDP, Ether, Raw, raw  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 from control_plane import archnames  # noqa: E402
+from control_plane.contract import TNA_DRE_SCORE_SCALE as SCALE  # noqa: E402
 from control_plane.controller import CongestionMap, InProcessOps, make_controller  # noqa: E402
 from control_plane.controller_tna import TnaController  # noqa: E402
 from control_plane.inprocess import apply_document  # noqa: E402
@@ -93,9 +94,9 @@ def test_levels_steer_new_flows_off_a_congested_remote_hop(program, fabric) -> N
     cmap = CongestionMap(0.0, {("spine1", 2): 50})
     assert ctl.push_levels(cmap) == 3            # leaf1, leaf3, leaf4: their group 1
     (entry,) = leaf1.table_entries(archnames.TNA.level_table)
-    # headroom 2 x 50 us = level 100, written doubled (the program's encoding); not measured yet:
+    # headroom 2 x 50 us = level 100, written x16 (the program's encoding); not measured yet:
     # member 0's group also serves leaf3 and leaf4, whose hops this map has not read
-    assert entry.params["l0"] == 200 and entry.params["l1"] == 0 and entry.params["measured"] == 0
+    assert entry.params["l0"] == 100 * SCALE and entry.params["l1"] == 0 and entry.params["measured"] == 0
     assert set(new_flows(leaf1, 200)) == {10}
     # a quiet repeat writes nothing; a map below the quantum writes nothing either
     assert ctl.push_levels(cmap) == 0
@@ -107,9 +108,9 @@ def test_levels_steer_new_flows_off_a_congested_remote_hop(program, fabric) -> N
 def test_a_shared_group_takes_the_worst_destination_per_member(program, fabric) -> None:
     _, ctl = build(program, fabric)
     levels = ctl.group_levels(CongestionMap(0.0, {("spine1", 2): 10, ("spine1", 3): 40, ("spine2", 4): 7}))
-    assert levels["leaf1"][1]["l0"] == 160 and levels["leaf1"][1]["l1"] == 28   # 2 x level
+    assert levels["leaf1"][1]["l0"] == 80 * SCALE and levels["leaf1"][1]["l1"] == 14 * SCALE
     capped = ctl.group_levels(CongestionMap(0.0, {("spine1", 2): 10_000}))
-    assert capped["leaf1"][1]["l0"] == 254           # level 127, doubled into 8 bits
+    assert capped["leaf1"][1]["l0"] == 127 * SCALE    # level 127, the cap
 
 
 def test_measured_bits_need_every_destination_read_and_the_first_reading_is_written(program, fabric) -> None:

@@ -131,6 +131,28 @@ def test_a_broken_tna_entry_is_refused() -> None:
         _check("leaf1", [dict(bad, table="StellarIngress.routing.lpm")], [], [], contract.sizes(), contract.ARCHES["tna"])
 
 
+
+def test_dre_score_data_must_be_written_scaled() -> None:
+    """dre.p4's score keeps its tie bit and member in its low four bits: a level, controller
+    level or penalty that is not a multiple of TNA_DRE_SCORE_SCALE would change which member
+    the tournament returns, so the contract refuses it (and takes the same level scaled)."""
+    scale = contract.TNA_DRE_SCORE_SCALE
+    level = {"table": "pipe.StellarIngress.dre.level1", "match": {"meta.group": 1, "q1": {"low": 0, "high": 24}},
+             "action": "StellarIngress.dre.set_level1", "params": {"level": 3 * scale}, "priority": 1}
+    levels = {"table": "pipe.StellarIngress.dre_base.levels", "match": {"meta.group": 1},
+              "action": "StellarIngress.dre_base.set_levels",
+              "params": {**{f"l{k}": scale * k for k in range(8)}, "measured": 0xFF}}
+    tables = contract.TNA_TABLES
+    assert contract.check_entry(level, tables) == [] and contract.check_entry(levels, tables) == []
+    assert any("not a multiple of 16" in p for p in contract.check_entry(dict(level, params={"level": 3}), tables))
+    unscaled = dict(levels, params={**levels["params"], "l5": 2 * 5})
+    assert any("l5" in p and "multiple" in p for p in contract.check_entry(unscaled, tables))
+    params = {"table": "pipe.StellarIngress.params", "default_action": True, "action": "StellarIngress.set_params",
+              "params": {"flowlet_timeout": 1, "elephant_threshold": 1, "drain": 1, "dre_choice": 1,
+                         "dre_delay_penalty": 32, "drain_margin": 0, "gap_needs_drain": 1}}
+    assert contract.check_entry(params, tables) == []
+    assert contract.check_entry(dict(params, params={**params["params"], "dre_delay_penalty": 24}), tables)
+
 # ------------------------------------------------------------------ forwarding on p4sim TNA switches
 def _switches(program, result, names):
     switches = {}

@@ -25,6 +25,8 @@ from control_plane.render import render_fabric  # noqa: E402
 from tests.control_plane.test_controller_tna import program  # noqa: E402,F401  (the fixture)
 from tests.integration.test_controller_jobs import moe_fabric  # noqa: E402
 
+SCALE = contract.TNA_DRE_SCORE_SCALE   # dre.p4: score data written x16
+
 ROOT = Path(__file__).resolve().parents[2]
 HIST = archnames.TNA.qdelay_hist
 LEVELS = archnames.TNA.level_table
@@ -89,13 +91,13 @@ def test_a_job_group_gets_its_hops_level_and_its_bit_once_every_hop_was_read(pro
     # spine1's hop towards leaf2 read, spine3's not: member 0's level, no bit for member 1
     ctl.push_levels(CongestionMap(0.0, {("spine1", DOWN["leaf2"]): 48}))
     p = levels(leaf1, group)
-    assert (p["l0"], p["l1"], p["measured"]) == (2 * 96, 0, 0b01)
+    assert (p["l0"], p["l1"], p["measured"]) == (SCALE * 96, 0, 0b01)
     # both hops read by the controller's own poll (the spines' histograms)
     departures(switches["spine1"], DOWN["leaf2"], 37)
     departures(switches["spine3"], DOWN["leaf2"], 100)
     ctl.step(now_us=10)
     p = levels(leaf1, group)
-    assert p["measured"] == 0b11 and p["l0"] == 2 * 96 and p["l1"] == 2 * 127   # 256 capped at 127
+    assert p["measured"] == 0b11 and p["l0"] == SCALE * 96 and p["l1"] == SCALE * 127   # 256 capped at 127
     # a repeat of the same readings writes nothing to the job group (nor anything else)
     written = ctl.writes
     departures(switches["spine1"], DOWN["leaf2"], 37)
@@ -132,4 +134,4 @@ def test_job_groups_are_still_measured_after_a_link_failed_and_came_back(program
         departures(switches[spine], DOWN["leaf3"], 13)
     ctl.step(now_us=10)
     p = levels(switches["leaf1"], group)
-    assert p["measured"] == 0b11 and p["l0"] == p["l1"] == 2 * 32
+    assert p["measured"] == 0b11 and p["l0"] == p["l1"] == SCALE * 32

@@ -14,6 +14,8 @@ from collections import Counter
 
 import pytest
 
+from control_plane.contract import TNA_DRE_SCORE_SCALE
+
 from tna_leaf import CHANGE_NEW, ING, TnaLeaf, roce
 
 G4 = 5
@@ -43,7 +45,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": G4,
                              f"q{m}": (level * width, level * width + width - 1)},
-                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * level}, priority=1)
     return leaf
 
 
@@ -130,13 +132,13 @@ def test_negative_control_a_new_flow_alone_takes_its_hash_member():
 
 def _levels(leaf: TnaLeaf, levels: list[int]) -> None:
     leaf.sw.insert_entry(f"{ING}.dre_base.levels", {"meta.group": G4}, f"{ING}.dre_base.set_levels",
-                         {**{f"l{i}": v for i, v in enumerate(levels + [0] * (8 - len(levels)))},
+                         {**{f"l{i}": TNA_DRE_SCORE_SCALE * v for i, v in enumerate(levels + [0] * (8 - len(levels)))},
                           "measured": 0xFF})
 
 
 def test_the_controllers_level_keeps_new_flows_off_a_member():
     leaf = four_uplinks()
-    _levels(leaf, [200, 0, 0, 0])                 # remote congestion behind member 0
+    _levels(leaf, [100, 0, 0, 0])                 # remote congestion behind member 0
     counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
     assert PORTS[0] not in counts and sum(counts.values()) == 16
 
@@ -160,7 +162,7 @@ def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
             sw.insert_entry(f"{ING}.dre.level{m}",
                             {"meta.group": GROUP,
                              f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + UNITS_PER_LEVEL - 1)},
-                            f"{ING}.dre.set_level{m}", {"level": 2 * level}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * level}, priority=1)
     leaf.send(_feedback(3, 1000), port=68)
     assert leaf.best() == 1
     ports = []
@@ -202,7 +204,7 @@ def _loaded_pair_then_new_flows(rows) -> Counter:
     for m in (0, 1):
         for r in rows:
             sw.insert_entry(f"{ING}.dre.level{m}", {"meta.group": GROUP, f"q{m}": (r["low"], r["high"])},
-                            f"{ING}.dre.set_level{m}", {"level": 2 * r["level"]}, priority=1)
+                            f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * r["level"]}, priority=1)
     hashed = {0: [], 1: []}
     plain = TnaLeaf(dre=False, feedback=False)   # new flows take their hash member
     for q in range(1000, 1100):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from control_plane.contract import TNA_DRE_SCORE_SCALE
+
 from tna_leaf import (CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf,
                       roce)
 
@@ -422,7 +424,7 @@ def _gap_without_feedback(gap_drain: bool) -> tuple[int, int]:
     member = {2: 0, 3: 1}[first]
     levels = {f"l{i}": 0 for i in range(8)}
     levels["measured"] = 0xFF                   # (this test is about departures)
-    levels[f"l{member}"] = 200                  # the controller now steers away from it
+    levels[f"l{member}"] = 100 * TNA_DRE_SCORE_SCALE                  # the controller now steers away from it
     leaf.sw.insert_entry(f"{ING}.dre_base.levels", {"meta.group": GROUP}, f"{ING}.dre_base.set_levels",
                          levels)
     leaf.sw.advance(300)                        # a gap longer than the 200 us timeout

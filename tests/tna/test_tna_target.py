@@ -13,6 +13,7 @@ from p4sim.p4rt import EmbeddedSwitch
 from p4sim.p4rt.client import P4RuntimeClient, update
 from p4sim.runtime.tna_switch import TnaSwitch
 from p4sim.switch import Switch
+from control_plane.contract import TNA_DRE_SCORE_SCALE
 from tna_leaf import STELLAR_TNA, roce
 
 
@@ -78,7 +79,7 @@ def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
             if levels is not None:
                 ups.append(c.table_entry("pipe.StellarIngress.dre_base.levels", {"meta.group": 1},
                                          "StellarIngress.dre_base.set_levels",
-                                         {**{f"l{i}": v for i, v in enumerate(levels)},
+                                         {**{f"l{i}": TNA_DRE_SCORE_SCALE * v for i, v in enumerate(levels)},
                                           "measured": 0xFF}))
             for e in ups:
                 c.write(update("INSERT", table_entry=e))
@@ -90,7 +91,7 @@ def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
 
 
 def test_the_controllers_member_levels_are_table_entries_over_p4runtime(tmp_path):
-    assert _levels_over_p4runtime(tmp_path, [100, 0, 0, 0, 0, 0, 0, 0]) == [5]
+    assert _levels_over_p4runtime(tmp_path, [50, 0, 0, 0, 0, 0, 0, 0]) == [5]
 
 
 def test_negative_control_without_the_levels_entry_the_flow_takes_its_hash_member(tmp_path):

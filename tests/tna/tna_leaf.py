@@ -17,6 +17,7 @@ from scapy.all import IP, TCP, UDP, Ether, Raw, raw
 from scapy.contrib.roce import BTH
 
 import p4sim
+from control_plane.contract import TNA_DRE_SCORE_SCALE
 
 REPO = Path(__file__).resolve().parents[2]
 STELLAR_TNA = REPO / "p4src" / "tna" / "stellar.p4"
@@ -65,7 +66,7 @@ class TnaLeaf:
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
                               {"flowlet_timeout": flowlet_timeout_ns, "drain": int(drain),
                                "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
-                               "dre_delay_penalty": 2 * dre_delay_penalty,  # written doubled
+                               "dre_delay_penalty": TNA_DRE_SCORE_SCALE * dre_delay_penalty,  # written x16
                                "drain_margin": drain_margin_ns,
                                "gap_needs_drain": int(gap_drain)})
         sw.set_default_action(f"{ING}.dre_base.levels", f"{ING}.dre_base.set_levels",

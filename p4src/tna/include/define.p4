@@ -56,8 +56,8 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
 #define TNA_FEEDBACK_HYSTERESIS 250        /* a member must be 4 us (250 x 16 ns) better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
-#define TNA_DRE_DELAY_PENALTY 32           /* 16 levels added to members feedback says are not the best,
-                                            * written doubled like all DRE score data (dre.p4) */
+#define TNA_DRE_DELAY_PENALTY 256          /* 16 levels added to members feedback says are not the best,
+                                            * written x16 like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
 /* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
  * with a choice.  bf-p4c expands a 16-bit range into about 2.5 TCAM rows,

@@ -11,8 +11,6 @@
 struct dre_scores_t {
     bit<16> s0; bit<16> s1; bit<16> s2; bit<16> s3;
     bit<16> s4; bit<16> s5; bit<16> s6; bit<16> s7;
-    bit<16> p0; bit<16> p1; bit<16> p2; bit<16> p3;
-    bit<16> p4; bit<16> p5; bit<16> p6; bit<16> p7;
 }
 
 struct tna_ingress_metadata_t {
@@ -53,7 +51,7 @@ struct tna_ingress_metadata_t {
     member_t old;            /* a gap's member before the gap */
     bit<16>  prev_ts;        /* a gap: the slot's previous arrival (64 ns units) for the drain test */
     bit<16>  dre_penalty_tie; /* dre_penalty + the tie bit (dre.p4's score) */
-    bit<16>  dre_penalty;    /* params' dre_delay_penalty (written doubled) */
+    bit<16>  dre_penalty;    /* params' dre_delay_penalty (written x16) */
     PortId_t port;
     /* qos / elephant */
     bit<2>   traffic_class;

@@ -47,9 +47,10 @@ struct dre_pair_t {
 }
 
 /* Member k's cell, its update, and table level<k>: (group, estimate of
- * member k in 256 B units) -> level, written from the port's rate as TWICE
- * the level (the score's low bit is the tie bit; bf-p4c cannot shift action
- * data inside an add, so the controller writes it scaled).  The key is bits
+ * member k in 256 B units) -> level, written from the port's rate as
+ * DRE_SCORE_SCALE (16) times the level (the score's low four bits are the
+ * tie bit and the member; bf-p4c cannot shift action data inside an add, so
+ * the controller writes it scaled).  The key is bits
  * 23:8 of the estimate itself: a nibble-aligned slice spans four nibbles,
  * which bf-p4c's range match takes (bits 21:6, 64 B units, spanned five and
  * a copy into its own field would cost a stage).  The action adds the level
@@ -58,7 +59,6 @@ struct dre_pair_t {
     bit<32> add##k;                                                             \
     bit<32> est##k;    /* bytes, this and the previous window */               \
     Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) pack##k;                            \
     /* Three register actions, one per window change, each with a single   \
      * update per half: the stateful ALU has two update slots per half of    \
      * a pair cell, and one program with all three cases needed three for   \
@@ -101,8 +101,8 @@ struct dre_pair_t {
         }                                                                       \
         size = 2;                                                               \
     }                                                                           \
-    action set_level##k(bit<8> level) {                                         \
-        meta.dre_score.s##k = meta.dre_score.s##k + (bit<16>) level;            \
+    action set_level##k(bit<16> level) {                                        \
+        meta.dre_score.s##k = meta.dre_score.s##k + level;                      \
     }                                                                           \
     table level##k {                                                            \
         key = { meta.group: exact; est##k[23:8]: range @name(qname); }          \
@@ -111,37 +111,37 @@ struct dre_pair_t {
         size = DRE_LEVEL_SIZE;                                                  \
     }
 
-/* The base of the score of a member that cannot be chosen (absent or down),
- * set before the levels are added: usable scores stay below 2 x 127 (level)
- * + 2 x 127 (controller level) + 255 (penalty, doubled, + tie bit) = 763,
- * and an unusable one is at least 0x1000 and at most 0x1000 + 508, inside
- * the 13 bits that are packed.  (Set after the adds, as before, it was one
- * more step on the chain behind the estimate.) */
-#define DRE_UNUSABLE 0x1000
+/* The score of member k, one 16-bit field per member, in the form the
+ * tournament compares (so no packing step between the last add and the
+ * first min()):
+ *   s_k = 16 (level_k + ctl_k + penalty_k) + 8 tie_k + k
+ * level_k is level<k>'s, ctl_k the controller's (`levels`), penalty_k
+ * params' dre_delay_penalty when congestion feedback names another member
+ * as the group's best (path_choice.p4), tie_k 1 unless k is the flow's hash
+ * member.  The least s_k is the lowest score, ties to the hash member, then
+ * to the lowest member; its low three bits are the member.  Every datum the
+ * controller writes (level<k>, `levels`, the penalty) is written times
+ * DRE_SCORE_SCALE = 16, so each action does one add on operands in final
+ * form (bf-p4c cannot shift action data inside an add; p4c's mid end folds
+ * a chain of statements back into one multi-operand action, README.md
+ * "bf-p4c").  Usable scores stay below 16 x (127 + 127 + 255) + 15 = 8159;
+ * a member that cannot be chosen (absent or down) starts at DRE_UNUSABLE
+ * (0x8000) + k, at most 0x8000 + 16 x 254 + 7 with both levels added: above
+ * every usable score, inside 16 bits.  One field per member
+ * (dre_scores_t, metadata): bf-p4c keeps the adds' operands in one PHV
+ * group, which 24 score fields did not fit. */
+#define DRE_SCORE_SCALE 16
+#define DRE_TIE 8
+#define DRE_UNUSABLE 0x8000
 
-/* score_k = 2 level_k + 2 ctl_k + (2 penalty if feedback names another
- * member best) + (1 unless k is the flow's hash member), built so that each
- * action does one instruction on operands already in final form (bf-p4c; a
- * chain of statements is folded back by p4c's mid end into one
- * multi-operand action, README.md "bf-p4c"):
- *   s_k  = DRE_UNUSABLE if k is absent or down, else one of four values:
- *          the penalty (params, written doubled) if feedback names another
- *          member best, + 1 unless k is the hash member (table base<k>;
- *          DreBase, before the flowlet lookup: it needs only the group's
- *          count, the bitmap and the best and hash members);
- *   s_k += l_k       (the `levels` action; the controller level, doubled; DreBase);
- *   s_k += level_k   (the level<k> action; doubled data; Dre, after the estimate);
- *   p_k  = {s_k, k} (13 + 3 bits, DRE_MEMBER_PACK), and the choice is the
- *          member bits of the least p_k: the lowest score, ties to the
- *          lowest member.
- * One field per member (dre_scores_t, metadata): bf-p4c keeps the adds'
- * operands in one PHV group, which 24 score fields did not fit. */
 /* The base of s_k, one const table per member (conditions as rows: eight
  * small tables where a chain of conditions took 32 tables and 24 gateways
- * of bf-p4c's per-stage budget).  Rows in priority order. */
+ * of bf-p4c's per-stage budget); set before the flowlet lookup (it needs
+ * only the group's count, the bitmap and the best and hash members).  Rows
+ * in priority order. */
 #define DRE_BASE_TABLE(k, mbit)                                                 \
-    action base_pen_tie##k() { meta.dre_score.s##k = meta.dre_penalty_tie; }    \
-    action base_pen##k() { meta.dre_score.s##k = meta.dre_penalty; }            \
+    action base_pen_tie##k() { meta.dre_score.s##k = meta.dre_penalty_tie | k; } \
+    action base_pen##k() { meta.dre_score.s##k = meta.dre_penalty | k; }        \
     action base_const##k(bit<16> v) { meta.dre_score.s##k = v; }                \
     table base##k {                                                             \
         key = {                                                                 \
@@ -149,24 +149,18 @@ struct dre_pair_t {
             meta.best: ternary; meta.hashed: ternary;                           \
         }                                                                       \
         actions = { base_pen_tie##k; base_pen##k; base_const##k; }              \
-        const default_action = base_const##k(1);                                \
+        const default_action = base_const##k(DRE_TIE + k);                      \
         const entries = {                                                       \
-            (0 .. k, _, _, _, _): base_const##k(DRE_UNUSABLE);  /* absent */    \
-            (_, 0 &&& mbit, _, _, _): base_const##k(DRE_UNUSABLE); /* down */    \
-            (_, _, 1, k, k): base_const##k(0);     /* feedback's best, hash member */ \
-            (_, _, 1, k, _): base_const##k(1);                                  \
+            (0 .. k, _, _, _, _): base_const##k(DRE_UNUSABLE + k);  /* absent */ \
+            (_, 0 &&& mbit, _, _, _): base_const##k(DRE_UNUSABLE + k); /* down */ \
+            (_, _, 1, k, k): base_const##k(k);     /* feedback's best, hash member */ \
+            (_, _, 1, k, _): base_const##k(DRE_TIE + k);                        \
             (_, _, 1, _, k): base_pen##k();        /* another member is best */ \
             (_, _, 1, _, _): base_pen_tie##k();                                 \
-            (_, _, 0, _, k): base_const##k(0);     /* no feedback: hash member */ \
+            (_, _, 0, _, k): base_const##k(k);     /* no feedback: hash member */ \
         }                                                                       \
         size = 7;                                                               \
     }
-
-/* p_k = {s_k, k}: the score above the member's position, by an identity hash
- * (the hash unit moves bits; an action's shift or concatenation of a PHV
- * source would tie p_k to s_k in one PHV group, bf-p4c README). */
-#define DRE_MEMBER_PACK(k)                                                      \
-    meta.dre_score.p##k = pack##k.get({meta.dre_score.s##k[12:0], 3w##k});
 
 /* The part of the score that needs no estimate, and the controller's levels,
  * applied before the flowlet lookup: flowlet.p4's decision needs `measured`
@@ -174,20 +168,20 @@ struct dre_pair_t {
  * then ready when the estimate arrives. */
 control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<1> feedback_known) {
-    action set_levels(bit<8> l0, bit<8> l1, bit<8> l2, bit<8> l3,
-                      bit<8> l4, bit<8> l5, bit<8> l6, bit<8> l7, bit<8> measured) {
-        meta.dre_score.s0 = meta.dre_score.s0 + (bit<16>) l0;
-        meta.dre_score.s1 = meta.dre_score.s1 + (bit<16>) l1;
-        meta.dre_score.s2 = meta.dre_score.s2 + (bit<16>) l2;
-        meta.dre_score.s3 = meta.dre_score.s3 + (bit<16>) l3;
-        meta.dre_score.s4 = meta.dre_score.s4 + (bit<16>) l4;
-        meta.dre_score.s5 = meta.dre_score.s5 + (bit<16>) l5;
-        meta.dre_score.s6 = meta.dre_score.s6 + (bit<16>) l6;
-        meta.dre_score.s7 = meta.dre_score.s7 + (bit<16>) l7;
+    action set_levels(bit<16> l0, bit<16> l1, bit<16> l2, bit<16> l3,
+                      bit<16> l4, bit<16> l5, bit<16> l6, bit<16> l7, bit<8> measured) {
+        meta.dre_score.s0 = meta.dre_score.s0 + l0;
+        meta.dre_score.s1 = meta.dre_score.s1 + l1;
+        meta.dre_score.s2 = meta.dre_score.s2 + l2;
+        meta.dre_score.s3 = meta.dre_score.s3 + l3;
+        meta.dre_score.s4 = meta.dre_score.s4 + l4;
+        meta.dre_score.s5 = meta.dre_score.s5 + l5;
+        meta.dre_score.s6 = meta.dre_score.s6 + l6;
+        meta.dre_score.s7 = meta.dre_score.s7 + l7;
         meta.ctl_measured = measured;
     }
-    /* The controller's congestion level of each member of a group, TWICE
-     * the level (as level<k>'s data; from its congestion map: remote
+    /* The controller's congestion level of each member of a group, times
+     * DRE_SCORE_SCALE (as level<k>'s data; from its congestion map: remote
      * congestion this switch cannot see), as
      * table action data -- controller-owned state is written as table
      * entries, never as register writes -- and `measured`, bit k set when
@@ -287,41 +281,32 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 24;
     }
 
-    /* The tournament: in-place min() (the action ALU's minu) over the packed
-     * p_k, so the winner carries its member and no difference or copy field
-     * is needed: eight 16-bit fields in one aligned PHV cluster, where the
-     * subtraction tournament chained 23 into one MAU group (bf-p4c left 69
-     * slices unallocated).  One instruction per field per action; each
-     * round is a keyless table so that p4c's mid end does not fold the
-     * rounds into one action. */
-    /* The packing, two members per keyless table: a table's action takes
-     * at most 32 bits from hash units (bf-p4c: the "immediate pathway"),
-     * and one action packing all eight needed 128. */
-    action pack_01() { DRE_MEMBER_PACK(0) DRE_MEMBER_PACK(1) }
-    table pack01 { actions = { pack_01; } const default_action = pack_01(); size = 1; }
-    action pack_23() { DRE_MEMBER_PACK(2) DRE_MEMBER_PACK(3) }
-    table pack23 { actions = { pack_23; } const default_action = pack_23(); size = 1; }
-    action pack_45() { DRE_MEMBER_PACK(4) DRE_MEMBER_PACK(5) }
-    table pack45 { actions = { pack_45; } const default_action = pack_45(); size = 1; }
-    action pack_67() { DRE_MEMBER_PACK(6) DRE_MEMBER_PACK(7) }
-    table pack67 { actions = { pack_67; } const default_action = pack_67(); size = 1; }
+    /* The tournament: in-place min() (the action ALU's minu) over the
+     * scores, which carry their member in their low bits, so the winner
+     * carries its member and no difference or copy field is needed: eight
+     * 16-bit fields in one aligned PHV cluster, where the subtraction
+     * tournament chained 23 into one MAU group (bf-p4c left 69 slices
+     * unallocated).  One instruction per field per action; each round is a
+     * keyless table so that p4c's mid end does not fold the rounds into one
+     * action. */
     action min_round1() {
-        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p1);
-        meta.dre_score.p2 = min(meta.dre_score.p2, meta.dre_score.p3);
-        meta.dre_score.p4 = min(meta.dre_score.p4, meta.dre_score.p5);
-        meta.dre_score.p6 = min(meta.dre_score.p6, meta.dre_score.p7);
+        meta.dre_score.s0 = min(meta.dre_score.s0, meta.dre_score.s1);
+        meta.dre_score.s2 = min(meta.dre_score.s2, meta.dre_score.s3);
+        meta.dre_score.s4 = min(meta.dre_score.s4, meta.dre_score.s5);
+        meta.dre_score.s6 = min(meta.dre_score.s6, meta.dre_score.s7);
     }
     table round1 { actions = { min_round1; } const default_action = min_round1(); size = 1; }
     action min_round2() {
-        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p2);
-        meta.dre_score.p4 = min(meta.dre_score.p4, meta.dre_score.p6);
+        meta.dre_score.s0 = min(meta.dre_score.s0, meta.dre_score.s2);
+        meta.dre_score.s4 = min(meta.dre_score.s4, meta.dre_score.s6);
     }
     table round2 { actions = { min_round2; } const default_action = min_round2(); size = 1; }
     action min_round3() {
-        meta.dre_score.p0 = min(meta.dre_score.p0, meta.dre_score.p4);
+        meta.dre_score.s0 = min(meta.dre_score.s0, meta.dre_score.s4);
     }
     table round3 { actions = { min_round3; } const default_action = min_round3(); size = 1; }
-    /* the winner's member bits, by an identity hash (no PHV copy: see pack) */
+    /* the winner's member bits, by an identity hash (an action's slice copy
+     * of a PHV source would tie the two fields into one PHV group, bf-p4c) */
     Hash<member_t>(HashAlgorithm_t.IDENTITY) pick_of;
 
     apply {
@@ -343,11 +328,10 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
         level4.apply(); level5.apply(); level6.apply(); level7.apply();
-        pack01.apply(); pack23.apply(); pack45.apply(); pack67.apply();
         /* the least {score, member}: three rounds of min() */
         round1.apply();
         round2.apply();
         round3.apply();
-        meta.resub.cur = pick_of.get({meta.dre_score.p0[2:0]});   /* the second pass's member */
+        meta.resub.cur = pick_of.get({meta.dre_score.s0[2:0]});   /* the second pass's member */
     }
 }
