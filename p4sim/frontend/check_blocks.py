@@ -6,8 +6,8 @@ from typing import Any, Optional, Union
 
 from lark import Tree
 
-from p4sim.errors import Unsupported
-from p4sim.frontend import ir
+from p4sim.errors import CompileError, Unsupported
+from p4sim.frontend import ir, tna_salu
 from p4sim.frontend.check_tables import TableChecker
 from p4sim.frontend.symbols import (V1MODEL_BLOCK_KINDS, ConstSym, Node, Scope, Sig, SubControl,
                                     TypeVar, same_type, type_name)
@@ -251,6 +251,8 @@ class BlockChecker(TableChecker):
                 act.body = self.block(d.children[-1], inner)
             finally:
                 self.cur_action = saved
+            if mname == "apply" and vars_:
+                tna_salu.check_register_action(act, vars_[0], CompileError)
             inst.methods[mname] = act
         if "apply" not in inst.methods:
             raise self.err(f"{inst.name} must implement apply(inout value, out rv)", c)

@@ -138,6 +138,55 @@ def test_tofino_register_cells_are_at_most_a_pair_of_32_bits(tmp_path):
     assert ei.value.pos.file.endswith("prog.p4")
 
 
+RATE_LIMIT = """
+Register<bit<32>, bit<8>>(4, 0) last;
+RegisterAction<bit<32>, bit<8>, bit<1>>(last) due = {
+    void apply(inout bit<32> v, out bit<1> rv) {
+        rv = 0;
+        if (COND) { v = md.x; rv = 1; }
+    }
+};
+"""
+
+
+def _rate_limited(tmp_path, cond: str, name: str = "prog.p4"):
+    """md.x = now (the eth source), md.y = the interval or now - interval; forward if due."""
+    return build(tmp_path, name, ig_locals=RATE_LIMIT.replace("COND", cond), ig_apply="""
+        md.x = (bit<32>) hdr.eth.src;
+        md.y = INTERVAL;
+        if (due.execute(0) == 1) { ig_tm_md.ucast_egress_port = 2; }
+    """.replace("INTERVAL", "md.x - 100" if "md.y - v" in cond else "100"))
+
+
+def test_a_stateful_alu_compare_takes_one_phv_operand(tmp_path):
+    # the form bfas refused in feedback.last_report: `now - v >= interval`, two PHV inputs
+    with pytest.raises(CompileError) as ei:
+        _rate_limited(tmp_path, "md.x - v >= md.y")
+    assert "one PHV operand" in ei.value.message and "md.x" in ei.value.message
+    assert ei.value.pos.file.endswith("prog.p4")
+    assert ei.value.pos.line == line_of(tmp_path / "prog.p4", "if (md.x - v >= md.y)")
+    # the same test with the interval subtracted outside: one PHV input per compare, accepted,
+    # and it rate-limits (the packet at 50 is not due, at 150 it is, at 200 not)
+    prog, _ = _rate_limited(tmp_path, "md.y - v < 32w0x80000000 || md.x - v >= 32w0x80000000",
+                            "ok.p4")
+    _, out = run(prog, [eth(src=50), eth(src=150), eth(src=200), eth(src=260)])
+    assert len(out) == 2
+
+
+def test_a_stateful_alu_compare_takes_one_half_of_the_cell(tmp_path):
+    with pytest.raises(CompileError) as ei:
+        build(tmp_path, ig_locals="""
+            Register<pair_t, bit<8>>(4, {0, 0}) cells;
+            RegisterAction<pair_t, bit<8>, bit<32>>(cells) grow = {
+                void apply(inout pair_t v, out bit<32> rv) {
+                    rv = 0;
+                    if (v.hi - v.lo > 10) { rv = 1; }
+                }
+            };
+        """, ig_apply="md.x = grow.execute(0); ig_tm_md.ucast_egress_port = 2;")
+    assert "one register operand" in ei.value.message and "v.hi" in ei.value.message
+
+
 def _crc_msb_first(data: bytes, poly: int, width: int, init: int, xorout: int) -> int:
     """A plain shift-register CRC (not reflected), written out so the test does not trust the
     library p4sim uses."""
