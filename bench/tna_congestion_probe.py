@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from control_plane import contract  # noqa: E402  (after the path insert)
+
 PIPE_I = "pipe.StellarIngress"
 FEEDBACK_PORT = 68
 FEEDBACK_INTERVAL_US = 2.0
@@ -101,9 +103,10 @@ class Probe:
         snap = {"t": now, "groups": {}}
         for g in range(1, 5):
             best = sw.register_read(f"{PIPE_I}.path_choice.group_best", g)
-            cells = [sw.register_read(f"{PIPE_I}.dre.dre{k}", g) for k in range(2)]
+            pair = sw.register_read(f"{PIPE_I}.dre.dre0", g)   # members 0 and 1, one lane each
             snap["groups"][g] = {"best": best >> 16, "best_ns": (best & 0xFFFF) * 16,
-                                 "sum": [c & 0xFFFFFFFF for c in cells],
+                                 "sum": [((pair >> 16) & 0xFFFF) * contract.TNA_DRE_UNIT_BYTES,
+                                         (pair & 0xFFFF) * contract.TNA_DRE_UNIT_BYTES],
                                  "win": sw.register_read(f"{PIPE_I}.dre.window", g)}
         return snap
 
@@ -148,7 +151,7 @@ def placements(p: Probe, a: dict) -> list[dict]:
             continue
         g = next((g for g, v in snap["groups"].items() if v["win"]), 1)
         gs = snap["groups"][g]
-        lv = [min(levels - 1, x // 64 // width) for x in gs["sum"]]
+        lv = [min(levels - 1, x // contract.TNA_DRE_UNIT_BYTES // width) for x in gs["sum"]]
         ports = sorted(p.uplinks[sw])
         out.append({"t": snap["t"], "switch": sw, "src": src, "dst": dst, "via": p.uplinks[sw][pl[1]],
                     "best": gs["best"], "best_ns": gs["best_ns"], "sum": gs["sum"], "levels": lv,
@@ -222,7 +225,6 @@ def main(argv=None) -> int:
                     help="as in bench/tna_congestion.py (16: the render before the range fix)")
     args = ap.parse_args(argv)
     if args.dre_units_per_level is not None:
-        from control_plane import contract
         contract.TNA_DRE_UNITS_PER_LEVEL = args.dre_units_per_level
     mice_seed = args.mice_seed if args.mice_seed is not None else (1 if args.seed == 7 else args.seed)
     fabric = load_fabric(str(demo.LAB))

@@ -104,10 +104,10 @@ def test_every_rendered_name_is_in_the_tna_p4info(program, lab) -> None:
 def test_dre_level_widths_follow_the_port_rate() -> None:
     from control_plane.render_tna import dre_rows
     full, slow = dre_rows(100.0), dre_rows(40.0)
-    assert full[1]["low"] == 25 and slow[1]["low"] == 10   # a 40 % port's levels are 40 % as wide
+    assert full[1]["low"] == 100 and slow[1]["low"] == 40  # a 40 % port's levels are 40 % as wide
     # the 64 levels span the two-window estimate at line rate: 2 x 16.384 us x 100 Gb/s = 409.6 KB
     span = 2 * (1 << 14) * 100 // 8                        # bytes
-    assert full[-1]["low"] * 256 == 63 * span // 64        # the top level starts at 63/64 of it (256 B units)
+    assert full[-1]["low"] * 64 == 63 * span // 64         # the top level starts at 63/64 of it (64 B units)
     assert full[-1]["high"] == slow[-1]["high"] == 0xFFFF  # open-ended: saturation never reads 0
     assert [r["level"] for r in full] == list(range(64))
 

@@ -14,15 +14,15 @@ from collections import Counter
 
 import pytest
 
-from control_plane.contract import TNA_DRE_SCORE_SCALE
+from control_plane.contract import TNA_DRE_SCORE_SCALE, TNA_DRE_UNIT_BYTES
 
 from tna_leaf import CHANGE_NEW, ING, TnaLeaf, roce
 
 G4 = 5
 PORTS = {0: 2, 1: 3, 2: 4, 3: 5}
 DST = "10.0.5.9"
-PAYLOAD = 1000            # IPv4 total length 1044 B: ~4 units of 256 B per packet
-UNITS_PER_LEVEL = 4       # a full-rate port's level is 4 units (1 KiB) wide
+PAYLOAD = 1000            # IPv4 total length 1044 B: 16 units of 64 B per packet
+UNITS_PER_LEVEL = 1024 // TNA_DRE_UNIT_BYTES   # a full-rate port's level here is 1 KiB wide
 
 
 def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
@@ -229,13 +229,14 @@ UPLINK_PORT = {0: 2, 1: 3}
 def test_rendered_levels_rank_a_loaded_group_by_its_bytes():
     from control_plane.render_tna import dre_rows
     rows = dre_rows(100.0)
-    assert len(rows) == 64 and rows[0]["high"] == 24      # 25 units of 256 B (6.4 KB) per level
+    assert len(rows) == 64 and (rows[0]["high"] + 1) * TNA_DRE_UNIT_BYTES == 6400   # 6.4 KB per level
     counts = _loaded_pair_then_new_flows(rows)
     # member 0: ~250 KB = level 38; member 1: ~80 KB = level 12, + the 16-level penalty
     assert counts == Counter({3: 8}), counts
 
 
 def test_negative_control_capped_levels_send_every_new_flow_to_the_feedback_best():
-    old = [{"level": j, "low": 4 * j, "high": 4 * j + 3 if j < 63 else 0xFFFF} for j in range(64)]
+    u = 1024 // TNA_DRE_UNIT_BYTES
+    old = [{"level": j, "low": u * j, "high": u * j + u - 1 if j < 63 else 0xFFFF} for j in range(64)]
     counts = _loaded_pair_then_new_flows(old)             # 1 KiB levels: both members read 63
     assert counts == Counter({2: 8}), counts

@@ -309,7 +309,7 @@ def test_a_refused_drain_test_takes_no_second_pass_and_counts_its_bytes_once():
     assert sw.stats["resubmitted"] == before
     assert leaf.counter(f"{ING}.telemetry.moves_refused", 0) >= 1
     size = len(roce("10.0.1.1", DST, 7, 3)) - 14
-    assert _dre_bytes(leaf) == 4 * size
+    assert size >= 64 and _dre_units(leaf) == 4 * (size >> 6)
 
 
 def _arrivals_behind_a_congested_downlink(measured: int) -> list[int]:
@@ -443,9 +443,11 @@ def test_negative_control_without_the_gap_drain_test_the_gap_moves_it():
     assert port == 5 - first
 
 
-def _dre_bytes(leaf) -> int:
-    """The estimate (bytes, this and the previous window) summed over group 1's members."""
-    return sum(leaf.sw.register_read(f"{ING}.dre.dre{m}", GROUP) & 0xFFFFFFFF for m in range(8))
+def _dre_units(leaf) -> int:
+    """The estimate (64 B units, this and the previous window) summed over group 1's members:
+    register dre<j> holds members 2j and 2j+1 as the 16-bit lanes of each half."""
+    sums = [leaf.sw.register_read(f"{ING}.dre.dre{j}", GROUP) & 0xFFFFFFFF for j in range(4)]
+    return sum((c >> 16) + (c & 0xFFFF) for c in sums)
 
 
 def test_a_packet_taking_a_drain_test_pass_counts_its_bytes_once():
@@ -457,7 +459,7 @@ def test_a_packet_taking_a_drain_test_pass_counts_its_bytes_once():
     leaf.send(roce("10.0.1.1", DST, 7, 3))      # kept on P: a drain-test pass (not drained)
     assert sw.stats["resubmitted"] == before + 1
     size = len(roce("10.0.1.1", DST, 7, 3)) - 14  # IPv4 total length
-    assert _dre_bytes(leaf) == 4 * size
+    assert size >= 64 and _dre_units(leaf) == 4 * (size >> 6)
 
 
 def test_the_same_packets_without_drain_tests_count_the_same():
@@ -467,7 +469,7 @@ def test_the_same_packets_without_drain_tests_count_the_same():
     sw.advance(4)
     leaf.send(roce("10.0.1.1", DST, 7, 3))
     size = len(roce("10.0.1.1", DST, 7, 3)) - 14
-    assert _dre_bytes(leaf) == 4 * size
+    assert size >= 64 and _dre_units(leaf) == 4 * (size >> 6)
 
 
 @pytest.mark.parametrize("dre", [True, False], ids=["dre", "no-dre"])

@@ -8,21 +8,22 @@
  * the port's rate and adds the queue delay and the controller's level,
  * weighted (a run-time multiply).
  * Tofino:
- *   - the estimate is kept per (group, member position): register dre<k>
- *     holds member k's cell for every group, so a packet reads all members of
- *     its group with one access to each of eight registers; groups that share
+ *   - the estimate is kept per (group, member position): register dre<j>
+ *     holds members 2j and 2j+1 (one 16-bit lane each) for every group, so a
+ *     packet reads all members of its group with one access to each of four
+ *     registers; groups that share
  *     an uplink do not see each other's bytes (on a leaf all remote prefixes
  *     use the one group of its uplinks);
  *   - decay: a group's window (bits 31:14 of the ns clock, 16.4 us) is kept in
- *     `window`; each cell is {bytes this window, bytes this and the previous
+ *     `window`; each cell is {units this window, units this and the previous
  *     window}: at a window change the previous window's bytes still count for
  *     one window, then drop out (a two-window moving sum).  The three cases
  *     (same window, the next, later) are three register actions chosen by
- *     table update<k> on the windows elapsed.  v1model halves the
+ *     table update<j> on the windows elapsed.  v1model halves the
  *     estimate instead; the stateful ALU has no shifter, so the halving would
  *     need its math unit;
  *   - normalisation: no multiply; per member position a range table
- *     `level<k>` maps (group, estimate in 256-byte units) to a level, written
+ *     `level<k>` maps (group, estimate in 64-byte units) to a level, written
  *     by the controller from the port's rate (a 40 % port's ranges are 40 %
  *     as wide): a quantised division by the rate;
  *   - score_k = level_k + the controller's congestion level of member k
@@ -42,70 +43,79 @@
  *     bytes in their only pass.
  */
 struct dre_pair_t {
-    bit<32> cur;      /* bytes this window */
-    bit<32> sum;      /* bytes this and the previous window (the estimate) */
+    bit<32> cur;      /* units this window, two lanes (below) */
+    bit<32> sum;      /* units this and the previous window (the estimate) */
 }
 
-/* Member k's cell, its update, and table level<k>: (group, estimate of
- * member k in 256 B units) -> level, written from the port's rate as
- * DRE_SCORE_SCALE (16) times the level (the score's low four bits are the
- * tie bit and the member; bf-p4c cannot shift action data inside an add, so
- * the controller writes it scaled).  The key is bits
- * 23:8 of the estimate itself: a nibble-aligned slice spans four nibbles,
- * which bf-p4c's range match takes (bits 21:6, 64 B units, spanned five and
- * a copy into its own field would cost a stage).  The action adds the level
- * to s_k -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
-#define DRE_MEMBER_STATE(k, qname)                                              \
-    bit<32> add##k;                                                             \
-    bit<32> est##k;    /* bytes, this and the previous window */               \
-    Register<dre_pair_t, group_t>(256, {0, 0}) dre##k;                          \
-    /* Three register actions, one per window change, each with a single   \
-     * update per half: the stateful ALU has two update slots per half of    \
-     * a pair cell, and one program with all three cases needed three for   \
-     * the sum (bfas: "instruction slot used multiple times").  Which one    \
-     * runs is the action of table update<k>. */                            \
-    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) same##k = {            \
+/* Two members per register: register dre<j> holds members 2j (bits 31:16 of
+ * each half) and 2j+1 (bits 15:0), in 64-byte units (DRE_UNIT_SHIFT), so
+ * four stateful ALUs do the work of eight (a Tofino2 stage has four: with
+ * one register per member the eight updates took two stages, README.md
+ * "bf-p4c", round 8).  The add is this packet's units in its member's lane
+ * and 0 in the other, so one 32-bit add updates both lanes with no carry
+ * between them while a lane stays below 2^16 units: 4 MiB per member over
+ * two windows (1 Tbps assigned to one member; README.md says what happens
+ * above).  Three register actions, one per window change, each with a
+ * single update per half: the stateful ALU has two update slots per half
+ * of a pair cell, and one program with all three cases needed three for
+ * the sum (bfas: "instruction slot used multiple times").  Which one runs
+ * is the action of table update<j>. */
+#define DRE_UNIT_SHIFT 6
+#define DRE_LANE_STATE(j)                                                       \
+    bit<32> add##j;                                                             \
+    bit<32> est##j;    /* lanes: member 2j in 31:16, member 2j+1 in 15:0 */    \
+    Register<dre_pair_t, group_t>(256, {0, 0}) dre##j;                          \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##j) same##j = {            \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
-            v.sum = v.sum + add##k;                                             \
-            v.cur = v.cur + add##k;                                             \
+            v.sum = v.sum + add##j;                                             \
+            v.cur = v.cur + add##j;                                             \
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) next##k = {            \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##j) next##j = {            \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
-            v.sum = v.cur + add##k;                                             \
-            v.cur = add##k;                                                     \
+            v.sum = v.cur + add##j;                                             \
+            v.cur = add##j;                                                     \
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##k) fresh##k = {           \
+    RegisterAction<dre_pair_t, group_t, bit<32>>(dre##j) fresh##j = {           \
         void apply(inout dre_pair_t v, out bit<32> rv) {                        \
-            v.sum = add##k;                                                     \
-            v.cur = add##k;                                                     \
+            v.sum = add##j;                                                     \
+            v.cur = add##j;                                                     \
             rv = v.sum;                                                         \
         }                                                                       \
     };                                                                          \
-    action roll_same##k() { est##k = same##k.execute(meta.group); }             \
-    action roll_next##k() { est##k = next##k.execute(meta.group); }             \
-    action roll_fresh##k() { est##k = fresh##k.execute(meta.group); }           \
-    /* The update of member k's cell by the windows elapsed since the        \
+    action roll_same##j() { est##j = same##j.execute(meta.group); }             \
+    action roll_next##j() { est##j = next##j.execute(meta.group); }             \
+    action roll_fresh##j() { est##j = fresh##j.execute(meta.group); }           \
+    /* The update of the pair's cell by the windows elapsed since the        \
      * group's last packet: 0 the same window, 1 the next, more: the cell's   \
-     * bytes are all older than the previous window.  Size: 2 rows. */       \
-    table update##k {                                                           \
+     * units are all older than the previous window.  Size: 2 rows. */      \
+    table update##j {                                                           \
         key = { elapsed: exact; }                                               \
-        actions = { roll_same##k; roll_next##k; roll_fresh##k; }                \
-        const default_action = roll_fresh##k();                                 \
+        actions = { roll_same##j; roll_next##j; roll_fresh##j; }                \
+        const default_action = roll_fresh##j();                                 \
         const entries = {                                                       \
-            0: roll_same##k();                                                  \
-            1: roll_next##k();                                                  \
+            0: roll_same##j();                                                  \
+            1: roll_next##j();                                                  \
         }                                                                       \
         size = 2;                                                               \
-    }                                                                           \
+    }
+
+/* Table level<k>: (group, member k's estimate, its 16-bit lane of est<k/2>,
+ * in 64 B units) -> level, written from the port's rate as DRE_SCORE_SCALE
+ * (16) times the level (the score's low four bits are the tie bit and the
+ * member; bf-p4c cannot shift action data inside an add, so the controller
+ * writes it scaled).  A lane is a nibble-aligned 16-bit slice, four
+ * nibbles, which bf-p4c's range match takes.  The action adds the level to
+ * s_k -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
+#define DRE_MEMBER_LEVEL(k, lane, qname)                                        \
     action set_level##k(bit<16> level) {                                        \
         meta.dre_score.s##k = meta.dre_score.s##k + level;                      \
     }                                                                           \
     table level##k {                                                            \
-        key = { meta.group: exact; est##k[23:8]: range @name(qname); }          \
+        key = { meta.group: exact; lane: range @name(qname); }                  \
         actions = { set_level##k; }                                             \
         default_action = set_level##k(0);                                       \
         size = DRE_LEVEL_SIZE;                                                  \
@@ -232,14 +242,18 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         }
     };
 
-    DRE_MEMBER_STATE(0, "q0")
-    DRE_MEMBER_STATE(1, "q1")
-    DRE_MEMBER_STATE(2, "q2")
-    DRE_MEMBER_STATE(3, "q3")
-    DRE_MEMBER_STATE(4, "q4")
-    DRE_MEMBER_STATE(5, "q5")
-    DRE_MEMBER_STATE(6, "q6")
-    DRE_MEMBER_STATE(7, "q7")
+    DRE_LANE_STATE(0)
+    DRE_LANE_STATE(1)
+    DRE_LANE_STATE(2)
+    DRE_LANE_STATE(3)
+    DRE_MEMBER_LEVEL(0, est0[31:16], "q0")
+    DRE_MEMBER_LEVEL(1, est0[15:0], "q1")
+    DRE_MEMBER_LEVEL(2, est1[31:16], "q2")
+    DRE_MEMBER_LEVEL(3, est1[15:0], "q3")
+    DRE_MEMBER_LEVEL(4, est2[31:16], "q4")
+    DRE_MEMBER_LEVEL(5, est2[15:0], "q5")
+    DRE_MEMBER_LEVEL(6, est3[31:16], "q6")
+    DRE_MEMBER_LEVEL(7, est3[15:0], "q7")
 
     /* This packet's bytes go to its member's cell, unless this pass asks for
      * a second one (a choice or a drain test: they go in there, once, on the
@@ -249,18 +263,17 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * fallback's choice (failover.p4) itself: the member if up, else the
      * best if up, else the lowest live one (none: no add, the packet is
      * dropped), so the adds do not wait for the fallback.  Size: 24 rows. */
-    bit<32> len;
-    action add_none() {
-        add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0;
-    }
-    action add_0() { add0 = len; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
-    action add_1() { add0 = 0; add1 = len; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
-    action add_2() { add0 = 0; add1 = 0; add2 = len; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
-    action add_3() { add0 = 0; add1 = 0; add2 = 0; add3 = len; add4 = 0; add5 = 0; add6 = 0; add7 = 0; }
-    action add_4() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = len; add5 = 0; add6 = 0; add7 = 0; }
-    action add_5() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = len; add6 = 0; add7 = 0; }
-    action add_6() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = len; add7 = 0; }
-    action add_7() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; add4 = 0; add5 = 0; add6 = 0; add7 = len; }
+    bit<32> hi;   /* this packet's units in a pair's high lane (member 2j) */
+    bit<32> lo;   /* ... in its low lane (member 2j+1) */
+    action add_none() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; }
+    action add_0() { add0 = hi; add1 = 0; add2 = 0; add3 = 0; }
+    action add_1() { add0 = lo; add1 = 0; add2 = 0; add3 = 0; }
+    action add_2() { add0 = 0; add1 = hi; add2 = 0; add3 = 0; }
+    action add_3() { add0 = 0; add1 = lo; add2 = 0; add3 = 0; }
+    action add_4() { add0 = 0; add1 = 0; add2 = hi; add3 = 0; }
+    action add_5() { add0 = 0; add1 = 0; add2 = lo; add3 = 0; }
+    action add_6() { add0 = 0; add1 = 0; add2 = 0; add3 = hi; }
+    action add_7() { add0 = 0; add1 = 0; add2 = 0; add3 = lo; }
 #define DRE_ADD_ROWS(k)                                                         \
             (0, 0, 0, 1, k, _, _, _, _): add_##k();                             \
             (0, 0, 0, 0, _, 1, k, _, _): add_##k();                             \
@@ -313,12 +326,13 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
-        len = (bit<32>) hdr.ipv4.total_len;
+        /* the packet's 64 B units (rounded down) in either lane */
+        lo = (bit<32>) (hdr.ipv4.total_len >> DRE_UNIT_SHIFT);
+        hi = (bit<16>) (hdr.ipv4.total_len >> DRE_UNIT_SHIFT) ++ 16w0;
         byte_add.apply();
         now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
         update0.apply(); update1.apply(); update2.apply(); update3.apply();
-        update4.apply(); update5.apply(); update6.apply(); update7.apply();
         if (meta.choose == 0) {
             return;
         }
