@@ -263,6 +263,8 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * fallback's choice (failover.p4) itself: the member if up, else the
      * best if up, else the lowest live one (none: no add, the packet is
      * dropped), so the adds do not wait for the fallback.  Size: 24 rows. */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) lo_of;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hi_of;
     bit<32> hi;   /* this packet's units in a pair's high lane (member 2j) */
     bit<32> lo;   /* ... in its low lane (member 2j+1) */
     action add_none() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; }
@@ -326,9 +328,12 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind != KIND_DATA) {
             return;
         }
-        /* the packet's 64 B units (rounded down) in either lane */
-        lo = (bit<32>) (hdr.ipv4.total_len >> DRE_UNIT_SHIFT);
-        hi = (bit<16>) (hdr.ipv4.total_len >> DRE_UNIT_SHIFT) ++ 16w0;
+        /* the packet's 64 B units (rounded down) in either lane, by identity
+         * hashes: a shift of the length into 32-bit fields tied it to their
+         * PHV container group (bf-p4c: unsatisfiable, total_len fills a
+         * 16-bit container); the hash unit places the bits anywhere */
+        lo = lo_of.get({10w0, hdr.ipv4.total_len[15:DRE_UNIT_SHIFT]});
+        hi = hi_of.get({hdr.ipv4.total_len[15:DRE_UNIT_SHIFT], 16w0});
         byte_add.apply();
         now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
