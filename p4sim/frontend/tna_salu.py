@@ -66,24 +66,26 @@ def _compares(cond: ir.Expr) -> Iterator[ir.Binary]:
         yield cond
 
 
-def _conditions(s: Optional[ir.Stmt]) -> Iterator[ir.Expr]:
+def _statements(s: Optional[ir.Stmt]) -> Iterator[ir.Stmt]:
+    """Every statement of an apply body, nested blocks and both branches of an ``if`` included."""
     if s is None:
         return
+    yield s
     if isinstance(s, ir.Block):
         for t in s.stmts:
-            yield from _conditions(t)
+            yield from _statements(t)
     elif isinstance(s, ir.If):
-        yield s.cond
-        yield from _conditions(s.then)
-        yield from _conditions(s.other)
+        yield from _statements(s.then)
+        yield from _statements(s.other)
 
 
 def check_register_action(act: ir.ActionDecl, value: ir.Var,
                           error: Callable[[str, Optional[Pos]], CompileError]) -> None:
     """Refuse a compare in ``act`` (a RegisterAction's apply, ``value`` its ``inout`` cell) with
     more than one register operand or more than one PHV operand."""
-    inner = set(_local_vars(act.body))
-    for cond in _conditions(act.body):
+    stmts = list(_statements(act.body))
+    inner = {t.var for t in stmts if isinstance(t, ir.VarDecl)}
+    for cond in (t.cond for t in stmts if isinstance(t, ir.If)):
         for cmp in _compares(cond):
             memory: set[str] = set()
             phv: set[str] = set()
@@ -104,15 +106,3 @@ def check_register_action(act: ir.ActionDecl, value: ir.Var,
                         f"{'memory' if kind == 'register' else 'phv'} operand to an SALU "
                         f"compare\")", cmp.pos)
 
-
-def _local_vars(s: Optional[ir.Stmt]) -> Iterator[ir.Var]:
-    if s is None:
-        return
-    if isinstance(s, ir.Block):
-        for t in s.stmts:
-            yield from _local_vars(t)
-    elif isinstance(s, ir.VarDecl):
-        yield s.var
-    elif isinstance(s, ir.If):
-        yield from _local_vars(s.then)
-        yield from _local_vars(s.other)
