@@ -87,16 +87,14 @@ def check_register_action(act: ir.ActionDecl, value: ir.Var,
     inner = {t.var for t in stmts if isinstance(t, ir.VarDecl)}
     for cond in (t.cond for t in stmts if isinstance(t, ir.If)):
         for cmp in _compares(cond):
+            leaves = [x for x in (*_leaves(cmp.left), *_leaves(cmp.right))
+                      if not isinstance(x, ir.Literal)]
+            if any(_root(x) in inner for x in leaves):
+                continue            # a local of the apply: its value's form is bf-p4c's to judge
             memory: set[str] = set()
             phv: set[str] = set()
-            for leaf in list(_leaves(cmp.left)) + list(_leaves(cmp.right)):
-                if isinstance(leaf, ir.Literal):
-                    continue
-                root = _root(leaf)
-                if root is not None and root in inner:
-                    return          # a local of the apply: its value's form is bf-p4c's to judge
-                name = _path(leaf) or repr(leaf)
-                (memory if root is value else phv).add(name)
+            for leaf in leaves:
+                (memory if _root(leaf) is value else phv).add(_path(leaf) or repr(leaf))
             for kind, names in (("register", memory), ("PHV", phv)):
                 if len(names) > 1:
                     raise error(
