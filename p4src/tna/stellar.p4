@@ -66,10 +66,12 @@ control StellarIngress(inout tna_headers_t hdr,
         meta.sketch_win = (bit<32>) sketch_window_of.get({ig_prsr_md.global_tstamp[31:20]});
     }
     table clock_stamps { actions = { stamps; } const default_action = stamps(); size = 1; }
+#ifndef STELLAR_NO_DRE
     action window() {
         meta.dre_win = dre_window_of.get({ig_prsr_md.global_tstamp[31:14]});
     }
     table clock_dre_window { actions = { window; } const default_action = window(); size = 1; }
+#endif
 
     Routing() routing;
     PathChoice() path_choice;
@@ -97,7 +99,11 @@ control StellarIngress(inout tna_headers_t hdr,
         flowlet_timeout_ns = flowlet_timeout;
         elephant_bytes = elephant_threshold;
         drain_moves = drain;
+#ifdef STELLAR_NO_DRE
+        dre_on = 0;             /* no estimate in this profile (define.p4) */
+#else
         dre_on = dre_choice;
+#endif
         /* written times DRE_SCORE_SCALE, as the DRE levels; the low four bits
          * are the score's tie bit and member (dre.p4), so they are cleared */
         meta.dre_penalty = dre_delay_penalty & 0xFFF0;
@@ -119,7 +125,9 @@ control StellarIngress(inout tna_headers_t hdr,
     apply {
         meta.now = ig_prsr_md.global_tstamp[31:0];
         clock_stamps.apply();
+#ifndef STELLAR_NO_DRE
         clock_dre_window.apply();
+#endif
         meta.change_reason = 0xFF;
         /* Three kinds of packet reach ingress: a port-down packet from the
          * packet generator, a feedback packet recirculated from egress (both
@@ -138,7 +146,9 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged._pad2 = 0;
             hdr.bridged.is_roce = 0;
             params.apply();
+#ifndef STELLAR_NO_DRE
             meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
+#endif
             hdr.bridged.ingress_ts = meta.stamp16;
             /* sanity: truncated or non-IPv4 input is counted and dropped */
             if (ig_prsr_md.parser_err != 0) {

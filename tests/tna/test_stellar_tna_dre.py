@@ -26,8 +26,9 @@ UNITS_PER_LEVEL = 1024 // TNA_DRE_UNIT_BYTES   # a full-rate port's level here i
 
 
 def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
-                 target: int = 1) -> TnaLeaf:
-    leaf = TnaLeaf(target=target, feedback=False, dre=dre)
+                 target: int = 1, no_dre: bool = False) -> TnaLeaf:
+    """``no_dre``: the profile without the estimate, which has no level tables to fill."""
+    leaf = TnaLeaf(target=target, feedback=False, dre=dre, no_dre=no_dre)
     sw = leaf.sw
     sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000500, 24)},
                     f"{ING}.routing.set_group", {"group": G4, "count": 4})
@@ -39,7 +40,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
                         {"meta.group": G4, "meta.flow_hash[2:0]": i},
                         f"{ING}.path_choice.set_hashed", {"member": i % 4})
     rates = rates or {}
-    for m in PORTS:   # the controller's quantised division by the port's rate
+    for m in ([] if no_dre else PORTS):   # the controller's quantised division by the port's rate
         width = max(1, round(UNITS_PER_LEVEL * rates.get(m, 1.0)))
         for level in range(64):
             sw.insert_entry(f"{ING}.dre.level{m}",
@@ -77,8 +78,11 @@ def test_sixteen_flows_starting_together_spread_over_four_uplinks(target):
     assert leaf.sw.stats["resubmitted"] == 16      # one second pass per new flow
 
 
-def test_negative_control_without_the_estimate_flows_follow_the_hash():
-    leaf = four_uplinks(dre=False)
+@pytest.mark.parametrize("no_dre", [False, True], ids=["dre-off", "no-dre-profile"])
+def test_negative_control_without_the_estimate_flows_follow_the_hash(no_dre):
+    # the DRE switched off by the controller, or the profile without it (Tofino-1): with no
+    # feedback yet, new flows take their hash member, in one pass
+    leaf = four_uplinks(dre=False, no_dre=no_dre) if not no_dre else four_uplinks(no_dre=True)
     counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
     assert counts == {PORTS[0]: 16}               # all on the hash member's uplink
     assert leaf.sw.stats["resubmitted"] == 0

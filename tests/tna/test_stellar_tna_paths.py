@@ -12,18 +12,23 @@ import pytest
 
 from control_plane.contract import TNA_DRE_SCORE_SCALE
 
-from tna_leaf import (CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, TnaLeaf,
-                      roce)
+from tna_leaf import (CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_GAP, CHANGE_NEW, GROUP, ING, PROFILES,
+                      TnaLeaf, roce)
 
 DST = "10.0.2.9"
+# every profile of the program, and the two targets of the full one (tna_leaf.PROFILES)
+on_profiles = pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
+on_dre_profiles = pytest.mark.parametrize("profile", [(1, False), (1, True)], ids=["dre", "no-dre"])
 
 
 def _new_flow_ports(leaf, qps) -> list[int]:
     return [leaf.flow_port(q) for q in qps]
 
 
-def test_new_flows_avoid_the_congested_uplink():
-    leaf = TnaLeaf()
+@on_dre_profiles
+def test_new_flows_avoid_the_congested_uplink(profile):
+    # without the DRE (the Tofino-1 profile) new flows take feedback's best member directly
+    leaf = TnaLeaf(profile[0], no_dre=profile[1])
     leaf.congest(2, 50)   # port 2 (member 0) shows 50 us of queue
     leaf.congest(3, 1)    # port 3 reports ~1 us: better by more than the hysteresis
     assert leaf.best() == 1
@@ -31,8 +36,9 @@ def test_new_flows_avoid_the_congested_uplink():
     assert leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_NEW) >= 16
 
 
-def test_negative_control_without_feedback_flows_are_hashed_onto_the_congested_uplink():
-    leaf = TnaLeaf(feedback=False)
+@on_dre_profiles
+def test_negative_control_without_feedback_flows_are_hashed_onto_the_congested_uplink(profile):
+    leaf = TnaLeaf(profile[0], feedback=False, no_dre=profile[1])
     leaf.congest(2, 50)
     leaf.congest(3, 1)
     ports = _new_flow_ports(leaf, range(100, 116))
@@ -107,9 +113,9 @@ def test_negative_control_a_zero_timeout_moves_the_flow_mid_burst():
     assert [p for p, _ in leaf.out()] == [other]   # moved with no gap: could reorder
 
 
-@pytest.mark.parametrize("target", [1, 2], ids=["tofino", "tofino2"])
-def test_port_down_moves_flows_at_once_without_the_controller(target):
-    leaf = TnaLeaf(target)
+@on_profiles
+def test_port_down_moves_flows_at_once_without_the_controller(profile):
+    leaf = TnaLeaf(profile[0], no_dre=profile[1])
     flows = {q: leaf.flow_port(q) for q in range(16)}
     dead = flows[0]
     other = 5 - dead
@@ -194,13 +200,13 @@ def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
 
 
 def _drain_run(drain: bool, target: int = 1, margin_ns: int = 0,
-               measured: int = 0xFF) -> tuple[list[tuple[int, int]], int, int, int]:
+               measured: int = 0xFF, no_dre: bool = False) -> tuple[list[tuple[int, int]], int, int, int]:
     """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left
     (250 us after psn 3), well within the 1 ms flowlet timeout.  Returns (port, psn) in
     departure order."""
     from scapy.all import Ether
     leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain,
-                   drain_margin_ns=margin_ns, measured=measured)
+                   drain_margin_ns=margin_ns, measured=measured, no_dre=no_dre)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)                               # t=10 us
@@ -213,10 +219,10 @@ def _drain_run(drain: bool, target: int = 1, margin_ns: int = 0,
     return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_DRAIN)
 
 
-@pytest.mark.parametrize("target", [1, 2], ids=["tofino", "tofino2"])
-def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port(target):
+@on_profiles
+def test_an_elephant_moves_as_soon_as_its_packets_left_the_old_port(profile):
     # on Tofino2 the resubmit data sits in the first 64 of 192 port-metadata bits
-    order, P, Q, drain_moves = _drain_run(drain=True, target=target)
+    order, P, Q, drain_moves = _drain_run(drain=True, target=profile[0], no_dre=profile[1])
     assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)]   # moved, and in order
     assert drain_moves == 1                             # counted as a drain move
 
@@ -230,16 +236,19 @@ def test_a_drain_move_waits_for_the_downstream_skew_margin():
     assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
 
 
-def test_negative_control_without_drain_detection_it_waits_for_the_timeout():
-    order, P, Q, drain_moves = _drain_run(drain=False)
+@on_dre_profiles
+def test_negative_control_without_drain_detection_it_waits_for_the_timeout(profile):
+    order, P, Q, drain_moves = _drain_run(drain=False, target=profile[0], no_dre=profile[1])
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
 
 
-def _gap_run(gap_drain: bool, measured: int = 0xFF) -> tuple[list[tuple[int, int]], int, int, int]:
+def _gap_run(gap_drain: bool, measured: int = 0xFF,
+             no_dre: bool = False) -> tuple[list[tuple[int, int]], int, int, int]:
     """A zero flowlet timeout: every packet is at a gap.  psn 3 arrives while psn 2 is
     queued on P; psn 4 after both left."""
     from scapy.all import Ether
-    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain, measured=measured)
+    leaf = TnaLeaf(flowlet_timeout_ns=0, drain=False, gap_drain=gap_drain, measured=measured,
+                   no_dre=no_dre)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)
@@ -251,15 +260,17 @@ def _gap_run(gap_drain: bool, measured: int = 0xFF) -> tuple[list[tuple[int, int
     return order, P, Q, leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_GAP)
 
 
-def test_a_gap_move_waits_until_the_flow_drained():
+@on_dre_profiles
+def test_a_gap_move_waits_until_the_flow_drained(profile):
     # a flow's packets never change (port, queue) while an earlier packet of the flow is
     # queued here, even when its gap exceeds the flowlet timeout
-    order, P, Q, gap_moves = _gap_run(gap_drain=True)
+    order, P, Q, gap_moves = _gap_run(gap_drain=True, no_dre=profile[1])
     assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and gap_moves == 1
 
 
-def test_negative_control_a_gap_move_without_the_drain_test_reorders():
-    order, P, Q, gap_moves = _gap_run(gap_drain=False)
+@on_dre_profiles
+def test_negative_control_a_gap_move_without_the_drain_test_reorders(profile):
+    order, P, Q, gap_moves = _gap_run(gap_drain=False, no_dre=profile[1])
     assert order[:3] == [(P, 1), (Q, 3), (P, 2)]
 
 
@@ -286,8 +297,9 @@ def test_only_the_member_the_flow_leaves_must_be_measured():
     assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
 
 
-def test_a_gap_move_off_an_unmeasured_member_is_refused():
-    order, P, Q, gap_moves = _gap_run(gap_drain=True, measured=0)
+@on_dre_profiles
+def test_a_gap_move_off_an_unmeasured_member_is_refused(profile):
+    order, P, Q, gap_moves = _gap_run(gap_drain=True, measured=0, no_dre=profile[1])
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and gap_moves == 0
 
 
@@ -472,11 +484,12 @@ def test_the_same_packets_without_drain_tests_count_the_same():
     assert size >= 64 and _dre_units(leaf) == 4 * (size >> 6)
 
 
-@pytest.mark.parametrize("dre", [True, False], ids=["dre", "no-dre"])
-def test_every_member_down_is_dropped_and_counted_as_no_live_member(dre):
+@pytest.mark.parametrize("dre, no_dre", [(True, False), (False, False), (True, True)],
+                         ids=["dre", "dre-off", "no-dre-profile"])
+def test_every_member_down_is_dropped_and_counted_as_no_live_member(dre, no_dre):
     # a new flow with the DRE on asks for a second pass; dropped in the first, it is still
     # counted (once), and the bitmap's bits above the group's count are not members
-    leaf = TnaLeaf(dre=dre)
+    leaf = TnaLeaf(dre=dre, no_dre=no_dre)
     leaf.sw.set_port_up(2, False)
     leaf.sw.set_port_up(3, False)
     assert leaf.sw.stats["pktgen_port_down"] == 2

@@ -32,11 +32,18 @@ CLASS_ELASTIC, CLASS_CRITICAL = 1, 2
 _PROGRAMS: dict[str, p4sim.Program] = {}
 
 
-def program(target: int = 1) -> p4sim.Program:
-    key = str(target)
+def program(target: int = 1, no_dre: bool = False) -> p4sim.Program:
+    """The program for Tofino ``target``; ``no_dre``: the profile without the per-packet DRE
+    (STELLAR_NO_DRE, the one that is sized for Tofino-1: p4src/tna/include/define.p4)."""
+    defines = {"__TARGET_TOFINO__": str(target), **({"STELLAR_NO_DRE": "1"} if no_dre else {})}
+    key = repr(sorted(defines.items()))
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = p4sim.compile(str(STELLAR_TNA), defines={"__TARGET_TOFINO__": str(target)})
+        _PROGRAMS[key] = p4sim.compile(str(STELLAR_TNA), defines=defines)
     return _PROGRAMS[key]
+
+
+# (target, no_dre) for the tests that run on every profile; ids name them
+PROFILES = {"tofino": (1, False), "tofino2": (2, False), "tofino-no-dre": (1, True)}
 
 
 def roce(src: str, dst: str, qp: int, psn: int, *, ecn: int = ECN_ECT0, dscp: int = 26,
@@ -56,11 +63,11 @@ class TnaLeaf:
                  elephant_bytes: int = 1 << 31, feedback: bool = True,
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
-                 gap_drain: bool = True, measured: int = 0xFF) -> None:
+                 gap_drain: bool = True, measured: int = 0xFF, no_dre: bool = False) -> None:
         """``measured``: dre_base.levels' bitmap of members whose controller level was measured
         (the program's default, no entry, is none: no gap or drain move off any member); the
         leaf is set up as after the controller's first poll unless a test says otherwise."""
-        self.sw = p4sim.Switch(program(target), priority_queues=8)
+        self.sw = p4sim.Switch(program(target, no_dre), priority_queues=8)
         self._probe_groups: set[int] = set()
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",

@@ -9,6 +9,15 @@
 #ifndef _STELLAR_TNA_DEFINE_P4_
 #define _STELLAR_TNA_DEFINE_P4_
 
+/* Profiles (as fabric-tna keeps one per feature set; each has its own
+ * P4Info).  STELLAR_NO_DRE leaves out the per-packet utilisation estimate
+ * and its choice (dre.p4: eight level tables, four stateful ALUs, the
+ * three-round tournament and a second pass per new flow): new flows and
+ * gap moves then take congestion feedback's best member (path_choice.p4),
+ * and the controller's `dre_base.levels` keeps only its `measured` bitmap.
+ * It is the Tofino-1 profile: the full program's dependency chain is
+ * longer than Tofino-1's 12 stages (README.md, "bf-p4c"). */
+
 typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
 typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
 typedef bit<3>  member_t;        /* index of a member in its group */

@@ -180,6 +180,7 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<1> feedback_known) {
     action set_levels(bit<16> l0, bit<16> l1, bit<16> l2, bit<16> l3,
                       bit<16> l4, bit<16> l5, bit<16> l6, bit<16> l7, bit<8> measured) {
+#ifndef STELLAR_NO_DRE
         meta.dre_score.s0 = meta.dre_score.s0 + l0;
         meta.dre_score.s1 = meta.dre_score.s1 + l1;
         meta.dre_score.s2 = meta.dre_score.s2 + l2;
@@ -188,6 +189,9 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.dre_score.s5 = meta.dre_score.s5 + l5;
         meta.dre_score.s6 = meta.dre_score.s6 + l6;
         meta.dre_score.s7 = meta.dre_score.s7 + l7;
+#endif
+        /* (without the DRE the levels have no score to go into: the same
+         * action and P4Info, only `measured` is used) */
         meta.ctl_measured = measured;
     }
     /* The controller's congestion level of each member of a group, times
@@ -209,6 +213,7 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 256;
     }
 
+#ifndef STELLAR_NO_DRE
     DRE_BASE_TABLE(0, 0x01)
     DRE_BASE_TABLE(1, 0x02)
     DRE_BASE_TABLE(2, 0x04)
@@ -217,19 +222,32 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     DRE_BASE_TABLE(5, 0x20)
     DRE_BASE_TABLE(6, 0x40)
     DRE_BASE_TABLE(7, 0x80)
+#endif
 
     apply {
         if (meta.kind != KIND_DATA) {
             return;
         }
+#ifndef STELLAR_NO_DRE
         base0.apply(); base1.apply(); base2.apply(); base3.apply();
         base4.apply(); base5.apply(); base6.apply(); base7.apply();
+#endif
         levels.apply();
     }
 }
 
 control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             in bit<1> dre_on) {
+#ifdef STELLAR_NO_DRE
+    /* The profile without the estimate: a gap move (a second pass that
+     * proves drain, flowlet.p4) goes to congestion feedback's best member;
+     * new flows take it in their first pass (dre_on is 0). */
+    apply {
+        if (meta.kind == KIND_DATA && meta.choose == 1) {
+            meta.resub.cur = meta.best;
+        }
+    }
+#else
     bit<32> now_win;
     bit<32> elapsed;
 
@@ -353,4 +371,5 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         round3.apply();
         meta.resub.cur = pick_of.get({meta.dre_score.s0[2:0]});   /* the second pass's member */
     }
+#endif  /* STELLAR_NO_DRE */
 }
