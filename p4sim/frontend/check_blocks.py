@@ -733,6 +733,13 @@ class BlockChecker(TableChecker):
             cd.apply = self.control_body(d, scope, cd, "")
         finally:
             self.prefix = saved
+        # a table no apply block applies is removed, as p4c's front end does (its P4Info
+        # leaves it out, and the actions only it named); the same warning
+        applied = _applied_tables(cd.apply)
+        for key, t in list(cd.tables.items()):
+            if id(t) not in applied:
+                _warn_unused(t.pos, f"table '{t.name}' is unused")
+                del cd.tables[key]
         return cd
 
     def control_body(self, d: Tree, scope: Scope, target: ir.ControlDecl,
@@ -778,10 +785,12 @@ class BlockChecker(TableChecker):
             body = self.block(d.children[-1], Scope(scope))
             if inits:
                 body = ir.Block(body.pos, inits + [body])
-            # an instance that is never applied still owns its tables (as with p4c)
+            # an instance that is never applied is an unused declaration: p4c's front end
+            # (UnusedDeclarations) removes it, so its tables, actions and externs are not in
+            # the program or its P4Info
             for inst in self.sub_instances:
                 if inst.body is None:
-                    self.instantiate_subcontrol(inst, None)
+                    _warn_unused(inst.pos, f"'{inst.name}' is unused")
         finally:
             self.cur_control, self.sub_instances, self.key_prefix = saved
         return body
@@ -1165,3 +1174,33 @@ def _always_returns(st: ir.Stmt) -> bool:
     if isinstance(st, ir.If):
         return st.other is not None and _always_returns(st.then) and _always_returns(st.other)
     return False
+
+
+def _warn_unused(pos: Optional[ir.Pos], what: str) -> None:
+    import warnings
+    warnings.warn(f"{pos}: warning: {what}; removed (as p4c does)", stacklevel=3)
+
+
+def _applied_tables(body: ir.Stmt) -> set[int]:
+    """ids of the tables ``body`` applies (``t.apply()`` anywhere in it, conditions and
+    switch subjects included)."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack: list[object] = [body]
+    while stack:
+        node = stack.pop()
+        if node is None or isinstance(node, (str, int, bool, float, ir.Type)) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, ir.ApplyResult):
+            found.add(id(node.table))
+        elif isinstance(node, (ir.TableDecl, ir.ActionDecl)):
+            continue   # a table's or action's own fields apply no table
+        elif hasattr(node, "__dataclass_fields__"):
+            stack.extend(getattr(node, n) for n in node.__dataclass_fields__
+                         if n not in ("type", "pos", "annotations"))
+    return found

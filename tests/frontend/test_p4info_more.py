@@ -142,3 +142,33 @@ def test_alias_is_the_shortest_unique_suffix():
     from p4sim.p4info import _aliases
     names = ["I.a.c", "I.b.c", "E.d", "x"]
     assert _aliases(names) == {"I.a.c": "a.c", "I.b.c": "b.c", "E.d": "d", "x": "x"}
+
+
+def test_a_table_or_control_instance_never_applied_is_removed_as_p4c_does(compile_src):
+    # p4c's front end (UnusedDeclarations) removes a table no apply block applies and a
+    # control instance never applied, with a warning; neither reaches the P4Info, nor the
+    # actions only they named
+    from tests.frontend.conftest import HEADER, make_program
+    src = make_program(decls="""
+control Sub(inout m_t meta) {
+    action sub_act() { meta.x = 9; }
+    table sub_t { actions = { sub_act; } default_action = sub_act(); }
+    apply { sub_t.apply(); }
+}
+""", ingress_locals="""
+action kept() { meta.x = 1; }
+action only_spare() { meta.x = 2; }
+table used { key = { meta.x : exact; } actions = { kept; } }
+table spare { key = { meta.x : exact; } actions = { only_spare; } }
+Sub() never;
+Sub() once;
+""", ingress_apply="used.apply(); once.apply(meta);")
+    with pytest.warns(UserWarning) as seen:
+        info = build_p4info(compile_src(src))
+    messages = [str(w.message) for w in seen]
+    assert any("table 'spare' is unused; removed" in m for m in messages)
+    assert any("'never' is unused; removed" in m for m in messages)
+    line = HEADER.count("\n") + src[len(HEADER):].splitlines().index("table spare { key = { meta.x : exact; } actions = { only_spare; } }") + 1
+    assert any(f":{line}:" in m for m in messages if "spare" in m)
+    assert sorted(t.preamble.name for t in info.tables) == ["I.once.sub_t", "I.used"]
+    assert sorted(a.preamble.name for a in info.actions) == ["I.kept", "I.once.sub_act"]
