@@ -9,6 +9,8 @@ that p4sim generates from stellar.p4 when the program compiles.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import ipaddress
 import re
@@ -469,6 +471,15 @@ class ArchContract:
 CLONE_RULES = {"v1model": CloneSessionRules(32767, truncation=False, one_replica=False),
                "tna": CloneSessionRules(1015, truncation=True, one_replica=True)}
 
+# The TNA program's profiles (p4src/tna/include/define.p4; as fabric-tna's, each its own
+# P4Info): the preprocessor defines each is compiled with.  "no-dre" leaves out the per-packet
+# DRE (the profile sized for Tofino-1's 12 stages); the fabric says which one its switches run
+# (dataplane.tna_profile).
+TNA_PROFILES: dict[str, dict[str, str]] = {"full": {}, "no-dre": {"STELLAR_NO_DRE": "1"}}
+# The tables "no-dre" does not have: the estimate's level rows (the controller's
+# dre_base.levels stays, for its `measured` bitmap).
+TNA_DRE_TABLE_PREFIX = "pipe.StellarIngress.dre."
+
 ARCHES: dict[str, ArchContract] = {
     "v1model": ArchContract("v1model", TABLES, METERS, REGISTERS, None, CLONE_RULES["v1model"]),
     "tna": ArchContract("tna", TNA_TABLES, TNA_METERS, TNA_REGISTERS, (TNA_MIRROR_SESSION_FEEDBACK,),
@@ -502,3 +513,15 @@ def check_clone_session(session: dict[str, Any], program: ArchContract) -> list[
     if not 0 <= length <= 0xFFFF or (length and not rules.truncation):
         problems.append(f"clone session {sid}: packet_length_bytes {length} not supported on {program.arch}")
     return problems
+
+
+def program_contract(arch: str, tna_profile: str = "full") -> ArchContract:
+    """The contract of the program a fabric's switches run: ``arch``'s, less the tables the TNA
+    profile leaves out."""
+    program = ARCHES[arch]
+    if arch != "tna" or tna_profile == "full":
+        return program
+    if tna_profile not in TNA_PROFILES:
+        raise ValueError(f"unknown TNA profile {tna_profile!r} (known: {', '.join(TNA_PROFILES)})")
+    tables = {n: t for n, t in program.tables.items() if not n.startswith(TNA_DRE_TABLE_PREFIX)}
+    return dataclasses.replace(program, tables=tables)

@@ -35,6 +35,7 @@ CLASS_DEFAULTS = {  # name -> (DSCPs, mouse queue, elephant queue, base priority
 }
 COLLECTIVES = ("AllReduce", "AlltoAll", "ParameterServer", "Broadcast")
 PATH_MODES = ("adaptive", "ecmp")
+TNA_PROFILE_NAMES = ("full", "no-dre")   # contract.TNA_PROFILES
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
 MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
@@ -213,6 +214,9 @@ class DataplaneParams:
     elephant: ElephantParams
     classes: tuple[TrafficClass, ...]
     scheduler: SchedulerParams = SchedulerParams(True, 0.95, 3600.0, 1.0, 1.0, 16384, 4096)
+    # which profile of the TNA program the switches run (contract.TNA_PROFILES): "no-dre" is
+    # the Tofino-1 one; the v1model program has one
+    tna_profile: str = "full"
 
     def traffic_class(self, name: str) -> TrafficClass:
         return next(c for c in self.classes if c.name == name)
@@ -342,6 +346,7 @@ class _Builder:
 
     def _dataplane(self, r: MappingReader) -> DataplaneParams:
         path_mode = r.get_str("path_mode", default="adaptive", choices=PATH_MODES)
+        tna_profile = r.get_str("tna_profile", default="full", choices=TNA_PROFILE_NAMES)
         queues = r.get_int("priority_queues", default=8, minimum=1, maximum=8)
         default_class = r.get_str("default_class", default="elastic", choices=CLASSES)
         self.default_class = default_class or "elastic"
@@ -417,7 +422,7 @@ class _Builder:
         r.finish()
         return DataplaneParams(path_mode=path_mode, priority_queues=queues or 8, default_class=default_class,
                                malformed_l4=malformed_l4, reservations=reservations, flowlet=flowlet, ecn=ecn, elephant=elephant,
-                               classes=classes, scheduler=scheduler)
+                               classes=classes, scheduler=scheduler, tna_profile=tna_profile or "full")
 
     def _classes(self, r: MappingReader, queues: int, weights: bool) -> tuple[TrafficClass, ...]:
         """DSCP -> class -> queues (+ the weighted classes' base priority); the defaults are the

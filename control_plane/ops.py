@@ -469,7 +469,8 @@ def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> 
     return True
 
 
-def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[bool, Optional[ProgramFiles]]:
+def _program(args: argparse.Namespace, err: TextIO, required: bool,
+             tna_profile: str = "full") -> tuple[bool, Optional[ProgramFiles]]:
     """(ok, program) from --program-json/--p4info, or compiled from --program (default
     stellar.p4 when `required`) by the target's own compiler through p4build: p4c-bm2-ss for
     `--target bmv2`, `p4sim compile` for p4sim -- the same step every switch start uses."""
@@ -487,7 +488,9 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool) -> tuple[boo
             tna = args.arch == "tna"
             source = Path(args.program) if args.program else (STELLAR_TNA_P4 if tna else STELLAR_P4)
             includes = [Path(d) for d in args.include] if args.include else [STELLAR_INCLUDE]
-            defines = [f"{k}={v}" for k, v in TNA_DEFINES.items()] if tna else []
+            # the TNA program as the fabric's profile (dataplane.tna_profile) is compiled
+            tna_defines = {**TNA_DEFINES, **contract.TNA_PROFILES[tna_profile]}
+            defines = [f"{k}={v}" for k, v in tna_defines.items()] if tna else []
             with tempfile.TemporaryDirectory() as tmp:
                 try:
                     built = compile_program(source, args.target, args.arch, args.build_dir or tmp,
@@ -521,7 +524,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fabric = _load(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
-    ok, program = _program(args, err, required=False)
+    ok, program = _program(args, err, required=False, tna_profile=fabric.dataplane.tna_profile)
     current = _failed_links(args, fabric, err)
     docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:
@@ -536,7 +539,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fabric = _load(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
-    ok, program = _program(args, err, required=not args.no_pipeline)
+    ok, program = _program(args, err, required=not args.no_pipeline, tna_profile=fabric.dataplane.tna_profile)
     current = _failed_links(args, fabric, err)
     docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:

@@ -288,7 +288,7 @@ def _render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan, kn
             clone_sessions.append(item)
         else:
             raise RenderError(f"{switch.name}: template {template_name} output line {lineno} has kind {kind!r}")
-    program = contract.ARCHES[arch]
+    program = contract.program_contract(arch, fabric.dataplane.tna_profile)
     _check(switch.name, entries, meters, registers, known_sizes, program, clone_sessions)
     document = {
         "format": FORMAT,

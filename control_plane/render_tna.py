@@ -152,6 +152,7 @@ def context(fabric: Fabric, plan: SwitchPlan,
     dp = fabric.dataplane
     groups, of_set = groups_of(plan, fabric, group_ids)
     capacity = {n: p.capacity_gbps for n, p in switch.ports.items()}
+    with_dre = dp.tna_profile == "full"   # "no-dre": no dre.level<k> tables (contract.TNA_PROFILES)
     liveness: dict[int, dict[str, int]] = {}
     for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it
         for m in g["members"]:
@@ -163,8 +164,9 @@ def context(fabric: Fabric, plan: SwitchPlan,
         "params": {"flowlet_timeout": dp.flowlet.timeout_us * 1000,
                    "elephant_threshold": dp.elephant.threshold_bytes,
                    "drain": int(dp.flowlet.drain_detection),
-                   # ECMP (path_mode ecmp): no DRE choice, flows stay on their hash member
-                   "dre_choice": int(dp.path_mode != "ecmp"),
+                   # ECMP (path_mode ecmp): no DRE choice, flows stay on their hash member;
+                   # the no-dre profile has no estimate to choose by
+                   "dre_choice": int(dp.path_mode != "ecmp" and with_dre),
                    "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                    "drain_margin": dp.flowlet.drain_margin_us * 1000,
                    "gap_needs_drain": int(dp.flowlet.drain_detection)},
@@ -172,7 +174,7 @@ def context(fabric: Fabric, plan: SwitchPlan,
         "tenants": _tenants(fabric, switch),
         "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]]),
                                       "scale": contract.TNA_DRE_SCORE_SCALE}   # dre.p4: score data x16
-                                for m in g["members"]]) for g in groups],
+                                for m in g["members"]] if with_dre else []) for g in groups],
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
                     "purpose": r.purpose} for r in plan.routes],

@@ -153,3 +153,44 @@ def test_the_feedback_mirror_session_is_pushed_reconciled_and_deleted(compiled, 
     diff = push(dict(doc, clone_sessions=[]))
     assert [(c.op, c.kind) for c in diff.changes()] == [("delete", "clone_session")]
     assert held() == {}
+
+
+def test_a_no_dre_fabric_pushes_the_tofino1_profile_and_its_entries(tmp_path, servers) -> None:
+    """dataplane.tna_profile: no-dre (the Tofino-1 profile): `stellarctl push --arch tna`
+    compiles p4src/tna/stellar.p4 with STELLAR_NO_DRE, pushes that pipeline and entries without
+    dre.level<k> rows, and the switch forwards; negative control: the full profile's entries do
+    not fit that program's P4Info (its DRE tables are not there)."""
+    import io
+
+    from control_plane.cli import main as stellarctl
+    fabric, devices, addresses, sent = servers
+    text = LAB.read_text()
+    for name, address in addresses.items():
+        text = text.replace(f"p4runtime: {fabric.switches[name].p4runtime}", f"p4runtime: {address}")
+    full = tmp_path / "full.yaml"
+    full.write_text(text)
+    assert "\ndataplane:\n" in text
+    lite = tmp_path / "lite.yaml"
+    lite.write_text(text.replace("\ndataplane:\n", "\ndataplane:\n  tna_profile: no-dre\n", 1))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return stellarctl(list(argv), out, err), out.getvalue(), err.getvalue()
+
+    docs = render_fabric(load_fabric(str(lite)), arch="tna").documents["leaf1"]
+    tables = {e["table"] for e in docs["entries"]}
+    assert not any(t.startswith("pipe.StellarIngress.dre.") for t in tables)
+    assert "pipe.StellarIngress.dre_base.levels" in tables
+    params = next(e for e in docs["entries"] if e["table"] == "pipe.StellarIngress.params")["params"]
+    assert params["dre_choice"] == 0
+    code, out, err = run("push", str(lite), "--arch", "tna", "--switch", "leaf1", "--quiet")
+    assert code == 0, out + err
+    code, out, err = run("diff", str(lite), "--arch", "tna", "--switch", "leaf1")
+    assert code == 0 and "in sync" in out, out + err
+    code, out, err = run("push", str(full), "--arch", "tna", "--switch", "leaf1", "--no-pipeline", "--quiet")
+    assert code == 1 and "no table named 'pipe.StellarIngress.dre.level0' in the switch's P4Info" in out, out + err
+    # leaf1 forwards a packet up a spine (routing, path choice and the flowlet state run)
+    devices["leaf1"].inject(1, raw(Ether() / IP(src="10.0.1.1", dst="10.0.2.1") / UDP(sport=1, dport=4791)
+                                   / Raw(b"\x00" * 64)))
+    devices["leaf1"].advance(10)
+    assert len([p for p, _ in sent["leaf1"] if p != 68]) == 1

@@ -301,3 +301,15 @@ def test_render_refuses_an_ecn_window_under_5_us_built_in_code() -> None:
     with pytest.raises(RenderError, match="below 5 us"):
         render_fabric(short)
     render_fabric(replace(lab, dataplane=replace(lab.dataplane, ecn=replace(lab.dataplane.ecn, window_us=5))))
+
+
+def test_tna_profile_is_one_the_program_has(tmp_path: Path) -> None:
+    # the TNA program's profiles (contract.TNA_PROFILES); a typo is the fabric's error, at its line
+    text = edit("dataplane:\n", "dataplane:\n  tna_profile: no_dre\n")
+    _, problems = problems_of(tmp_path, text)
+    problem = only(problems, "dataplane.tna_profile")
+    assert "no-dre" in problem.reason and "full" in problem.reason
+    assert problem.line == line_of(text, "tna_profile: no_dre")
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(edit("dataplane:\n", "dataplane:\n  tna_profile: no-dre\n"))
+    assert load_fabric(ok).dataplane.tna_profile == "no-dre"
