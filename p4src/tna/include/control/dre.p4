@@ -91,16 +91,20 @@ struct dre_pair_t {
     action roll_fresh##j() { est##j = fresh##j.execute(meta.group); }           \
     /* The update of the pair's cell by the windows elapsed since the        \
      * group's last packet: 0 the same window, 1 the next, more: the cell's   \
-     * units are all older than the previous window.  Size: 2 rows. */      \
+     * units are all older than the previous window.  Three ternary rows,  \
+     * the last a wildcard: the register's index (the group) comes from the  \
+     * hash distribution unit, which a table's miss (default) action cannot \
+     * use (bf-p4c), so every case is a hit.  Size: 3 rows. */               \
     table update##j {                                                           \
-        key = { elapsed: exact; }                                               \
-        actions = { roll_same##j; roll_next##j; roll_fresh##j; }                \
-        const default_action = roll_fresh##j();                                 \
+        key = { elapsed: ternary; }                                             \
+        actions = { roll_same##j; roll_next##j; roll_fresh##j; NoAction; }      \
+        const default_action = NoAction();                                      \
         const entries = {                                                       \
             0: roll_same##j();                                                  \
             1: roll_next##j();                                                  \
+            _: roll_fresh##j();                                                 \
         }                                                                       \
-        size = 2;                                                               \
+        size = 3;                                                               \
     }
 
 /* Table level<k>: (group, member k's estimate, its 16-bit lane of est<k/2>,
@@ -285,6 +289,12 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) hi_of;
     bit<32> hi;   /* this packet's units in a pair's high lane (member 2j) */
     bit<32> lo;   /* ... in its low lane (member 2j+1) */
+    /* One keyless table each: an action takes at most 32 bits from the hash
+     * units (bf-p4c's immediate pathway; the two gets in one needed 64). */
+    action take_units_lo() { lo = lo_of.get({10w0, hdr.ipv4.total_len[15:DRE_UNIT_SHIFT]}); }
+    table units_lo { actions = { take_units_lo; } const default_action = take_units_lo(); size = 1; }
+    action take_units_hi() { hi = hi_of.get({hdr.ipv4.total_len[15:DRE_UNIT_SHIFT], 16w0}); }
+    table units_hi { actions = { take_units_hi; } const default_action = take_units_hi(); size = 1; }
     action add_none() { add0 = 0; add1 = 0; add2 = 0; add3 = 0; }
     action add_0() { add0 = hi; add1 = 0; add2 = 0; add3 = 0; }
     action add_1() { add0 = lo; add1 = 0; add2 = 0; add3 = 0; }
@@ -350,8 +360,8 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
          * hashes: a shift of the length into 32-bit fields tied it to their
          * PHV container group (bf-p4c: unsatisfiable, total_len fills a
          * 16-bit container); the hash unit places the bits anywhere */
-        lo = lo_of.get({10w0, hdr.ipv4.total_len[15:DRE_UNIT_SHIFT]});
-        hi = hi_of.get({hdr.ipv4.total_len[15:DRE_UNIT_SHIFT], 16w0});
+        units_lo.apply();
+        units_hi.apply();
         byte_add.apply();
         now_win = meta.dre_win;
         elapsed = roll_window.execute(meta.group);
