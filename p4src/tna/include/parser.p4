@@ -146,7 +146,17 @@ control StellarIngressDeparser(packet_out pkt,
                 hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
                 hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
         }
-        pkt.emit(hdr);
+        /* The headers a packet can leave ingress with: a feedback or
+         * port-down packet is consumed here (drop_ctl), so neither header is
+         * emitted (bf-p4c gave the deparser a CLOT for port_down that its
+         * parser did not define; README.md, round 9). */
+        pkt.emit(hdr.bridged);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.vlan);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.tcp);
+        pkt.emit(hdr.bth);
     }
 }
 
