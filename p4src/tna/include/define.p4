@@ -15,8 +15,9 @@
  * three-round tournament and a second pass per new flow): new flows and
  * gap moves then take congestion feedback's best member (path_choice.p4),
  * and the controller's `dre_base.levels` keeps only its `measured` bitmap.
- * It is the Tofino-1 profile: the full program's dependency chain is
- * longer than Tofino-1's 12 stages (README.md, "bf-p4c"). */
+ * It is the profile meant for Tofino-1: the full program's dependency
+ * chain is longer than Tofino-1's 12 stages (README.md, "bf-p4c"; this
+ * one's is too, so far: round 9). */
 
 typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
 typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
