@@ -382,7 +382,7 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     }, "PORT_SLOTS", 512),
     *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
         f"{_TI}.dre.set_level{k}": _params(("level", 16)),
-    }, None, 192) for k in range(TNA_MEMBERS)),   # DRE_LEVEL_SIZE: 3 groups with a choice
+    }, None, 512) for k in range(TNA_MEMBERS)),   # DRE_LEVEL_SIZE: 8 groups with a choice
     Table(_tna(f"{_TI}.dre_base.levels"), (KeyField("meta.group", "exact", 8),), {
         f"{_TI}.dre_base.set_levels": _params(*[(f"l{k}", 16) for k in range(TNA_MEMBERS)], ("measured", 8)),
     }, None, 256),

@@ -69,15 +69,15 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define TNA_DRE_DELAY_PENALTY 256          /* 16 levels added to members feedback says are not the best,
                                             * written x16 like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
-/* Range rows in each dre.level<k> table: 64 levels for each of 3 groups
- * with a choice (groups of one member have no rows; the fabrics here need
- * at most 2 per switch).  bf-p4c expands a 16-bit range into about 2.5 TCAM
- * rows, and the eight tables must share one stage (the DRE choice needs
- * the stages after it), which holds 24 TCAMs of 512 rows: 192 rows take
- * 480, one TCAM block pair each; at 256 (640 rows) each took four TCAMs and
- * only six tables fitted the stage, at 512 two stages, and the program
- * needed 21 of tofino2's 20 (README.md, round 9). */
-#define DRE_LEVEL_SIZE 192
+/* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
+ * with a choice (groups of one member have no rows; the lab's job scenario
+ * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM
+ * rows, and the eight tables should share one stage (the DRE choice needs
+ * the stages after it), which holds 24 TCAMs of 512 rows: at 512 rows each
+ * the eight take two stages and tofino2 needs 21 of its 20; at 192 (3
+ * groups) they share one and the placement fits 20, but 3 groups are too
+ * few (README.md, round 9); at 4096 they spread over 20 stages. */
+#define DRE_LEVEL_SIZE 512
 /* Sketch window: bits 47:20 of the ns clock, i.e. ~1.05 ms windows. */
 #define TNA_EPOCH(ts) ((bit<16>)(ts >> 20))
 
