@@ -9,12 +9,10 @@ that p4sim generates from stellar.p4 when the program compiles.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import functools
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -524,4 +522,4 @@ def program_contract(arch: str, tna_profile: str = "full") -> ArchContract:
     if tna_profile not in TNA_PROFILES:
         raise ValueError(f"unknown TNA profile {tna_profile!r} (known: {', '.join(TNA_PROFILES)})")
     tables = {n: t for n, t in program.tables.items() if not n.startswith(TNA_DRE_TABLE_PREFIX)}
-    return dataclasses.replace(program, tables=tables)
+    return replace(program, tables=tables)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Optional
 
+from .contract import TNA_PROFILES
 from .errors import FabricError, Problem
 from .reader import MappingReader, parse_subnet
 from .yaml_marks import KeyPath, MarkedDocument, load_marked
@@ -35,7 +36,7 @@ CLASS_DEFAULTS = {  # name -> (DSCPs, mouse queue, elephant queue, base priority
 }
 COLLECTIVES = ("AllReduce", "AlltoAll", "ParameterServer", "Broadcast")
 PATH_MODES = ("adaptive", "ecmp")
-TNA_PROFILE_NAMES = ("full", "no-dre")   # contract.TNA_PROFILES
+TNA_PROFILE_NAMES = tuple(TNA_PROFILES)   # the TNA program's profiles (contract.py)
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
 MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)

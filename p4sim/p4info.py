@@ -174,30 +174,10 @@ def _all_parsers(prog: ir.Program) -> list[ir.ParserDecl]:
 def _referenced_actions(controls: list[ir.ControlDecl]) -> list[ir.ActionDecl]:
     """Actions referenced from the controls' tables, apply blocks and action bodies, in first
     reference order."""
-    found: list[ir.ActionDecl] = []
-    seen: set[int] = set()
-    stack: list[object] = []
+    roots: list[object] = []
     for c in controls:
-        stack += [c.apply, *c.tables.values()]
-    while stack:
-        node = stack.pop()
-        if node is None or isinstance(node, (str, int, bool, float, ir.Type)) \
-                or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, (list, tuple)):
-            stack.extend(node)
-            continue
-        if isinstance(node, dict):
-            stack.extend(node.values())
-            continue
-        if isinstance(node, ir.ActionDecl):
-            found.append(node)
-        if hasattr(node, "__dataclass_fields__"):
-            for name in node.__dataclass_fields__:
-                if name not in ("type", "pos", "annotations", "var"):
-                    stack.append(getattr(node, name))
-    return found
+        roots += [c.apply, *c.tables.values()]
+    return [n for n in ir.walk(roots) if isinstance(n, ir.ActionDecl)]
 
 
 # TNA extern -> the v1model-style name the P4Info code below handles

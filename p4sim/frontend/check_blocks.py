@@ -1,6 +1,7 @@
 """Parsers, controls (including controls inlined into controls) and statements."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -1177,30 +1178,11 @@ def _always_returns(st: ir.Stmt) -> bool:
 
 
 def _warn_unused(pos: Optional[ir.Pos], what: str) -> None:
-    import warnings
     warnings.warn(f"{pos}: warning: {what}; removed (as p4c does)", stacklevel=3)
 
 
 def _applied_tables(body: ir.Stmt) -> set[int]:
     """ids of the tables ``body`` applies (``t.apply()`` anywhere in it, conditions and
-    switch subjects included)."""
-    found: set[int] = set()
-    seen: set[int] = set()
-    stack: list[object] = [body]
-    while stack:
-        node = stack.pop()
-        if node is None or isinstance(node, (str, int, bool, float, ir.Type)) or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, (list, tuple)):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, ir.ApplyResult):
-            found.add(id(node.table))
-        elif isinstance(node, (ir.TableDecl, ir.ActionDecl)):
-            continue   # a table's or action's own fields apply no table
-        elif hasattr(node, "__dataclass_fields__"):
-            stack.extend(getattr(node, n) for n in node.__dataclass_fields__
-                         if n not in ("type", "pos", "annotations"))
-    return found
+    switch subjects included; a table's or action's own fields apply no table)."""
+    return {id(n.table) for n in ir.walk([body], stop=(ir.TableDecl, ir.ActionDecl))
+            if isinstance(n, ir.ApplyResult)}

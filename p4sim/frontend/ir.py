@@ -22,7 +22,7 @@ Value conventions the runtime relies on:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from p4sim.errors import Pos
 
@@ -727,3 +727,29 @@ class Program:
     arch: str = "v1model"
     # TNA: the target the declarations were preprocessed for (__TARGET_TOFINO__: 1 or 2)
     tofino_target: int = 0
+
+
+def walk(roots: list[object], stop: tuple[type, ...] = ()) -> "Iterator[object]":
+    """Every IR node reachable from ``roots`` once, depth first off a stack (the last root
+    first, a node's fields last to first), through lists, tuples and dict values; not into types,
+    positions, annotations or a reference's variable, nor below a node of a ``stop`` type (which
+    is still yielded).  Written by hand: the IR is plain dataclasses, with no visitor of its own."""
+    seen: set[int] = set()
+    stack: list[object] = list(roots)
+    while stack:
+        node = stack.pop()
+        if node is None or isinstance(node, (str, int, bool, float, Type)) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif hasattr(node, "__dataclass_fields__"):
+            yield node
+            if not isinstance(node, stop):
+                stack.extend(getattr(node, n) for n in node.__dataclass_fields__
+                             if n not in _WALK_SKIP)
+
+
+_WALK_SKIP = frozenset({"type", "pos", "annotations", "var"})

@@ -91,21 +91,28 @@ def test_push_arch_tna_installs_reads_back_and_forwards(compiled, servers) -> No
     assert sent["spine1"] == []
 
 
-def test_stellarctl_push_arch_tna_compiles_the_tna_program_and_pushes(tmp_path, servers) -> None:
-    import io
-
-    from control_plane.cli import main as stellarctl
-    fabric, devices, addresses, sent = servers
+def _lab_at(fabric, addresses: dict[str, str]) -> str:
+    """lab.yaml's text with the given switches' P4Runtime addresses (the in-process servers)."""
     text = LAB.read_text()
     for name, address in addresses.items():
         text = text.replace(f"p4runtime: {fabric.switches[name].p4runtime}", f"p4runtime: {address}")
+    return text
+
+
+def _stellarctl(*argv: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of one stellarctl command, run in-process."""
+    import io
+
+    from control_plane.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_stellarctl_push_arch_tna_compiles_the_tna_program_and_pushes(tmp_path, servers) -> None:
+    fabric, devices, addresses, sent = servers
     path = tmp_path / "lab.yaml"
-    path.write_text(text)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        return stellarctl(list(argv), out, err), out.getvalue(), err.getvalue()
-
+    path.write_text(_lab_at(fabric, addresses))
+    run = _stellarctl
     code, out, err = run("push", str(path), "--arch", "tna", "--switch", "spine1", "--quiet")
     assert code == 0, out + err                         # compiled p4src/tna/stellar.p4 itself
     code, out, err = run("diff", str(path), "--arch", "tna", "--switch", "spine1")
@@ -160,23 +167,14 @@ def test_a_no_dre_fabric_pushes_the_tofino1_profile_and_its_entries(tmp_path, se
     compiles p4src/tna/stellar.p4 with STELLAR_NO_DRE, pushes that pipeline and entries without
     dre.level<k> rows, and the switch forwards; negative control: the full profile's entries do
     not fit that program's P4Info (its DRE tables are not there)."""
-    import io
-
-    from control_plane.cli import main as stellarctl
     fabric, devices, addresses, sent = servers
-    text = LAB.read_text()
-    for name, address in addresses.items():
-        text = text.replace(f"p4runtime: {fabric.switches[name].p4runtime}", f"p4runtime: {address}")
+    text = _lab_at(fabric, addresses)
     full = tmp_path / "full.yaml"
     full.write_text(text)
     assert "\ndataplane:\n" in text
     lite = tmp_path / "lite.yaml"
     lite.write_text(text.replace("\ndataplane:\n", "\ndataplane:\n  tna_profile: no-dre\n", 1))
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        return stellarctl(list(argv), out, err), out.getvalue(), err.getvalue()
-
+    run = _stellarctl
     docs = render_fabric(load_fabric(str(lite)), arch="tna").documents["leaf1"]
     tables = {e["table"] for e in docs["entries"]}
     assert not any(t.startswith("pipe.StellarIngress.dre.") for t in tables)

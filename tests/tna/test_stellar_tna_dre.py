@@ -80,9 +80,10 @@ def test_sixteen_flows_starting_together_spread_over_four_uplinks(target):
 
 @pytest.mark.parametrize("no_dre", [False, True], ids=["dre-off", "no-dre-profile"])
 def test_negative_control_without_the_estimate_flows_follow_the_hash(no_dre):
-    # the DRE switched off by the controller, or the profile without it (Tofino-1): with no
-    # feedback yet, new flows take their hash member, in one pass
-    leaf = four_uplinks(dre=False, no_dre=no_dre) if not no_dre else four_uplinks(no_dre=True)
+    # the DRE switched off by the controller, or the profile without it (Tofino-1; there the
+    # controller's switch is left on, which that profile ignores): with no feedback yet, new
+    # flows take their hash member, in one pass
+    leaf = four_uplinks(dre=no_dre, no_dre=no_dre)
     counts = Counter(send_flow(leaf, q) for q in qps_hashing_to(0))
     assert counts == {PORTS[0]: 16}               # all on the hash member's uplink
     assert leaf.sw.stats["resubmitted"] == 0

@@ -17,7 +17,7 @@ from scapy.all import IP, TCP, UDP, Ether, Raw, raw
 from scapy.contrib.roce import BTH
 
 import p4sim
-from control_plane.contract import TNA_DRE_SCORE_SCALE
+from control_plane.contract import TNA_DRE_SCORE_SCALE, TNA_PROFILES
 
 REPO = Path(__file__).resolve().parents[2]
 STELLAR_TNA = REPO / "p4src" / "tna" / "stellar.p4"
@@ -35,7 +35,7 @@ _PROGRAMS: dict[str, p4sim.Program] = {}
 def program(target: int = 1, no_dre: bool = False) -> p4sim.Program:
     """The program for Tofino ``target``; ``no_dre``: the profile without the per-packet DRE
     (STELLAR_NO_DRE, the one that is sized for Tofino-1: p4src/tna/include/define.p4)."""
-    defines = {"__TARGET_TOFINO__": str(target), **({"STELLAR_NO_DRE": "1"} if no_dre else {})}
+    defines = {"__TARGET_TOFINO__": str(target), **TNA_PROFILES["no-dre" if no_dre else "full"]}
     key = repr(sorted(defines.items()))
     if key not in _PROGRAMS:
         _PROGRAMS[key] = p4sim.compile(str(STELLAR_TNA), defines=defines)
