@@ -11,7 +11,7 @@ BUILD   ?= build
 PROG    ?= p4src/v1model/stellar.p4
 NAME    := $(basename $(notdir $(PROG)))
 
-.PHONY: setup shell-venv shell test test-fast ptf demo eval compile bench clean
+.PHONY: setup shell-venv shell test test-fast ptf demo eval compile tofino bench clean
 
 # Create the virtualenv and install the pinned requirements (idempotent: re-runs only when
 # requirements.txt changes).
@@ -63,6 +63,13 @@ ifeq ($(TARGET),bmv2)
 else
 	$(VPY) -m p4sim compile -I p4src -o $(BUILD)/$(NAME).json --p4runtime-files $(BUILD)/$(NAME).p4info.txtpb $(PROG)
 endif
+
+# The Tofino back end's verdict on p4src/tna/stellar.p4: needs bf-p4c on PATH (p4c built with
+# ENABLE_TOFINO=ON; not in the package registries).  Compiles each target x profile into
+# $(BUILD)/tofino/ and prints stages, SRAM/TCAM/map RAM, PHV bits; exit 0 iff all fit.
+# TOFINO_ARGS="--targets tofino2 --profiles no-dre" narrows it.
+tofino: setup
+	$(VPY) bench/tofino_resources.py --out $(BUILD)/tofino $(TOFINO_ARGS)
 
 # ARCH=v1model (default) or tna (p4sim only: run.sh refuses TARGET=bmv2 ARCH=tna).
 ptf: setup
