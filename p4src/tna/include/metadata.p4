@@ -32,6 +32,12 @@ struct tna_ingress_metadata_t {
     member_t best;           /* the group's best member (feedback) */
     member_t hashed;         /* the flow hash's member (stable, ECMP) */
     member_t chosen;
+    /* a feedback packet's port as (group, member), in fields of their own:
+     * written into group/chosen, they tied path_choice.port_member to the
+     * data packets' writers of those fields (routing, flowlet.decide) by
+     * output dependences, one more step in bf-p4c's chain */
+    group_t  fb_group;
+    member_t fb_member;
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<1>   chosen_alive;
     /* liveness of the candidates, tested before the flowlet decision

@@ -325,7 +325,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         if (meta.kind == KIND_FEEDBACK) {
             /* path_choice's port_member told which member this port is */
             fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
-            dep_index = fb_index_of.get({meta.group, meta.chosen, hdr.feedback.qid[4:0]});
+            dep_index = fb_index_of.get({meta.fb_group, meta.fb_member, hdr.feedback.qid[4:0]});
         } else {
             /* the member the flow would leave: `old` in both kinds */
             fb_departed = 0;

@@ -57,8 +57,8 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     };
 
     action set_member(group_t group, member_t member) {
-        meta.group = group;
-        meta.chosen = member;
+        meta.fb_group = group;
+        meta.fb_member = member;
     }
     /* Which group and member a feedback packet's port is.  Size: PORT_SLOTS. */
     table port_member {
@@ -83,13 +83,13 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     apply {
         if (meta.kind == KIND_FEEDBACK) {
             if (port_member.apply().hit) {
-                fb_member = (bit<16>) meta.chosen;
+                fb_member = (bit<16>) meta.fb_member;
                 if (hdr.feedback.qdelay_ns[31:19] != 0) {
                     fb_delay = TNA_BEST_DELAY_SATURATED;
                 } else {
                     fb_delay = delay_units_of.get({hdr.feedback.qdelay_ns[19:4]});
                 }
-                update_best.execute(meta.group);
+                update_best.execute(meta.fb_group);
             }
         } else if (meta.kind == KIND_DATA) {
             hash_member.apply();
