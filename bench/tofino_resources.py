@@ -108,6 +108,8 @@ def read_result(target: str, profile: str, out: Path, log: Path) -> Result:
     metrics = logs / "metrics.json"
     if metrics.exists():
         res.metrics = json.loads(metrics.read_text())
+        if not res.metrics.get("mau", {}).get("logical_tables"):
+            res.metrics = {}     # a run that stopped before table placement writes zeros
     res.binary = (out / "pipe" / f"{target}.bin").exists()
     return res
 

@@ -82,6 +82,16 @@ def test_a_run_fits_only_when_assembled_within_the_targets_stages(tmp_path):
     assert "exit 1, no binary" in text and "something bf-p4c refused" in text
 
 
+def test_a_run_that_stopped_before_placement_reports_no_figures(tmp_path):
+    out = _fake_run(tmp_path, "tofino", "", 1, binary=False)
+    (out / "pipe" / "logs" / "metrics.json").write_text(json.dumps(
+        {"mau": {"srams": 0, "tcams": 0, "map_rams": 0, "logical_tables": 0}}))
+    res = tr.read_result("tofino", "no-dre", out, tmp_path / "tofino-no-dre.log")
+    assert res.metrics == {} and res.stages_ingress is None
+    row = tr.report([res]).splitlines()[1]
+    assert "0 (0.0%)" not in row and "-/- of 12" in row
+
+
 def test_without_bf_p4c_it_says_so_and_exits_2(tmp_path, capsys):
     assert tr.main(["--bf-p4c", str(tmp_path / "no-such-bf-p4c"), "--out", str(tmp_path)]) == 2
     assert "not found" in capsys.readouterr().err
