@@ -50,7 +50,7 @@ control StellarIngress(inout tna_headers_t hdr,
                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;   /* (no L4 key: l4 = 0) */
     /* The clock's slices that the blocks use (the bridged stamp, the DRE
      * window, the sketch window), taken through identity hashes: copied as
      * slices, bf-p4c must keep every copy bit-aligned with the clock, and
@@ -122,35 +122,105 @@ control StellarIngress(inout tna_headers_t hdr,
         size = 1;
     }
 
+    /* The flow key's one CRC-32 (flowlet.p4 says how it is sliced), over
+     * {src, dst, protocol, l4} with l4 the dest QP (RoCEv2), the ports
+     * (UDP, TCP) or 0: one Hash per kind of L4 header, each over that
+     * header's fields, so that the CRC is computed in the stage that
+     * classifies the packet (a CRC over meta.l4 waited one stage for it). */
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_roce;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_udp;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_tcp;
+
+    /* The end of ingress, one const table on the flags (a chain of
+     * conditions before: three steps): what leaves, what is dropped and
+     * counted (no route and red are dropped here, the other reasons where
+     * they were found), a second pass, the elephant digest.  Rows in
+     * priority order (the first match wins).  Size: 10 const rows. */
+    action consumed() {                 /* feedback, port down */
+        hdr.bridged.setInvalid();
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    action dropped() {
+        /* a packet dropped in a pass that asked for a second one (e.g. a new
+         * flow whose every member is down) ends here: no resubmit, and this
+         * pass counts it */
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    action drop_no_route() {
+        meta.drop = 1;
+        meta.drop_reason = DROP_NO_ROUTE;
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    action drop_red() {
+        meta.drop = 1;                  /* the policer's verdict (qos.p4) */
+        meta.drop_reason = DROP_TENANT_RED;
+        ig_dprsr_md.drop_ctl = 1;
+    }
+    /* the digest in the first pass (the one that ran the sketch), also when
+     * it is resubmitted: the digest is the deparser's, not the TM's */
+    action forward(bit<3> resubmit, bit<3> digest) {
+        hdr.bridged.member = meta.chosen;
+        hdr.bridged.ingress_ts = meta.stamp16;
+        ig_dprsr_md.resubmit_type = resubmit;
+        ig_dprsr_md.digest_type = digest;
+    }
+    table finish {
+        key = {
+            meta.kind: exact; meta.drop: ternary; meta.no_route: ternary; meta.red: ternary;
+            meta.choose: ternary; meta.drain_test: ternary; meta.eleph_report: ternary;
+        }
+        actions = { consumed; dropped; drop_no_route; drop_red; forward; }
+        const default_action = consumed();
+        const entries = {
+            (KIND_DATA, 1, _, _, _, _, _): dropped();
+            (KIND_DATA, 0, 1, _, _, _, _): drop_no_route();
+            (KIND_DATA, 0, 0, 1, _, _, _): drop_red();
+            (KIND_DATA, 0, 0, 0, 1, _, 1): forward(RESUBMIT_TYPE_SECOND_PASS, DIGEST_TYPE_ELEPHANT);
+            (KIND_DATA, 0, 0, 0, 1, _, 0): forward(RESUBMIT_TYPE_SECOND_PASS, 0);
+            (KIND_DATA, 0, 0, 0, _, 1, 1): forward(RESUBMIT_TYPE_SECOND_PASS, DIGEST_TYPE_ELEPHANT);
+            (KIND_DATA, 0, 0, 0, _, 1, 0): forward(RESUBMIT_TYPE_SECOND_PASS, 0);
+            (KIND_DATA, 0, 0, 0, 0, 0, 1): forward(0, DIGEST_TYPE_ELEPHANT);
+            (KIND_DATA, 0, 0, 0, 0, 0, 0): forward(0, 0);
+        }
+        size = 10;
+    }
+
+    /* Tofino-1's rule shapes this apply block (README.md, "Tofino-1"): it
+     * has no long branches, so bf-p4c makes a condition wait for every
+     * input of every table under it; a block of tables under one condition
+     * therefore started only when its latest table's inputs were ready, and
+     * the blocks ran one after another (26 stages).  So: the packet's kind
+     * comes from the parser; every gate holds one table (or assignments)
+     * and reads parser fields or flags; conditions on several flags are
+     * const tables (the elephant verdict, the flowlet decision, `finish`);
+     * the drop causes found beside each other have flags of their own
+     * (sanity: drop, routing: no_route, the meter: red), merged in
+     * `finish`.  Each block is applied once and looks at the kind itself. */
     apply {
         meta.now = ig_prsr_md.global_tstamp[31:0];
+        meta.stamp = ig_prsr_md.global_tstamp[31:0] | 1;
         clock_stamps.apply();
 #ifndef STELLAR_NO_DRE
         clock_dre_window.apply();
 #endif
         meta.change_reason = 0xFF;
-        /* Three kinds of packet reach ingress: a port-down packet from the
-         * packet generator, a feedback packet recirculated from egress (both
-         * on port 68, consumed here) and data.  Each block is applied once
-         * and looks at the kind itself. */
-        if (hdr.port_down.isValid()) {
-            meta.kind = KIND_PORT_DOWN;
-        } else if (hdr.feedback.isValid() && ig_intr_md.ingress_port == PKTGEN_PORT) {
-            meta.kind = KIND_FEEDBACK;
-        } else {
-            meta.kind = KIND_DATA;
-            /* The bridged header's fields are written where their values are
-             * made, one per action (header.p4 says why). */
+        params.apply();
+#ifndef STELLAR_NO_DRE
+        meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
+#endif
+        /* Three kinds of packet reach ingress (the parser says which): a
+         * port-down packet from the packet generator, a feedback packet
+         * recirculated from egress (both on port 68, consumed here) and
+         * data.  Data: the bridged header, whose other fields are written
+         * where their values are made, one per action (header.p4 says why);
+         * then sanity: truncated or non-IPv4 input and an expired TTL are
+         * counted and dropped. */
+        if (meta.kind == KIND_DATA) {
             hdr.bridged.setValid();
             hdr.bridged.pkt_type = PKT_BRIDGED;
             hdr.bridged._pad2 = 0;
-            hdr.bridged.is_roce = 0;
-            params.apply();
-#ifndef STELLAR_NO_DRE
-            meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
-#endif
-            hdr.bridged.ingress_ts = meta.stamp16;
-            /* sanity: truncated or non-IPv4 input is counted and dropped */
+        }
+        if (meta.kind == KIND_DATA) {
             if (ig_prsr_md.parser_err != 0) {
                 meta.malformed = MALFORMED_OTHER;
                 meta.drop = 1;
@@ -161,84 +231,69 @@ control StellarIngress(inout tna_headers_t hdr,
                 if (meta.malformed == MALFORMED_BAD_VERSION) {   /* (bf-p4c: no ?: in an action) */
                     meta.drop_reason = DROP_MALFORMED;
                 }
-            }
-            if (meta.drop == 0) {
-                /* the flow key's one CRC-32; flowlet.p4 says how it is sliced */
-                if (hdr.bth.isValid()) {
-                    meta.is_roce = 1;
-                    hdr.bridged.is_roce = 1;
-                    meta.l4 = (bit<32>) hdr.bth.dest_qp;
-                } else if (hdr.udp.isValid()) {
-                    meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
-                } else if (hdr.tcp.isValid()) {
-                    meta.l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
-                }
-                meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                               hdr.ipv4.protocol, meta.l4});
-                routing.apply(hdr, meta);
-                hdr.bridged.group = meta.group;
-            }
-            /* The class and the policer run beside routing, not behind it:
-             * the meter's verdict (meta.red) is applied at the end of
-             * ingress, so the flow state below does not wait for it (a
-             * shorter chain for bf-p4c's placement).  A policed packet
-             * still restamps its flow slot (and a new flow's first packet
-             * takes the slot with the best member), but its bytes count in
-             * neither the sketch nor the DRE (README.md: "policing").  A
-             * packet that routing drops (TTL, no route) still passes its
-             * tenant's meter. */
-            if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid()) {
-                qos.apply(hdr, meta);
-                hdr.bridged.traffic_class = meta.traffic_class;
-            }
-            if (meta.drop == 0) {
-                elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
-                hdr.bridged.elephant = meta.elephant;
-                queueing.apply(meta, ig_tm_md);    /* the drain test needs the queue */
+            } else if (hdr.ipv4.ttl <= 1) {
+                meta.drop = 1;
+                meta.drop_reason = DROP_TTL_EXPIRED;
             }
         }
-        if (meta.drop == 0) {
-            path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
-            failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
-            dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
-            /* data: flow state (and the drain test); feedback: departures */
-            flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                          (bit<16>) (drain_margin_ns >> 6), gap_drain);
-            /* data: the packet's bytes into its member's estimate; a new or
-             * gap flow: the estimate's choice, taken in a second pass (the
-             * header filled by flowlet.p4, the choice by dre.p4).  Before the
-             * fallback: the byte add keys on the decision's member and does
-             * the fallback's choice itself, beside it, not after it. */
-            dre.apply(hdr, meta, dre_on);
-            fallback.apply(hdr, meta);         /* data: a member that is down: fall back */
-            if (meta.choose == 1 || meta.drain_test == 1) {
-                ig_dprsr_md.resubmit_type = RESUBMIT_TYPE_SECOND_PASS;
-            }
-            if (meta.kind == KIND_DATA && meta.drop == 0) {
-                member_port.apply(meta, ig_tm_md);
-            }
-        }
-        if (meta.red == 1 && meta.drop == 0) {
-            meta.drop = 1;                     /* the policer's verdict (qos.p4) */
-            meta.drop_reason = DROP_TENANT_RED;
-        }
-        if (meta.kind != KIND_DATA) {
-            hdr.bridged.setInvalid();
-            ig_dprsr_md.drop_ctl = 1;          /* consumed */
-        } else if (meta.drop == 0) {
-            hdr.bridged.member = meta.chosen;
-            if (meta.eleph_report == 1) {
-                /* the first pass (the one that ran the sketch), also when it
-                 * is resubmitted: the digest is the deparser's, not the TM's */
-                ig_dprsr_md.digest_type = DIGEST_TYPE_ELEPHANT;
-            }
+        /* the flow key and its CRC */
+        if (hdr.bth.isValid()) {
+            meta.is_roce = 1;
+            hdr.bridged.is_roce = 1;
+            meta.l4 = (bit<32>) hdr.bth.dest_qp;
+            meta.flow_hash = flow_crc_roce.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                                hdr.ipv4.protocol, 8w0, hdr.bth.dest_qp});
+        } else if (hdr.udp.isValid()) {
+            hdr.bridged.is_roce = 0;
+            meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
+            meta.flow_hash = flow_crc_udp.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, hdr.udp.src_port,
+                                               hdr.udp.dst_port});
+        } else if (hdr.tcp.isValid()) {
+            hdr.bridged.is_roce = 0;
+            meta.l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
+            meta.flow_hash = flow_crc_tcp.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                               hdr.ipv4.protocol, hdr.tcp.src_port,
+                                               hdr.tcp.dst_port});
         } else {
-            ig_dprsr_md.drop_ctl = 1;
-            /* a packet dropped in a pass that asked for a second one (e.g. a
-             * new flow whose every member is down) ends here: no resubmit,
-             * and this pass counts it */
-            ig_dprsr_md.resubmit_type = 0;
+            hdr.bridged.is_roce = 0;
+            meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                           hdr.ipv4.protocol, 32w0});
         }
+        routing.apply(hdr, meta);
+        /* The class and the policer run beside routing, not behind it:
+         * the meter's verdict (meta.red) is applied at the end of
+         * ingress, so the flow state below does not wait for it (a
+         * shorter chain for bf-p4c's placement).  A policed packet
+         * still restamps its flow slot (and a new flow's first packet
+         * takes the slot with the best member), but its bytes count in
+         * neither the sketch nor the DRE (README.md: "policing").  A
+         * packet that routing drops (TTL, no route) still passes its
+         * tenant's meter. */
+        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid()) {
+            qos.apply(hdr, meta);
+        }
+        elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
+        path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+        failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
+        dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
+        /* data: flow state (and the drain test); feedback: departures */
+        flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
+                      (bit<16>) (drain_margin_ns >> 6), gap_drain);
+        /* the queue, after the decision (it writes the resubmit header's
+         * queue, which the decision validates) */
+        queueing.apply(meta, ig_tm_md);
+        /* data: the packet's bytes into its member's estimate; a new or
+         * gap flow: the estimate's choice, taken in a second pass (the
+         * header filled by flowlet.p4, the choice by dre.p4).  Before the
+         * fallback: the byte add keys on the decision's member and does
+         * the fallback's choice itself, beside it, not after it. */
+        dre.apply(hdr, meta, dre_on);
+        fallback.apply(hdr, meta);         /* data: a member that is down: fall back */
+        if (meta.kind == KIND_DATA && meta.drop == 0 && meta.no_route == 0) {
+            member_port.apply(meta, ig_tm_md);
+        }
+        finish.apply();
         if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
             telemetry.apply(meta);             /* once per packet, not per pass */
         }

@@ -53,25 +53,25 @@ header feedback_h {
  * before a gap, and whether the flow is new.  Both: the packet's queue. */
 header resubmit_h {
     bit<16>  prev_ts;
-    /* one field per byte: the first pass writes them from different PHV
-     * fields and constants in one action, and bf-p4c allows a written
-     * container two PHV sources, or one with a constant */
-    bit<6>   _pad0;
-    bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE */
-    bit<7>   _pad1;
+    /* One field (or a set of constants plus one PHV field) per byte: the
+     * first pass writes them from different PHV fields and constants in one
+     * action, and bf-p4c allows a written container two PHV sources, or one
+     * with constants. */
+    bit<4>   _pad0;
+    bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE (a constant per action) */
     bit<1>   elephant;       /* the first pass's verdict (the sketch counts once) */
-    bit<7>   _pad2;
-    bit<1>   is_new;
+    bit<1>   is_new;         /* (a constant per action) */
+    group_t  group;          /* the first pass's group: the second pass reads
+                              * `departed` at (group, old, qid) from this header
+                              * alone, in the stage after the parser, not
+                              * after routing (Tofino-1's 12 stages) */
     bit<5>   _pad3;
     member_t cur;            /* drain: the flow's member; choose: the choice */
     bit<5>   _pad4;
     member_t old;            /* choose: the member before the gap */
     bit<3>   _pad5;
-    bit<5>   qid;            /* the first pass's queue: the second pass's drain
-                              * test reads `departed` at (group, old, qid)
-                              * from the header, not after the queue map,
-                              * which waits for the sketch (a shorter
-                              * dependency chain for bf-p4c's placement) */
+    bit<5>   qid;            /* the first pass's queue (written by queueing) */
+    bit<8>   _pad1;
 }
 
 struct tna_headers_t {

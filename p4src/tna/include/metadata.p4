@@ -17,7 +17,10 @@ struct tna_ingress_metadata_t {
     dre_scores_t dre_score;
     resubmit_h resub;        /* valid on a resubmitted pass (drain test or DRE choice) */
     bit<2>   kind;           /* KIND_DATA / KIND_FEEDBACK / KIND_PORT_DOWN */
-    bit<1>   drop;
+    bit<1>   drop;           /* sanity, TTL, no live member, no path set (and, in
+                              * `finish`, no route and red): one writer per stage */
+    bit<1>   no_route;       /* routing.lpm missed (its own flag: lpm runs beside
+                              * the sanity checks, which write `drop`) */
     bit<8>   drop_reason;
     bit<8>   malformed;      /* MALFORMED_* */
     bit<1>   ipv4_options;   /* IHL > 5: options left in the payload */
@@ -38,6 +41,10 @@ struct tna_ingress_metadata_t {
      * output dependences, one more step in bf-p4c's chain */
     group_t  fb_group;
     member_t fb_member;
+    bit<1>   fb_hit;         /* path_choice.port_member hit (a feedback packet) */
+    bit<32>  fb_departed;    /* a feedback packet's departure stamp | bit 16 (flowlet.departed) */
+    bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
+    bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<1>   chosen_alive;
     /* liveness of the candidates, tested before the flowlet decision
@@ -74,6 +81,7 @@ struct tna_ingress_metadata_t {
     bit<1>   eleph_report;   /* the sketch classified the flow in this packet: digest */
     bit<32>  eleph_bytes;    /* the sketch's estimate (the smaller row) */
     tstamp32_t now;
+    tstamp32_t stamp;        /* now | 1: a flow slot's arrival (0 = never) */
     bit<16>  stamp16;        /* now >> 6 (64 ns units): the bridged arrival stamp */
     bit<32>  dre_win;        /* now >> 14: the DRE window */
     bit<32>  sketch_win;     /* now >> 20: the sketch window */

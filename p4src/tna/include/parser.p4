@@ -51,6 +51,7 @@ parser StellarIngressParser(packet_in pkt,
     }
     state parse_port_down {
         pkt.extract(hdr.port_down);
+        meta.kind = KIND_PORT_DOWN;
         transition accept;
     }
     state parse_ethernet {
@@ -58,7 +59,7 @@ parser StellarIngressParser(packet_in pkt,
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
-            ETHERTYPE_STELLAR_FEEDBACK: parse_feedback;
+            ETHERTYPE_STELLAR_FEEDBACK: feedback_port;
             default: accept;
         }
     }
@@ -69,8 +70,20 @@ parser StellarIngressParser(packet_in pkt,
             default: accept;
         }
     }
+    /* Feedback is taken only from the recirculation port: the same EtherType
+     * from a front port is data with no IPv4 header (dropped, NOT_IPV4). */
+    state feedback_port {
+        transition select(ig_intr_md.ingress_port) {
+            PKTGEN_PORT: parse_feedback;
+            default: accept;
+        }
+    }
+    /* The packet's kind is the parser's (KIND_DATA, 0, unless a state below
+     * says otherwise): every ingress gate on it then reads a parser field,
+     * which bf-p4c can evaluate in any stage (README.md, "Tofino-1"). */
     state parse_feedback {
         pkt.extract(hdr.feedback);
+        meta.kind = KIND_FEEDBACK;
         transition accept;
     }
     state parse_ipv4 {

@@ -228,10 +228,9 @@ control DreBase(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     DRE_BASE_TABLE(7, 0x80)
 #endif
 
+    /* (for every packet: pure functions of metadata, no gate; README.md,
+     * "Tofino-1") */
     apply {
-        if (meta.kind != KIND_DATA) {
-            return;
-        }
 #ifndef STELLAR_NO_DRE
         base0.apply(); base1.apply(); base2.apply(); base3.apply();
         base4.apply(); base5.apply(); base6.apply(); base7.apply();
@@ -352,10 +351,10 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * of a PHV source would tie the two fields into one PHV group, bf-p4c) */
     Hash<member_t>(HashAlgorithm_t.IDENTITY) pick_of;
 
+    /* One table per gate (README.md, "Tofino-1"): the level tables and the
+     * tournament run for every packet (pure functions of metadata); only
+     * the register updates and the choice are gated. */
     apply {
-        if (meta.kind != KIND_DATA) {
-            return;
-        }
         /* the packet's 64 B units (rounded down) in either lane, by identity
          * hashes: a shift of the length into 32-bit fields tied it to their
          * PHV container group (bf-p4c: unsatisfiable, total_len fills a
@@ -364,22 +363,26 @@ control Dre(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         units_hi.apply();
         byte_add.apply();
         now_win = meta.dre_win;
-        elapsed = roll_window.execute(meta.group);
-        update0.apply(); update1.apply(); update2.apply(); update3.apply();
-        if (meta.choose == 0) {
-            return;
+        if (meta.kind == KIND_DATA) {
+            elapsed = roll_window.execute(meta.group);
         }
-        if (dre_on == 0) {
-            meta.resub.cur = meta.best;  /* a gap move without the estimate */
-            return;
-        }
+        if (meta.kind == KIND_DATA) { update0.apply(); }
+        if (meta.kind == KIND_DATA) { update1.apply(); }
+        if (meta.kind == KIND_DATA) { update2.apply(); }
+        if (meta.kind == KIND_DATA) { update3.apply(); }
         level0.apply(); level1.apply(); level2.apply(); level3.apply();
         level4.apply(); level5.apply(); level6.apply(); level7.apply();
         /* the least {score, member}: three rounds of min() */
         round1.apply();
         round2.apply();
         round3.apply();
-        meta.resub.cur = pick_of.get({meta.dre_score.s0[2:0]});   /* the second pass's member */
+        if (meta.kind == KIND_DATA && meta.choose == 1) {
+            if (dre_on == 0) {
+                meta.resub.cur = meta.best;  /* a gap move without the estimate */
+            } else {
+                meta.resub.cur = pick_of.get({meta.dre_score.s0[2:0]});   /* the second pass's member */
+            }
+        }
     }
 #endif  /* STELLAR_NO_DRE */
 }

@@ -40,6 +40,37 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             rv = v.bytes;
         }
     };
+    /* A policed (red) packet adds nothing (it is dropped at the end of
+     * ingress): the window still rolls, as an add of 0 would. */
+    RegisterAction<cms_pair_t, bit<11>, bit<32>>(row0) keep0 = {
+        void apply(inout cms_pair_t v, out bit<32> rv) {
+            if (v.window != epoch) { v.bytes = 0; v.window = epoch; }
+            rv = v.bytes;
+        }
+    };
+    RegisterAction<cms_pair_t, bit<11>, bit<32>>(row1) keep1 = {
+        void apply(inout cms_pair_t v, out bit<32> rv) {
+            if (v.window != epoch) { v.bytes = 0; v.window = epoch; }
+            rv = v.bytes;
+        }
+    };
+    action count_bytes() {
+        meta.row0 = add0.execute(meta.flow_hash[10:0]);
+        meta.row1 = add1.execute(meta.flow_hash[26:16]);
+    }
+    action count_none() {
+        meta.row0 = keep0.execute(meta.flow_hash[10:0]);
+        meta.row1 = keep1.execute(meta.flow_hash[26:16]);
+    }
+    /* The meter's colour as a key, not a gate on a flag made from it (one
+     * stage less).  Size: 1 const row. */
+    table sketch {
+        key = { meta.colour: exact; }
+        actions = { count_bytes; count_none; }
+        const default_action = count_bytes();
+        const entries = { (8w3): count_none(); }   /* MeterColor_t.RED */
+        size = 1;
+    }
 
     action hint_elephant() { meta.hint_elephant = 1; }
     action hint_mouse() { meta.hint_mouse = 1; }
@@ -77,31 +108,57 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         under = limit - meta.eleph_bytes;
     }
     table over_threshold { actions = { diff_threshold; } const default_action = diff_threshold(); size = 1; }
+    /* The verdict, one const table on the flags (a chain of conditions
+     * before): a second pass takes the first pass's (the sketch counts each
+     * packet once); the hints override the sketch both ways; the packet
+     * that takes the smaller row over the threshold reports the flow.
+     * Size: 6 const rows. */
+    bit<1> second;
+    action from_first_pass() {
+        meta.elephant = meta.resub.elephant;
+        hdr.bridged.elephant = meta.resub.elephant;
+    }
+    action mouse() { meta.elephant = 0; hdr.bridged.elephant = 0; }
+    action big() { meta.elephant = 1; hdr.bridged.elephant = 1; }
+    action big_report() {
+        meta.elephant = 1; hdr.bridged.elephant = 1;
+        meta.eleph_report = 1;
+    }
+    table verdict {
+        key = {
+            second: ternary; meta.hint_mouse: ternary; meta.hint_elephant: ternary;
+            over[31:31]: ternary; under[31:31]: ternary;
+        }
+        actions = { from_first_pass; mouse; big; big_report; }
+        const default_action = mouse();
+        const entries = {
+            (1, _, _, _, _): from_first_pass();
+            (0, 1, _, _, _): mouse();
+            (0, 0, 1, _, _): big();
+            (0, 0, 0, 1, 0): big_report();
+            (0, 0, 0, 1, 1): big();
+        }
+        size = 6;
+    }
+
+    /* One table per gate (README.md, "Tofino-1"). */
     apply {
         if (meta.resub.isValid()) {
-            meta.elephant = meta.resub.elephant;  /* the first pass's verdict; counted once */
-            return;
+            second = 1;
+        } else {
+            second = 0;
         }
         epoch = meta.sketch_win;
         len = (bit<32>) hdr.ipv4.total_len;
-        if (meta.red == 1) {
-            len = 0;        /* policed: dropped at the end of ingress, its bytes not sent */
+        if (meta.kind == KIND_DATA && second == 0 && meta.drop == 0 && meta.no_route == 0) {
+            sketch.apply();
         }
-        meta.row0 = add0.execute(meta.flow_hash[10:0]);
-        meta.row1 = add1.execute(meta.flow_hash[26:16]);
         threshold_limit.apply();
         smaller_row.apply();
         over_threshold.apply();
-        hint.apply();
-        if (meta.hint_mouse == 1) {
-            meta.elephant = 0;
-        } else if (meta.hint_elephant == 1) {
-            meta.elephant = 1;
-        } else if (over[31:31] == 1) {              /* the smaller row, so both, > threshold */
-            meta.elephant = 1;
-            if (under[31:31] == 0) {
-                meta.eleph_report = 1;              /* this packet took it over */
-            }
+        if (hdr.ipv4.isValid() && second == 0) {
+            hint.apply();
         }
+        verdict.apply();
     }
 }

@@ -129,20 +129,23 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = 36;
     }
 
+    /* One table per gate (README.md, "Tofino-1"); the candidates' tests
+     * are pure functions of metadata and run for every packet. */
     apply {
         if (meta.kind == KIND_PORT_DOWN) {
             if (port_member.apply().hit) {
                 mark_down.execute(down_group);
             }
-        } else if (meta.kind == KIND_DATA) {
-            meta.alive = read_alive.execute(meta.group);
-            best_up.apply();
-            hashed_up.apply();
-            if (meta.resub.isValid()) {
-                cur_up.apply();
-            }
-            first_up.apply();
         }
+        if (meta.kind == KIND_DATA) {
+            meta.alive = read_alive.execute(meta.group);
+        }
+        best_up.apply();
+        hashed_up.apply();
+        if (meta.resub.isValid()) {
+            cur_up.apply();
+        }
+        first_up.apply();
     }
 }
 
@@ -150,7 +153,8 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
  * member, or if that is down too to the lowest live one; none: dropped. */
 control Fallback(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     apply {
-        if (meta.kind == KIND_DATA && meta.chosen_alive == 0) {
+        if (meta.kind == KIND_DATA && meta.chosen_alive == 0 && meta.drop == 0 &&
+                meta.no_route == 0) {
             if (meta.best_alive == 1) {
                 meta.chosen = meta.best;
                 meta.chosen_alive = 1;

@@ -69,9 +69,6 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> sig_base; /* the flow's key: its tag is sig_base | member */
     bit<16> own_key;      /* `update` writes a slot whose tag is not in [own_key, own_key + 7] */
     bit<16> offer;    /* the tag `update` writes, or 0: leave the slot */
-    bit<32> stamp;
-    bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
-    bit<16> dep_index;     /* {group, member, queue} */
     /* The index by identity hashes: a container written from three PHV
      * sources took two instructions, in two steps (bf-p4c); a hash unit
      * places all the bits at once.  (The feedback's cell stays an OR with a
@@ -80,7 +77,6 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_of;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) resub_index_of;
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
-    bit<16> offer_best;    /* ... with the group's best member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
 
@@ -88,7 +84,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
-            v = stamp;
+            v = meta.stamp;
         }
     };
     /* Both passes.  rv: the tag before this packet.  The slot takes `offer`
@@ -108,17 +104,16 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         }
     };
-    /* A feedback packet writes its departure; a second pass reads
-     * (fb_departed 0).  rv: the cell before. */
+    /* A feedback packet writes its departure (fb_departed, bit 16 set); a
+     * second pass reads (fb_departed 0).  rv: the cell before. */
     RegisterAction<bit<32>, bit<16>, bit<32>>(departed) departure = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
-            if (fb_departed != 0) {
-                v = fb_departed;
+            if (meta.fb_departed != 0) {
+                v = meta.fb_departed;
             }
         }
     };
-
     /* Two-field comparisons as the sign of a difference computed in a
      * keyless table (see elephant.p4: gateway width, mid-end folding).  The
      * timeout and the margin are taken off this packet's stamp first
@@ -136,11 +131,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> since;
     bit<16> wait_left;
     action take_deadlines() {
-        stamp_less_timeout = stamp - timeout_ns;
+        stamp_less_timeout = meta.stamp - timeout_ns;
         stamp_less_margin = meta.stamp16 - margin_units;
     }
     table deadlines { actions = { take_deadlines; } const default_action = take_deadlines(); size = 1; }
-    action diff_age() { age = stamp - prev; left = stamp_less_timeout - prev; }
+    action diff_age() { age = meta.stamp - prev; left = stamp_less_timeout - prev; }
     table arrival_age { actions = { diff_age; } const default_action = diff_age(); size = 1; }
     action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; }
     table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
@@ -179,23 +174,79 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      *     next switch: a later packet on a shorter path must not overtake it).
      * Drained: a departure is recorded (dep bit 16) and the last one arrived
      * no earlier than the flow's previous packet (since >= 0).  Size: 4 const rows. */
-    action move_cur() { moves = 1; offer = offer_cur; }
-    action move_best() { moves = 1; offer = offer_best; }
-    action stay() { moves = 0; offer = 0; }
+    /* (own_key 1: the slot takes the offer, whatever its tag, see update;
+     * the best member's tag from path_choice's register read itself, not
+     * from meta.best, which is one step later: the register's member field
+     * is the member when bit 8 is clear, else the hash member counts) */
+    action move_cur() { moves = 1; offer = offer_cur; own_key = 1; }
+    action move_best() { moves = 1; offer = sig_base | meta.best_raw; own_key = 1; }
+    action move_hashed() { moves = 1; offer = sig_base | meta.hashed16; own_key = 1; }
+    action stay() { moves = 0; offer = 0; own_key = 1; }
     table second_offer {
         key = {
             meta.resub.kind: ternary; meta.resub.is_new: ternary; gap_drain: ternary;
             dep[16:16]: ternary; since[15:15]: ternary; wait_left[15:15]: ternary;
+            meta.best_raw[8:8]: ternary;
         }
-        actions = { move_cur; move_best; stay; }
+        actions = { move_cur; move_best; move_hashed; stay; }
         const default_action = stay();
         const entries = {
-            (RESUB_CHOOSE, 1, _, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, 0, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, _, 1, 0, _): move_cur();
-            (RESUB_DRAIN, _, _, 1, 0, 0): move_best();
+            (RESUB_CHOOSE, 1, _, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, 0, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, _, 1, 0, _, _): move_cur();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 0): move_best();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 1): move_hashed();
         }
-        size = 4;
+        size = 5;
+    }
+    /* The first pass's offer: the flow's tag with the best member, unless
+     * the slot was used within the flowlet timeout (recent: an active flow
+     * holds it, maybe this one).  Recent: a previous arrival (prev != 0) no
+     * older than the timeout (age >= 0 and age - timeout < 0, sign bits:
+     * exact for ages and timeouts below 2^31 ns).  The best member as in
+     * second_offer.  Size: 5 const rows. */
+    action free_best() { recent = 0; offer = sig_base | meta.best_raw; own_key = sig_base; }
+    action free_hashed() { recent = 0; offer = sig_base | meta.hashed16; own_key = sig_base; }
+    action held() { recent = 1; offer = 0; own_key = sig_base; }
+    table first_offer {
+        key = {
+            prev: ternary; age[31:31]: ternary; left[31:31]: ternary;
+            meta.best_raw[8:8]: ternary;
+        }
+        actions = { free_best; free_hashed; held; }
+        const default_action = free_best();
+        const entries = {
+            (0, _, _, 0): free_best();
+            (0, _, _, 1): free_hashed();
+            (_, 0, 1, _): held();
+            (_, _, _, 0): free_best();
+            (_, _, _, 1): free_hashed();
+        }
+        size = 5;
+    }
+
+    /* The index by identity hashes in the executing action (a container
+     * written from three PHV sources took two instructions, in two steps;
+     * a hash unit places all the bits at once): a feedback packet's
+     * (group, member, queue) from path_choice.port_member, a second pass's
+     * from its resubmit header, both known in stage 0.  Rows: 2 const. */
+    action record_departure() {
+        dep = departure.execute(fb_index_of.get({meta.fb_group, meta.fb_member,
+                                                 hdr.feedback.qid[4:0]}));
+    }
+    action read_departure() {
+        dep = departure.execute(resub_index_of.get({meta.resub.group, meta.resub.old,
+                                                    meta.resub.qid}));
+    }
+    table departure_at {
+        key = { meta.kind: exact; second: exact; meta.fb_hit: exact; }
+        actions = { record_departure; read_departure; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (KIND_FEEDBACK, 0, 1): record_departure();
+            (KIND_DATA, 1, 0): read_departure();
+        }
+        size = 2;
     }
 
     /* another flow holds the slot (or took it: not expected in a second
@@ -231,8 +282,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.is_new = 1;
         meta.resub.old = meta.best;
         meta.resub.prev_ts = meta.prev_ts;
-        meta.resub.qid = meta.qid;
-        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
     action new_direct() {
@@ -252,8 +303,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.is_new = 0;
         meta.resub.old = (member_t) r[2:0];
         meta.resub.prev_ts = meta.prev_ts;   /* the gap's drain test */
-        meta.resub.qid = meta.qid;
-        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
     action gap_refused() {
@@ -277,8 +328,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.prev_ts = meta.prev_ts;
         meta.resub.cur = (member_t) r[2:0];
         meta.resub.old = (member_t) r[2:0];
-        meta.resub.qid = meta.qid;
-        meta.resub._pad0 = 0; meta.resub._pad1 = 0; meta.resub._pad2 = 0;
+        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
     /* Size: the 16 const rows. */
@@ -318,88 +369,82 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 16;
     }
 
+    /* Each gate holds one table (or assignments), and the gates read the
+     * parser's `kind`, the resubmit flag and flags made in stage 0: on
+     * Tofino-1 a gate waits for every input of every table under it, so a
+     * block of tables under one condition waited for the latest of them
+     * (README.md, "Tofino-1").  The first pass: arrive, first_offer,
+     * update, flags, decide; the second: departure_at, the drain
+     * differences, second_offer, update, flags, decide. */
     apply {
-        /* `departed`: written by feedback, read by a second pass.  Each
-         * input written once on each path (an initial value written first
-         * and overwritten was one more step before the register). */
-        if (meta.kind == KIND_FEEDBACK) {
-            /* path_choice's port_member told which member this port is */
-            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
-            dep_index = fb_index_of.get({meta.fb_group, meta.fb_member, hdr.feedback.qid[4:0]});
+        if (meta.resub.isValid()) {
+            second = 1;
         } else {
-            /* the member the flow would leave: `old` in both kinds */
-            fb_departed = 0;
-            dep_index = resub_index_of.get({meta.group, meta.resub.old, meta.resub.qid});
+            second = 0;
         }
-        if (meta.kind == KIND_FEEDBACK || (meta.kind == KIND_DATA && meta.resub.isValid())) {
-            dep = departure.execute(dep_index);
-        }
-        if (meta.kind != KIND_DATA) {
-            return;
-        }
+        /* `departed`: written by feedback, read by a second pass */
+        departure_at.apply();
         /* {valid (bit 15: a used slot), flow_hash[30:19], member 0}, by an identity hash: written
          * as (hash & 0xFFF8) | VALID, p4c's mid end substituted that
          * expression into every use (offer's slices), and bf-p4c's
          * instruction selection failed on it (an internal error) */
         sig_base = sig_of.get({1w1, meta.flow_hash[30:19], 3w0});
-        bit<13> slot = meta.flow_hash[12:0];
-        meta.change_reason = 0xFF;
-        second = 0;
-        kind_choose = 0;
-        moves = 0;
-        old_ne_cur = 0;
-        recent = 0;
-        stamp = meta.now | 1;
-        deadlines.apply();
-        offer_best = sig_base | (bit<16>) meta.best;
         if (meta.resub.isValid()) {
-            /* Second pass.  Drained: the last packet that left the old
-             * member's queue arrived no earlier than this flow's previous
-             * packet (FIFO: then all of the flow's packets have left).
-             * Stamps are 64 ns units, so a packet that arrived up to 64 ns
-             * before the flow's previous one can stand for it, and a flow
-             * that paused over 2 ms is not tested (the stamps wrap in
-             * 4.2 ms; its flowlet gap moves it anyway when the timeout is
-             * below that) (README.md: drain).  `second_offer` decides. */
-            second = 1;
+            /* a second pass: RESUB_CHOOSE, and whether it moves the flow */
             if (meta.resub.kind == RESUB_CHOOSE) {
                 kind_choose = 1;
+            } else {
+                kind_choose = 0;
             }
+        }
+        if (meta.resub.isValid()) {
             if (meta.resub.old != meta.resub.cur) {
                 old_ne_cur = 1;
+            } else {
+                old_ne_cur = 0;
             }
-            own_key = 1;
-            offer_cur = sig_base | (bit<16>) meta.resub.cur;
-            drain_times.apply();
-            drain_wait.apply();
+        }
+        deadlines.apply();
+        if (meta.kind == KIND_DATA && second == 0 && meta.drop == 0 && meta.no_route == 0) {
+            /* first pass: the slot's previous arrival */
+            prev = arrive.execute(meta.flow_hash[12:0]);
+        }
+        meta.prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
+        arrival_age.apply();
+        /* Second pass.  Drained: the last packet that left the old
+         * member's queue arrived no earlier than this flow's previous
+         * packet (FIFO: then all of the flow's packets have left).
+         * Stamps are 64 ns units, so a packet that arrived up to 64 ns
+         * before the flow's previous one can stand for it, and a flow
+         * that paused over 2 ms is not tested (the stamps wrap in
+         * 4.2 ms; its flowlet gap moves it anyway when the timeout is
+         * below that) (README.md: drain).  `second_offer` decides. */
+        offer_cur = sig_base | (bit<16>) meta.resub.cur;
+        drain_times.apply();
+        drain_wait.apply();
+        if (second == 1) {
             second_offer.apply();
         } else {
-            /* First pass: the slot's previous arrival, then its tag. */
-            own_key = sig_base;
-            prev = arrive.execute(slot);
-            meta.prev_ts = prev_stamp_of.get({prev[21:6]});   /* (a hash, not a slice copy: PHV alignment) */
-            /* age < timeout as sign bits (bf-p4c: a gateway cannot compare
-             * two 32-bit fields): exact for ages and timeouts below 2^31 ns */
-            arrival_age.apply();
-            if (prev != 0 && age[31:31] == 0 && left[31:31] == 1) {
-                recent = 1;
-                offer = 0;      /* used within the timeout: not free to take */
-            } else {
-                offer = offer_best;
-            }
+            first_offer.apply();
         }
-        r = update.execute(slot);
+        if (meta.kind == KIND_DATA && meta.drop == 0 && meta.no_route == 0) {
+            r = update.execute(meta.flow_hash[12:0]);
+        }
         /* the flags of the slot's tag, side by side, then the decision */
-        own = 0;
         if (r[15:3] == sig_base[15:3]) {
             own = 1;
+        } else {
+            own = 0;
         }
-        stored_best = 0;
         if (r[2:0] == meta.best) {
             stored_best = 1;
+        } else {
+            stored_best = 0;
         }
         stored_up.apply();
         stored_measured_bit.apply();
-        decide.apply();
+        if (meta.kind == KIND_DATA && meta.drop == 0 && meta.no_route == 0) {
+            decide.apply();
+        }
     }
 }

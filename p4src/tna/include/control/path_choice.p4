@@ -33,7 +33,7 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * not a constant in one branch and a field in the other). */
     Register<best_pair_t, group_t>(256, {0x100, SCORE_NONE}) group_best;
 
-    bit<16> fb_member;
+    bit<16> fb_member16;
     bit<16> fb_delay;
     /* the reported delay's 16 ns units, by an identity hash (a slice copy
      * must stay bit-aligned with its source) */
@@ -41,8 +41,8 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
     RegisterAction<best_pair_t, group_t, bit<16>>(group_best) update_best = {
         void apply(inout best_pair_t v, out bit<16> rv) {
-            if (v.member == fb_member || fb_delay + TNA_FEEDBACK_HYSTERESIS < v.score) {
-                v.member = fb_member;
+            if (v.member == fb_member16 || fb_delay + TNA_FEEDBACK_HYSTERESIS < v.score) {
+                v.member = fb_member16;
                 v.score = fb_delay;
             }
             rv = v.member;
@@ -56,9 +56,15 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         }
     };
 
+    /* Also the feedback's departure for flowlet.departed (bit 16: known),
+     * here so that the departure's table needs nothing computed after this
+     * one (Tofino-1's stages). */
     action set_member(group_t group, member_t member) {
         meta.fb_group = group;
         meta.fb_member = member;
+        meta.fb_hit = 1;
+        fb_member16 = (bit<16>) member;
+        meta.fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
     }
     /* Which group and member a feedback packet's port is.  Size: PORT_SLOTS. */
     table port_member {
@@ -70,6 +76,7 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 
     action set_hashed(member_t member) {
         meta.hashed = member;
+        meta.hashed16 = (bit<16>) member;
     }
     /* (group, 3 bits of the flow CRC) -> member, filled round-robin over the
      * live members by the controller.  Size: 8 per group. */
@@ -80,27 +87,35 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = 2048;
     }
 
+    /* Each gate holds one table and reads the parser's `kind` (and a flag
+     * of the table before it): on Tofino-1 a gate waits for every input of
+     * every table under it (README.md, "Tofino-1"). */
     apply {
         if (meta.kind == KIND_FEEDBACK) {
-            if (port_member.apply().hit) {
-                fb_member = (bit<16>) meta.fb_member;
-                if (hdr.feedback.qdelay_ns[31:19] != 0) {
-                    fb_delay = TNA_BEST_DELAY_SATURATED;
-                } else {
-                    fb_delay = delay_units_of.get({hdr.feedback.qdelay_ns[19:4]});
-                }
-                update_best.execute(meta.fb_group);
-            }
-        } else if (meta.kind == KIND_DATA) {
-            hash_member.apply();
-            bit<16> b = read_best.execute(meta.group);
-            if (b[8:8] == 1) {
-                meta.best = meta.hashed;   /* nothing known: share by flow hash */
-                meta.feedback_known = 0;
+            port_member.apply();
+        }
+        if (meta.kind == KIND_FEEDBACK) {
+            if (hdr.feedback.qdelay_ns[31:19] != 0) {
+                fb_delay = TNA_BEST_DELAY_SATURATED;
             } else {
-                meta.best = (member_t) b[2:0];
-                meta.feedback_known = 1;
+                fb_delay = delay_units_of.get({hdr.feedback.qdelay_ns[19:4]});
             }
+        }
+        if (meta.kind == KIND_FEEDBACK && meta.fb_hit == 1) {
+            update_best.execute(meta.fb_group);
+        }
+        if (meta.kind == KIND_DATA) {
+            hash_member.apply();
+        }
+        if (meta.kind == KIND_DATA) {
+            meta.best_raw = read_best.execute(meta.group);
+        }
+        if (meta.best_raw[8:8] == 1) {
+            meta.best = meta.hashed;   /* nothing known: share by flow hash */
+            meta.feedback_known = 0;
+        } else {
+            meta.best = (member_t) meta.best_raw[2:0];
+            meta.feedback_known = 1;
         }
     }
 }

@@ -9,7 +9,10 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * config).  Size: TENANT_SLOTS. */
     Meter<tenant_id_t>(TENANT_SLOTS, MeterType_t.BYTES) tenant_meter;
 
-    action set_class(bit<2> traffic_class) { meta.traffic_class = traffic_class; }
+    action set_class(bit<2> traffic_class) {
+        meta.traffic_class = traffic_class;
+        hdr.bridged.traffic_class = traffic_class;
+    }
     /* DSCP -> class.  Size: DSCP_CLASS_SIZE. */
     table dscp_class {
         key = { hdr.ipv4.dscp: exact; }
@@ -25,14 +28,15 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         default_action = NoAction();
         size = TENANT_SIZE;
     }
+    /* One table per gate (README.md, "Tofino-1"). */
     apply {
         dscp_class.apply();
         tenant.apply();
         if (meta.tenant != TENANT_NONE && !meta.resub.isValid()) {  /* meter each packet once */
             meta.colour = tenant_meter.execute(meta.tenant);
-            if (meta.colour == (bit<8>) MeterColor_t.RED) {
-                meta.red = 1;                  /* dropped at the end of ingress (stellar.p4) */
-            }
+        }
+        if (meta.colour == (bit<8>) MeterColor_t.RED) {
+            meta.red = 1;                      /* dropped at the end of ingress (stellar.p4) */
         }
     }
 }
@@ -40,9 +44,12 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
 /* (class, elephant) -> queue: mice ahead of elephants of their class. */
 control Queueing(inout tna_ingress_metadata_t meta,
                  inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    /* also the queue a second pass's drain test reads `departed` for (the
+     * resubmit header: flowlet.p4 validates it in the same stage) */
     action set_queue(QueueId_t qid) {
         ig_tm_md.qid = qid;
         meta.qid = (bit<5>) qid;
+        meta.resub.qid = (bit<5>) qid;
     }
     /* Size: QUEUE_MAP_SIZE. */
     table queue_map {

@@ -9,15 +9,24 @@
  * flows) comes from a table keyed by 3 bits of the flow CRC, which the
  * controller fills round-robin over the live members: no run-time modulo.
  * A job reservation (src, dst ternary) replaces the destination's group.
+ *
+ * Tofino-1 (README.md, "Tofino-1"): the reservation is looked up first and
+ * the LPM only when it misses, so the two writers of the group are mutually
+ * exclusive and share stage 0 (the LPM first and the reservation on its hit
+ * wrote the group one after the other); a miss sets its own flag, no_route,
+ * beside the sanity checks' `drop`; the TTL test is the sanity checks'
+ * (stellar.p4) and the decrement is in the hit actions.  A reserved pair is
+ * forwarded by its reservation even when its destination has no route.
  */
 control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action set_group(group_t group, bit<4> count) {
         meta.group = group;
         meta.count = count;
+        hdr.bridged.group = group;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;  /* the deparser recomputes the checksum */
     }
     action drop_no_route() {
-        meta.drop = 1;
-        meta.drop_reason = DROP_NO_ROUTE;
+        meta.no_route = 1;    /* stellar.p4's `finish` drops it (DROP_NO_ROUTE) */
     }
     /* Destination prefixes.  Size: ROUTING_LPM_SIZE (size.p4). */
     table lpm {
@@ -29,6 +38,8 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action reserve_group(group_t group, bit<4> count) {
         meta.group = group;
         meta.count = count;
+        hdr.bridged.group = group;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
     /* Job reservations: traffic between a job's hosts uses the member group
      * (the uplinks) the controller reserved for it, instead of the
@@ -44,12 +55,10 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = RESERVATION_SIZE;
     }
     apply {
-        if (hdr.ipv4.ttl <= 1) {
-            meta.drop = 1;
-            meta.drop_reason = DROP_TTL_EXPIRED;
-        } else if (lpm.apply().hit) {
-            reservation.apply();
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;  /* the deparser recomputes the checksum */
+        if (hdr.ipv4.isValid()) {
+            if (!reservation.apply().hit) {
+                lpm.apply();
+            }
         }
     }
 }
