@@ -176,6 +176,23 @@ def test_feedback_is_accepted_only_from_the_recirculation_port():
     assert spoof.out() == []
 
 
+def _departed(leaf, group: int, member: int, qid: int) -> int:
+    """flowlet.departed's cell for (group, member, queue): the index is {group, member, qid}."""
+    return leaf.sw.register_read(f"{ING}.flowlet.departed", group << 8 | member << 5 | qid)
+
+
+def test_feedback_from_a_port_of_no_group_records_no_departure():
+    # a feedback packet whose port path_choice.port_member does not know names no (group,
+    # member): it must not stand for a departure of group 0's member 0 (the departure's
+    # table keys on the hit; before, the miss wrote that cell)
+    leaf = TnaLeaf()
+    leaf.send(_feedback(9, 1000, departed_ts=0x1234, qid=4), port=68)
+    assert _departed(leaf, 0, 0, 4) == 0
+    # control: the same feedback from uplink 3 (group 1, member 1) records its stamp
+    leaf.send(_feedback(3, 1000, departed_ts=0x1234, qid=4), port=68)
+    assert _departed(leaf, GROUP, 1, 4) == 0x10000 | 0x1234
+
+
 def _stamp(t_us: float) -> int:
     """The 16-bit arrival stamp the program bridges (ns >> 6)."""
     return (int(t_us * 1000) >> 6) & 0xFFFF
