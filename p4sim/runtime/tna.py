@@ -22,6 +22,7 @@ from p4sim.frontend import ir
 from p4sim.runtime import codegen
 from p4sim.runtime.externs import Counter, Meter, Register
 from p4sim.runtime.hashing import pack_bits
+from p4sim.runtime.objects import pyattr
 from p4sim.runtime.pipeline import PacketContext, Pipeline
 from p4sim.runtime.tna_codegen import struct_layout, value_width
 
@@ -251,6 +252,18 @@ class TnaPipeline(Pipeline):
         self.no_match = comp.err.get("NoMatch", -98)
         self.source = code.source
         self.uses_clone = False
+        # bf-p4c initialises user metadata only under @pa_auto_init_metadata (anywhere in the
+        # program: it collects it as a global pragma); without it, a field read before it is
+        # written holds whatever its PHV container held (the back end marks it pa_no_init)
+        self.auto_init_metadata = _has_annotation(prog, "pa_auto_init_metadata")
+
+    def fresh_metadata(self, obj: Any, t: ir.StructT) -> Any:
+        """A new user-metadata struct as the parser starts: zeros under @pa_auto_init_metadata,
+        otherwise every field set to all ones, so that a program that reads a field it never
+        wrote gets a wrong answer here as it would on the switch, not a silent zero."""
+        if not self.auto_init_metadata:
+            _fill_ones(obj, t)
+        return obj
 
     def _make_extern(self, inst: ir.ExternInstance) -> Any:
         k, a = inst.extern, inst.ctor_args
@@ -295,3 +308,23 @@ class TnaPipeline(Pipeline):
         if err == self.no_match:
             return 0x0001  # NO_MATCH
         return 0x0001
+
+
+def _has_annotation(prog: ir.Program, name: str) -> bool:
+    """Whether any control, parser or struct/header type of ``prog`` carries ``@name``."""
+    decls = [*prog.controls.values(), *prog.parsers.values(), *prog.types.values()]
+    return any(name in (getattr(d, "annotations", None) or {}) for d in decls)
+
+
+def _fill_ones(obj: Any, t: ir.StructT) -> None:
+    """Set every unsigned bit and bool field of a struct (nested structs included) to all ones;
+    headers keep their validity (bf-p4c initialises validity bits), enums and signed fields
+    their defaults."""
+    for f in t.fields:
+        ft, a = f.type, pyattr(f.name)
+        if isinstance(ft, ir.BitT) and not ft.signed:
+            setattr(obj, a, (1 << ft.width) - 1)
+        elif isinstance(ft, ir.BoolT):
+            setattr(obj, a, True)
+        elif isinstance(ft, ir.StructT):
+            _fill_ones(getattr(obj, a), ft)

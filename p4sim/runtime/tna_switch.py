@@ -143,7 +143,7 @@ class TnaSwitch(Switch):
             md = self.port_metadata.get(port, 0)
         prefix = ((ig_intr._pack() << mdb) | md).to_bytes((64 + mdb) >> 3, "big")
         buf = prefix + data
-        hdr, meta = p.IH(), p.IM()
+        hdr, meta = p.IH(), p.fresh_metadata(p.IM(), p.meta_type)
         tm, prsr, dprsr = p.IG_TM(), p.IG_PRSR(), p.IG_DPRSR()
         prsr.global_tstamp = ns_now & M48
         X.begin_pass(now, len(data))
@@ -294,7 +294,7 @@ class TnaSwitch(Switch):
         eg.pkt_length = pkt.orig_len & M16
         eg._v = True
         buf = eg._pack().to_bytes(p.EG_INTR._WIDTH >> 3, "big") + pkt.data
-        hdr, meta = p.EH(), p.EM()
+        hdr, meta = p.EH(), p.fresh_metadata(p.EM(), p.egress_meta_type)
         prsr, dprsr, oport = p.EG_PRSR(), p.EG_DPRSR(), p.EG_OPORT()
         prsr.global_tstamp = ns_t & M48
         X.begin_pass(t, pkt.orig_len)

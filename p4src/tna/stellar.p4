@@ -44,6 +44,7 @@
 #include "include/control/reorder.p4"
 #include "include/control/rewrite.p4"
 
+@pa_auto_init_metadata
 control StellarIngress(inout tna_headers_t hdr,
                        inout tna_ingress_metadata_t meta,
                        in ingress_intrinsic_metadata_t ig_intr_md,
