@@ -51,7 +51,6 @@ control StellarIngress(inout tna_headers_t hdr,
                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;   /* (no L4 key: l4 = 0) */
     /* The clock's slices that the blocks use (the bridged stamp, the DRE
      * window, the sketch window), taken through identity hashes: copied as
      * slices, bf-p4c must keep every copy bit-aligned with the clock, and
@@ -125,12 +124,13 @@ control StellarIngress(inout tna_headers_t hdr,
 
     /* The flow key's one CRC-32 (flowlet.p4 says how it is sliced), over
      * {src, dst, protocol, l4} with l4 the dest QP (RoCEv2), the ports
-     * (UDP, TCP) or 0: one Hash per kind of L4 header, each over that
-     * header's fields, so that the CRC is computed in the stage that
-     * classifies the packet (a CRC over meta.l4 waited one stage for it). */
+     * (UDP, TCP: the parser's meta.l4) or 0: two Hash instances, one over
+     * the BTH's field and one over the parser's, so that the CRC is
+     * computed in the first stage (a CRC over an l4 that ingress assembles
+     * waited one stage for it; four, one per L4 header, took more hash
+     * distribution units than a stage has). */
     Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_roce;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_udp;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_tcp;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;
 
     /* The end of ingress, one const table on the flags (a chain of
      * conditions before: three steps): what leaves, what is dropped and
@@ -161,6 +161,9 @@ control StellarIngress(inout tna_headers_t hdr,
      * it is resubmitted: the digest is the deparser's, not the TM's */
     action forward(bit<3> resubmit, bit<3> digest) {
         hdr.bridged.member = meta.chosen;
+        /* here, not in routing: the sanity checks' TTL gate would wait for
+         * a writer of the TTL (the deparser recomputes the checksum) */
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         hdr.bridged.ingress_ts = meta.stamp16;
         ig_dprsr_md.resubmit_type = resubmit;
         ig_dprsr_md.digest_type = digest;
@@ -222,15 +225,18 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged._pad2 = 0;
         }
         if (meta.kind == KIND_DATA) {
+            /* each path writes each field once (a second write of the
+             * reason took a second stage) */
             if (ig_prsr_md.parser_err != 0) {
                 meta.malformed = MALFORMED_OTHER;
                 meta.drop = 1;
                 meta.drop_reason = DROP_MALFORMED;
             } else if (!hdr.ipv4.isValid()) {
                 meta.drop = 1;
-                meta.drop_reason = DROP_NOT_IPV4;
-                if (meta.malformed == MALFORMED_BAD_VERSION) {   /* (bf-p4c: no ?: in an action) */
+                if (meta.malformed == MALFORMED_BAD_VERSION) {
                     meta.drop_reason = DROP_MALFORMED;
+                } else {
+                    meta.drop_reason = DROP_NOT_IPV4;
                 }
             } else if (hdr.ipv4.ttl <= 1) {
                 meta.drop = 1;
@@ -244,22 +250,10 @@ control StellarIngress(inout tna_headers_t hdr,
             meta.l4 = (bit<32>) hdr.bth.dest_qp;
             meta.flow_hash = flow_crc_roce.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
                                                 hdr.ipv4.protocol, 8w0, hdr.bth.dest_qp});
-        } else if (hdr.udp.isValid()) {
-            hdr.bridged.is_roce = 0;
-            meta.l4 = hdr.udp.src_port ++ hdr.udp.dst_port;
-            meta.flow_hash = flow_crc_udp.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                               hdr.ipv4.protocol, hdr.udp.src_port,
-                                               hdr.udp.dst_port});
-        } else if (hdr.tcp.isValid()) {
-            hdr.bridged.is_roce = 0;
-            meta.l4 = hdr.tcp.src_port ++ hdr.tcp.dst_port;
-            meta.flow_hash = flow_crc_tcp.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                               hdr.ipv4.protocol, hdr.tcp.src_port,
-                                               hdr.tcp.dst_port});
         } else {
             hdr.bridged.is_roce = 0;
             meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                           hdr.ipv4.protocol, 32w0});
+                                           hdr.ipv4.protocol, meta.l4});
         }
         routing.apply(hdr, meta);
         /* The class and the policer run beside routing, not behind it:
@@ -271,9 +265,7 @@ control StellarIngress(inout tna_headers_t hdr,
          * neither the sketch nor the DRE (README.md: "policing").  A
          * packet that routing drops (TTL, no route) still passes its
          * tenant's meter. */
-        if (ig_prsr_md.parser_err == 0 && hdr.ipv4.isValid()) {
-            qos.apply(hdr, meta);
-        }
+        qos.apply(hdr, meta, ig_prsr_md.parser_err);
         elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */

@@ -176,21 +176,22 @@ def test_feedback_is_accepted_only_from_the_recirculation_port():
     assert spoof.out() == []
 
 
-def _departed(leaf, group: int, member: int, qid: int) -> int:
-    """flowlet.departed's cell for (group, member, queue): the index is {group, member, qid}."""
-    return leaf.sw.register_read(f"{ING}.flowlet.departed", group << 8 | member << 5 | qid)
+def _departed(leaf, port: int, qid: int) -> int:
+    """flowlet.departed's cell for (port, queue): the index is {port, qid}."""
+    return leaf.sw.register_read(f"{ING}.flowlet.departed", port << 5 | qid)
 
 
-def test_feedback_from_a_port_of_no_group_records_no_departure():
-    # a feedback packet whose port path_choice.port_member does not know names no (group,
-    # member): it must not stand for a departure of group 0's member 0 (the departure's
-    # table keys on the hit; before, the miss wrote that cell)
+def test_feedback_records_the_departure_of_its_own_port_and_queue_only():
+    # departures are kept per (port, queue), indexed from the feedback header alone: uplink 3's
+    # report sets its cell and no other port's or queue's
     leaf = TnaLeaf()
-    leaf.send(_feedback(9, 1000, departed_ts=0x1234, qid=4), port=68)
-    assert _departed(leaf, 0, 0, 4) == 0
-    # control: the same feedback from uplink 3 (group 1, member 1) records its stamp
     leaf.send(_feedback(3, 1000, departed_ts=0x1234, qid=4), port=68)
-    assert _departed(leaf, GROUP, 1, 4) == 0x10000 | 0x1234
+    assert _departed(leaf, 3, 4) == 0x10000 | 0x1234
+    assert _departed(leaf, 2, 4) == 0 and _departed(leaf, 3, 5) == 0
+    # negative control: the same report from a host port is not feedback, records nothing
+    spoof = TnaLeaf()
+    spoof.send(_feedback(3, 1000, departed_ts=0x1234, qid=4), port=1)
+    assert _departed(spoof, 3, 4) == 0
 
 
 def _stamp(t_us: float) -> int:

@@ -57,21 +57,24 @@ header resubmit_h {
      * first pass writes them from different PHV fields and constants in one
      * action, and bf-p4c allows a written container two PHV sources, or one
      * with constants. */
-    bit<4>   _pad0;
     bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE (a constant per action) */
-    bit<1>   elephant;       /* the first pass's verdict (the sketch counts once) */
     bit<1>   is_new;         /* (a constant per action) */
-    group_t  group;          /* the first pass's group: the second pass reads
-                              * `departed` at (group, old, qid) from this header
-                              * alone, in the stage after the parser, not
-                              * after routing (Tofino-1's 12 stages) */
+    bit<4>   _pad0;
+    bit<1>   elephant;       /* the first pass's verdict (the sketch counts once); bit 0,
+                              * as in bridged_h and meta: bf-p4c moves a bit between
+                              * containers without a shift (unaligned, the elephant's
+                              * copies could not be placed: round 11) */
+    bit<7>   _pad1;
+    PortId_t port;           /* the port the first pass would send the packet to (the
+                              * flow's port, member_port), and ... */
     bit<5>   _pad3;
     member_t cur;            /* drain: the flow's member; choose: the choice */
     bit<5>   _pad4;
     member_t old;            /* choose: the member before the gap */
     bit<3>   _pad5;
-    bit<5>   qid;            /* the first pass's queue (written by queueing) */
-    bit<8>   _pad1;
+    bit<5>   qid;            /* ... its queue (queueing): the second pass reads
+                              * `departed` at (port, qid) from this header alone,
+                              * in the stage after the parser (Tofino-1's 12 stages) */
 }
 
 struct tna_headers_t {

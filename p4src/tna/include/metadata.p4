@@ -28,6 +28,10 @@ struct tna_ingress_metadata_t {
     /* routing */
     group_t  group;
     bit<4>   count;          /* members in the group */
+    bit<1>   reserved;       /* routing.reservation hit: its group replaces the route's */
+    group_t  resv_group;
+    bit<4>   resv_count;
+    bit<1>   down_hit;       /* failover.port_member hit (a port-down packet) */
     /* the flow key's one CRC-32, sliced (see flowlet.p4) */
     bit<32>  flow_hash;
     bit<1>   is_roce;
@@ -42,7 +46,6 @@ struct tna_ingress_metadata_t {
     group_t  fb_group;
     member_t fb_member;
     bit<1>   fb_hit;         /* path_choice.port_member hit (a feedback packet) */
-    bit<32>  fb_departed;    /* a feedback packet's departure stamp | bit 16 (flowlet.departed) */
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */

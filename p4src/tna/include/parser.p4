@@ -115,7 +115,11 @@ parser StellarIngressParser(packet_in pkt,
         meta.malformed = MALFORMED_BAD_VERSION;
         transition accept;
     }
+    /* The flow key's L4 part for UDP and TCP, the ports (the first 32 bits
+     * of either header), taken by the parser so that ingress hashes the key
+     * in its first stage; RoCEv2's (the dest QP) is ingress's (stellar.p4). */
     state parse_udp {
+        meta.l4 = pkt.lookahead<bit<32>>();
         pkt.extract(hdr.udp);
         transition select(hdr.udp.dst_port) {
             UDP_PORT_ROCEV2: parse_bth;
@@ -123,6 +127,7 @@ parser StellarIngressParser(packet_in pkt,
         }
     }
     state parse_tcp {
+        meta.l4 = pkt.lookahead<bit<32>>();
         pkt.extract(hdr.tcp);
         transition accept;
     }

@@ -54,22 +54,33 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             rv = v.bytes;
         }
     };
-    action count_bytes() {
-        meta.row0 = add0.execute(meta.flow_hash[10:0]);
-        meta.row1 = add1.execute(meta.flow_hash[26:16]);
+    /* One table per row (an action may address one register from the hash
+     * unit); the meter's colour as a key, not a gate on a flag made from it
+     * (one stage less).  Every case is a row (a default action cannot use
+     * the hash-distributed index, bf-p4c).  Size: 2 const rows each. */
+    action count0() { meta.row0 = add0.execute(meta.flow_hash[10:0]); }
+    action none0() { meta.row0 = keep0.execute(meta.flow_hash[10:0]); }
+    table sketch0 {
+        key = { meta.colour: ternary; }
+        actions = { count0; none0; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (8w3): none0();      /* MeterColor_t.RED */
+            (_): count0();
+        }
+        size = 2;
     }
-    action count_none() {
-        meta.row0 = keep0.execute(meta.flow_hash[10:0]);
-        meta.row1 = keep1.execute(meta.flow_hash[26:16]);
-    }
-    /* The meter's colour as a key, not a gate on a flag made from it (one
-     * stage less).  Size: 1 const row. */
-    table sketch {
-        key = { meta.colour: exact; }
-        actions = { count_bytes; count_none; }
-        const default_action = count_bytes();
-        const entries = { (8w3): count_none(); }   /* MeterColor_t.RED */
-        size = 1;
+    action count1() { meta.row1 = add1.execute(meta.flow_hash[26:16]); }
+    action none1() { meta.row1 = keep1.execute(meta.flow_hash[26:16]); }
+    table sketch1 {
+        key = { meta.colour: ternary; }
+        actions = { count1; none1; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (8w3): none1();
+            (_): count1();
+        }
+        size = 2;
     }
 
     action hint_elephant() { meta.hint_elephant = 1; }
@@ -151,7 +162,10 @@ control Elephant(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         epoch = meta.sketch_win;
         len = (bit<32>) hdr.ipv4.total_len;
         if (meta.kind == KIND_DATA && second == 0 && meta.drop == 0 && meta.no_route == 0) {
-            sketch.apply();
+            sketch0.apply();
+        }
+        if (meta.kind == KIND_DATA && second == 0 && meta.drop == 0 && meta.no_route == 0) {
+            sketch1.apply();
         }
         threshold_limit.apply();
         smaller_row.apply();

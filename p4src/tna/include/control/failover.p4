@@ -63,6 +63,7 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action set_member(group_t group, member_t member, bit<8> clear_mask) {
         down_group = group;     /* (`member` is in the mask: ~(1 << member)) */
         down_mask = clear_mask;
+        meta.down_hit = 1;
     }
     /* port -> (group, member, ~(1 << member)), from the controller.  A port is
      * a member of one group.  Size: PORT_SLOTS. */
@@ -133,9 +134,10 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * are pure functions of metadata and run for every packet. */
     apply {
         if (meta.kind == KIND_PORT_DOWN) {
-            if (port_member.apply().hit) {
-                mark_down.execute(down_group);
-            }
+            port_member.apply();
+        }
+        if (meta.kind == KIND_PORT_DOWN && meta.down_hit == 1) {
+            mark_down.execute(down_group);
         }
         if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);

@@ -60,11 +60,15 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     /* Per flow slot: the last arrival of any packet hashed to the slot (ns,
      * low 32 bits, bit 0 forced to 1 so that 0 means "never").  Size: FLOW_SLOTS. */
     Register<bit<32>, bit<13>>(FLOW_SLOTS, 0) arrivals;
-    /* Per (group, member, queue): the arrival stamp (ns >> 6, 16 bits) of
-     * the last packet that left that queue of the member's port, from the
-     * feedback packets (per queue: only one queue is FIFO); bit 16: some
-     * departure was recorded.  Size: 256 groups x 8 members x 32 queues. */
-    Register<bit<32>, bit<16>>(65536, 0) departed;
+    /* Per (port, queue): the arrival stamp (ns >> 6, 16 bits) of the last
+     * packet that left that queue of the port, from the feedback packets
+     * (per queue: only one queue is FIFO); bit 16: some departure was
+     * recorded.  Per port, not per (group, member): a feedback packet names
+     * its port and a second pass the port its flow was on, both from
+     * headers the parser extracts, so the index is ready in stage 0 (a
+     * (group, member) of the feedback's port waited for port_member).
+     * Size: 512 ports x 32 queues. */
+    Register<bit<32>, bit<14>>(16384, 0) departed;
 
     bit<16> sig_base; /* the flow's key: its tag is sig_base | member */
     bit<16> own_key;      /* `update` writes a slot whose tag is not in [own_key, own_key + 7] */
@@ -74,8 +78,10 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * places all the bits at once.  (The feedback's cell stays an OR with a
      * constant: with the index, two hashes in one action needed 64 bits of
      * the 32-bit immediate pathway on Tofino-1.) */
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_of;
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) resub_index_of;
+    Hash<bit<14>>(HashAlgorithm_t.IDENTITY) fb_index_of;
+    Hash<bit<14>>(HashAlgorithm_t.IDENTITY) resub_index_of;
+    bit<14> dep_index;     /* {port, queue} */
+    bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
@@ -106,11 +112,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     };
     /* A feedback packet writes its departure (fb_departed, bit 16 set); a
      * second pass reads (fb_departed 0).  rv: the cell before. */
-    RegisterAction<bit<32>, bit<16>, bit<32>>(departed) departure = {
+    RegisterAction<bit<32>, bit<14>, bit<32>>(departed) departure = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
-            if (meta.fb_departed != 0) {
-                v = meta.fb_departed;
+            if (fb_departed != 0) {
+                v = fb_departed;
             }
         }
     };
@@ -225,26 +231,17 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         size = 5;
     }
 
-    /* The index by identity hashes in the executing action (a container
-     * written from three PHV sources took two instructions, in two steps;
-     * a hash unit places all the bits at once): a feedback packet's
-     * (group, member, queue) from path_choice.port_member, a second pass's
-     * from its resubmit header, both known in stage 0.  Rows: 2 const. */
-    action record_departure() {
-        dep = departure.execute(fb_index_of.get({meta.fb_group, meta.fb_member,
-                                                 hdr.feedback.qid[4:0]}));
-    }
-    action read_departure() {
-        dep = departure.execute(resub_index_of.get({meta.resub.group, meta.resub.old,
-                                                    meta.resub.qid}));
-    }
+    /* One action each; the same index field (bf-p4c: the actions of one
+     * table address its register alike).  Rows: 2 const. */
+    action record_departure() { dep = departure.execute(dep_index); }
+    action read_departure() { dep = departure.execute(dep_index); }
     table departure_at {
-        key = { meta.kind: exact; second: exact; meta.fb_hit: exact; }
+        key = { meta.kind: exact; second: exact; }
         actions = { record_departure; read_departure; NoAction; }
         const default_action = NoAction();
         const entries = {
-            (KIND_FEEDBACK, 0, 1): record_departure();
-            (KIND_DATA, 1, 0): read_departure();
+            (KIND_FEEDBACK, 0): record_departure();
+            (KIND_DATA, 1): read_departure();
         }
         size = 2;
     }
@@ -282,7 +279,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.is_new = 1;
         meta.resub.old = meta.best;
         meta.resub.prev_ts = meta.prev_ts;
-        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        /* (port: routing.p4's set_port; qid: queueing.p4's set_queue) */
         meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
@@ -303,7 +300,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.is_new = 0;
         meta.resub.old = (member_t) r[2:0];
         meta.resub.prev_ts = meta.prev_ts;   /* the gap's drain test */
-        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        /* (port: routing.p4's set_port; qid: queueing.p4's set_queue) */
         meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
@@ -328,7 +325,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.prev_ts = meta.prev_ts;
         meta.resub.cur = (member_t) r[2:0];
         meta.resub.old = (member_t) r[2:0];
-        meta.resub.group = meta.group;   /* (qid: queueing.p4's set_queue) */
+        /* (port: routing.p4's set_port; qid: queueing.p4's set_queue) */
         meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
@@ -382,7 +379,15 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         } else {
             second = 0;
         }
-        /* `departed`: written by feedback, read by a second pass */
+        /* `departed`: written by feedback, read by a second pass, at
+         * (port, queue) from the feedback header or the resubmit header */
+        if (meta.kind == KIND_FEEDBACK) {
+            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
+            dep_index = fb_index_of.get({hdr.feedback.port, hdr.feedback.qid[4:0]});
+        } else {
+            fb_departed = 0;
+            dep_index = resub_index_of.get({meta.resub.port, meta.resub.qid});
+        }
         departure_at.apply();
         /* {valid (bit 15: a used slot), flow_hash[30:19], member 0}, by an identity hash: written
          * as (hash & 0xFFF8) | VALID, p4c's mid end substituted that

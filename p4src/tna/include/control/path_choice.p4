@@ -56,15 +56,11 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         }
     };
 
-    /* Also the feedback's departure for flowlet.departed (bit 16: known),
-     * here so that the departure's table needs nothing computed after this
-     * one (Tofino-1's stages). */
     action set_member(group_t group, member_t member) {
         meta.fb_group = group;
         meta.fb_member = member;
         meta.fb_hit = 1;
         fb_member16 = (bit<16>) member;
-        meta.fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
     }
     /* Which group and member a feedback packet's port is.  Size: PORT_SLOTS. */
     table port_member {

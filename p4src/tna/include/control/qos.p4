@@ -4,7 +4,8 @@
  * As v1model, with TNA's meter (MeterColor_t: RED is 3) and the queue chosen
  * through ig_intr_md_for_tm.qid instead of standard_metadata.priority.
  */
-control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
+control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
+            in bit<16> parser_err) {
     /* Per-tenant byte meters; rates from the controller (P4Runtime meter
      * config).  Size: TENANT_SLOTS. */
     Meter<tenant_id_t>(TENANT_SLOTS, MeterType_t.BYTES) tenant_meter;
@@ -28,11 +29,17 @@ control Qos(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         default_action = NoAction();
         size = TENANT_SIZE;
     }
-    /* One table per gate (README.md, "Tofino-1"). */
+    /* One table per gate (README.md, "Tofino-1"): truncated or non-IPv4
+     * input (dropped by the sanity checks) is not classified or metered */
     apply {
-        dscp_class.apply();
-        tenant.apply();
-        if (meta.tenant != TENANT_NONE && !meta.resub.isValid()) {  /* meter each packet once */
+        if (parser_err == 0 && hdr.ipv4.isValid()) {
+            dscp_class.apply();
+        }
+        if (parser_err == 0 && hdr.ipv4.isValid()) {
+            tenant.apply();
+        }
+        if (parser_err == 0 && hdr.ipv4.isValid() && meta.tenant != TENANT_NONE &&
+                !meta.resub.isValid()) {   /* meter each packet once */
             meta.colour = tenant_meter.execute(meta.tenant);
         }
         if (meta.colour == (bit<8>) MeterColor_t.RED) {

@@ -10,20 +10,19 @@
  * controller fills round-robin over the live members: no run-time modulo.
  * A job reservation (src, dst ternary) replaces the destination's group.
  *
- * Tofino-1 (README.md, "Tofino-1"): the reservation is looked up first and
- * the LPM only when it misses, so the two writers of the group are mutually
- * exclusive and share stage 0 (the LPM first and the reservation on its hit
- * wrote the group one after the other); a miss sets its own flag, no_route,
- * beside the sanity checks' `drop`; the TTL test is the sanity checks'
- * (stellar.p4) and the decrement is in the hit actions.  A reserved pair is
- * forwarded by its reservation even when its destination has no route.
+ * Tofino-1 (README.md, "Tofino-1"): the two are looked up side by side,
+ * each under a gate of its own, and a gated assignment then takes the
+ * reservation's group over the route's (the LPM and the reservation on its
+ * hit were a two-stage block under one gate, which held back every later
+ * block); a miss sets its own flag, no_route, beside the sanity checks'
+ * `drop`; the TTL test is the sanity checks' and the decrement is at the end
+ * of ingress (stellar.p4).  As before, a reserved pair whose destination has
+ * no route is dropped (no_route).
  */
 control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     action set_group(group_t group, bit<4> count) {
         meta.group = group;
         meta.count = count;
-        hdr.bridged.group = group;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;  /* the deparser recomputes the checksum */
     }
     action drop_no_route() {
         meta.no_route = 1;    /* stellar.p4's `finish` drops it (DROP_NO_ROUTE) */
@@ -36,10 +35,9 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = ROUTING_LPM_SIZE;
     }
     action reserve_group(group_t group, bit<4> count) {
-        meta.group = group;
-        meta.count = count;
-        hdr.bridged.group = group;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        meta.resv_group = group;
+        meta.resv_count = count;
+        meta.reserved = 1;
     }
     /* Job reservations: traffic between a job's hosts uses the member group
      * (the uplinks) the controller reserved for it, instead of the
@@ -56,19 +54,28 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     }
     apply {
         if (hdr.ipv4.isValid()) {
-            if (!reservation.apply().hit) {
-                lpm.apply();
-            }
+            lpm.apply();
         }
+        if (hdr.ipv4.isValid()) {
+            reservation.apply();
+        }
+        if (meta.reserved == 1) {
+            meta.group = meta.resv_group;
+            meta.count = meta.resv_count;
+        }
+        hdr.bridged.group = meta.group;
     }
 }
 
 /* Member index -> egress port, applied once per packet with the chosen member. */
 control MemberPort(inout tna_ingress_metadata_t meta,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    /* also the resubmit header's port: a second pass tests for drain at the
+     * port this pass would have sent the flow's packet to */
     action set_port(PortId_t port) {
         ig_tm_md.ucast_egress_port = port;
         meta.port = port;
+        meta.resub.port = port;
     }
     action drop_no_path_set() {
         meta.drop = 1;
