@@ -372,7 +372,7 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     }, "PORT_SLOTS", 512),
     Table(_tna(f"{_TE}.feedback.ports"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
         f"{_TE}.feedback.report": _params(("interval_ns", 32)),
-        "NoAction": (),
+        f"{_TE}.feedback.no_report": (),
     }, "PORT_SLOTS", 512),
     Table(_tna(f"{_TI}.failover.port_member"), (KeyField("hdr.port_down.port_num", "exact", 9),), {
         f"{_TI}.failover.set_member": _params(("group", 8), ("member", 3), ("clear_mask", 8)),

@@ -33,21 +33,36 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
      * block, p4c's mid end folds the difference back into the condition. */
     action gap() { meta.mark_gap = meta.mark_prob |-| meta.rand; }
     table mark_gap_of { actions = { gap; } const default_action = gap(); size = 1; }
+    /* The mark, one const table on the flags: ECN-capable and not yet CE,
+     * and the draw below the probability or a row of 0xFFFF (always).
+     * (a row of 0xFFFF: a gateway's `a || b` over two fields is "too
+     * complex" for bf-p4c, and nested gates took a stage each on Tofino-1).
+     * Size: 2 const rows. */
+    bit<1> ect;
+    action mark() {
+        hdr.ipv4.ecn = ECN_CE;
+        marks.count(port);
+    }
+    table decide_mark {
+        key = { ect: exact; meta.mark_gap: ternary; meta.mark_prob: ternary; }
+        actions = { mark; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (1, 0, 0xFFFF): mark();
+            (1, 0, _): NoAction();
+            (1, _, _): mark();
+        }
+        size = 3;
+    }
     apply {
         if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT && hdr.ipv4.ecn != ECN_CE) {
-            prob.apply();
-            meta.rand = rnd.get();
-            mark_gap_of.apply();
-            /* a row of 0xFFFF marks always: folded into the gap, so the
-             * test is one field (bf-p4c: `a || b` over two fields is "too
-             * complex" for a gateway) */
-            if (meta.mark_prob == 0xFFFF) {
-                meta.mark_gap = 1;
-            }
-            if (meta.mark_gap != 0) {
-                hdr.ipv4.ecn = ECN_CE;
-                marks.count(port);
-            }
+            ect = 1;
+        } else {
+            ect = 0;
         }
+        prob.apply();
+        meta.rand = rnd.get();
+        mark_gap_of.apply();
+        decide_mark.apply();
     }
 }

@@ -39,7 +39,10 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     };
 
     bit<32> interval;
-    action report(bit<32> interval_ns) { interval = interval_ns; }
+    bit<1> reports;     /* the port is in `ports` */
+    bit<1> is_due;
+    action report(bit<32> interval_ns) { interval = interval_ns; reports = 1; }
+    action no_report() { interval = 0; reports = 0; }
     /* (the subtraction in a keyless table's action: p4c's mid end would fold
      * it into the compare if written in the apply block, and bf-p4c takes no
      * action data as the second operand of a subtraction) */
@@ -48,19 +51,26 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     /* Uplink ports that report, with their interval.  Size: PORT_SLOTS. */
     table ports {
         key = { eg_intr_md.egress_port: exact; }
-        actions = { report; NoAction; }
-        default_action = NoAction();
+        actions = { report; no_report; }
+        default_action = no_report();
         size = PORT_SLOTS;
     }
+    /* Gates of one table each, none nested (README.md, "Tofino-1"); the
+     * limit is computed for every packet (a port that does not report has
+     * interval 0 and no use for it). */
     apply {
         now = eg_prsr_md.global_tstamp[31:0];
-        if (ports.apply().hit) {
-            report_limit.apply();
-            if (due.execute(eg_intr_md.egress_port) == 1) {
-                eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
-                meta.mirror_session = MIRROR_SESSION_FEEDBACK;
-                meta.mirror_pkt_type = PKT_FEEDBACK;
-            }
+        ports.apply();
+        report_limit.apply();
+        if (reports == 1) {
+            is_due = due.execute(eg_intr_md.egress_port);
+        } else {
+            is_due = 0;
+        }
+        if (is_due == 1) {
+            eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
+            meta.mirror_session = MIRROR_SESSION_FEEDBACK;
+            meta.mirror_pkt_type = PKT_FEEDBACK;
         }
     }
 }

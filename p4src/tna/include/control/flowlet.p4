@@ -81,7 +81,6 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     Hash<bit<14>>(HashAlgorithm_t.IDENTITY) fb_index_of;
     Hash<bit<14>>(HashAlgorithm_t.IDENTITY) resub_index_of;
     bit<14> dep_index;     /* {port, queue} */
-    bit<32> fb_departed;   /* a feedback packet's departure (bit 16 set), or 0: read */
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
@@ -110,14 +109,19 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             }
         }
     };
-    /* A feedback packet writes its departure (fb_departed, bit 16 set); a
-     * second pass reads (fb_departed 0).  rv: the cell before. */
-    RegisterAction<bit<32>, bit<14>, bit<32>>(departed) departure = {
+    /* A feedback packet writes its departure (bit 16 set: some departure is
+     * known), a second pass reads the cell.  Two register actions, each one
+     * instruction (the write as an OR with a constant in the stateful ALU:
+     * written into a field first, the feedback's branch was two dependent
+     * tables, which held back the rest of ingress on Tofino-1). */
+    RegisterAction<bit<32>, bit<14>, bit<32>>(departed) record_dep = {
+        void apply(inout bit<32> v) {
+            v = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
+        }
+    };
+    RegisterAction<bit<32>, bit<14>, bit<32>>(departed) read_dep = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
-            if (fb_departed != 0) {
-                v = fb_departed;
-            }
         }
     };
     /* Two-field comparisons as the sign of a difference computed in a
@@ -233,8 +237,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
 
     /* One action each; the same index field (bf-p4c: the actions of one
      * table address its register alike).  Rows: 2 const. */
-    action record_departure() { dep = departure.execute(dep_index); }
-    action read_departure() { dep = departure.execute(dep_index); }
+    action record_departure() { record_dep.execute(dep_index); }
+    action read_departure() { dep = read_dep.execute(dep_index); }
     table departure_at {
         key = { meta.kind: exact; second: exact; }
         actions = { record_departure; read_departure; NoAction; }
@@ -382,10 +386,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         /* `departed`: written by feedback, read by a second pass, at
          * (port, queue) from the feedback header or the resubmit header */
         if (meta.kind == KIND_FEEDBACK) {
-            fb_departed = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
             dep_index = fb_index_of.get({hdr.feedback.port, hdr.feedback.qid[4:0]});
         } else {
-            fb_departed = 0;
             dep_index = resub_index_of.get({meta.resub.port, meta.resub.qid});
         }
         departure_at.apply();

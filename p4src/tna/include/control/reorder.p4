@@ -26,13 +26,14 @@ control Reorder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta
             }
         }
     };
+    /* Gates of one table each, none nested (README.md, "Tofino-1"). */
     apply {
+        psn = hdr.bth.psn ++ 8w1;
         if (hdr.bth.isValid()) {
-            psn = hdr.bth.psn ++ 8w1;
             meta.regressed = check.execute(hdr.bth.dest_qp[12:0]);
-            if (meta.regressed == 1) {
-                regressions.count(0);
-            }
+        }
+        if (meta.regressed == 1) {
+            regressions.count(0);
         }
     }
 }

@@ -13,20 +13,23 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
     /* Gap or drain moves refused because the member the flow would leave
      * has no measured level (dre.p4).  Size: 1. */
     Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) moves_refused;
+    /* Each counter under a gate of its own, none nested (a nested gate took
+     * a stage more on Tofino-1; README.md, "Tofino-1"). */
     apply {
         if (meta.malformed != MALFORMED_NONE) {
             malformed.count(meta.malformed);
         }
         if (meta.drop == 1) {
             drops.count(meta.drop_reason);
-        } else {
-            if (meta.change_reason != 0xFF) {
-                path_changes.count(meta.change_reason);
-            }
+        }
+        if (meta.drop == 0 && meta.change_reason != 0xFF) {
+            path_changes.count(meta.change_reason);
+        }
+        if (meta.drop == 0) {
             elephants.count(meta.elephant);
-            if (meta.move_refused == 1) {
-                moves_refused.count(0);
-            }
+        }
+        if (meta.drop == 0 && meta.move_refused == 1) {
+            moves_refused.count(0);
         }
     }
 }
