@@ -137,6 +137,11 @@ control StellarIngress(inout tna_headers_t hdr,
      * counted (no route and red are dropped here, the other reasons where
      * they were found), a second pass, the elephant digest.  Rows in
      * priority order (the first match wins).  Size: 10 const rows. */
+    /* Drops by reason (DROP_*), counted where the last reason is known;
+     * its P4Info name is the telemetry block's, as on v1model (the other
+     * counters are telemetry.p4's).  Size: REASON_SLOTS. */
+    @name("telemetry.drops")
+    Counter<bit<32>, bit<8>>(REASON_SLOTS, CounterType_t.PACKETS) drops;
     action consumed() {                 /* feedback, port down */
         hdr.bridged.setInvalid();
         ig_dprsr_md.drop_ctl = 1;
@@ -146,16 +151,17 @@ control StellarIngress(inout tna_headers_t hdr,
          * flow whose every member is down) ends here: no resubmit, and this
          * pass counts it */
         ig_dprsr_md.drop_ctl = 1;
+        drops.count(meta.drop_reason);
     }
     action drop_no_route() {
         meta.drop = 1;
-        meta.drop_reason = DROP_NO_ROUTE;
         ig_dprsr_md.drop_ctl = 1;
+        drops.count(meta.drop_reason);  /* DROP_NO_ROUTE (set after the policer) */
     }
     action drop_red() {
         meta.drop = 1;                  /* the policer's verdict (qos.p4) */
-        meta.drop_reason = DROP_TENANT_RED;
         ig_dprsr_md.drop_ctl = 1;
+        drops.count(meta.drop_reason);  /* DROP_TENANT_RED, likewise */
     }
     /* the digest in the first pass (the one that ran the sketch), also when
      * it is resubmitted: the digest is the deparser's, not the TM's */
@@ -267,6 +273,16 @@ control StellarIngress(inout tna_headers_t hdr,
          * tenant's meter. */
         qos.apply(hdr, meta, ig_prsr_md.parser_err);
         elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
+        /* The reason of a drop that `finish` makes, written now: the drop
+         * counter there is indexed by the reason field alone (bf-p4c: one
+         * addressing mode per counter and table).  A later cause with
+         * drop = 1 (no live member, no path set) overwrites it, as it did
+         * when these were tested at the end. */
+        if (meta.drop == 0 && meta.no_route == 1) {
+            meta.drop_reason = DROP_NO_ROUTE;
+        } else if (meta.drop == 0 && meta.red == 1) {
+            meta.drop_reason = DROP_TENANT_RED;
+        }
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */

@@ -83,6 +83,17 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = 2048;
     }
 
+    /* The register's two accesses as tables of their own, placed in the
+     * stage after the group is known (bf-p4c places the tables sharing a
+     * register together; left to its greedy placement they went three
+     * stages later than their inputs allowed on Tofino-1). */
+    action do_update_best() { update_best.execute(meta.fb_group); }
+    @stage(2)
+    table best_update { actions = { do_update_best; } const default_action = do_update_best(); size = 1; }
+    action do_read_best() { meta.best_raw = read_best.execute(meta.group); }
+    @stage(2)
+    table best_read { actions = { do_read_best; } const default_action = do_read_best(); size = 1; }
+
     /* Each gate holds one table and reads the parser's `kind` (and a flag
      * of the table before it): on Tofino-1 a gate waits for every input of
      * every table under it (README.md, "Tofino-1"). */
@@ -98,13 +109,13 @@ control PathChoice(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             }
         }
         if (meta.kind == KIND_FEEDBACK && meta.fb_hit == 1) {
-            update_best.execute(meta.fb_group);
+            best_update.apply();
         }
         if (meta.kind == KIND_DATA) {
             hash_member.apply();
         }
         if (meta.kind == KIND_DATA) {
-            meta.best_raw = read_best.execute(meta.group);
+            best_read.apply();
         }
         if (meta.best_raw[8:8] == 1) {
             meta.best = meta.hashed;   /* nothing known: share by flow hash */

@@ -28,6 +28,7 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         meta.no_route = 1;    /* stellar.p4's `finish` drops it (DROP_NO_ROUTE) */
     }
     /* Destination prefixes.  Size: ROUTING_LPM_SIZE (size.p4). */
+    @stage(0)
     table lpm {
         key = { hdr.ipv4.dst_addr: lpm; }
         actions = { set_group; drop_no_route; }
@@ -43,6 +44,7 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
      * (the uplinks) the controller reserved for it, instead of the
      * destination's.  As the v1model program's routing.reservation, with a
      * group where v1model has a path set.  Size: RESERVATION_SIZE. */
+    @stage(0)
     table reservation {
         key = {
             hdr.ipv4.src_addr: ternary;

@@ -2,8 +2,8 @@
  * telemetry.p4 (TNA) -- counters the controller and the tests read.
  */
 control IngressTelemetry(inout tna_ingress_metadata_t meta) {
-    /* Drops by reason (DROP_*).  Size: REASON_SLOTS. */
-    Counter<bit<32>, bit<8>>(REASON_SLOTS, CounterType_t.PACKETS) drops;
+    /* (Drops by reason, `telemetry.drops`, are counted by stellar.p4's
+     * `finish`, which knows the last reason: a stage less on Tofino-1.) */
     /* Path changes by reason (CHANGE_*).  Size: CHANGE_REASON_SLOTS. */
     Counter<bit<32>, bit<8>>(CHANGE_REASON_SLOTS, CounterType_t.PACKETS) path_changes;
     /* Malformed input by kind (MALFORMED_*).  Size: REASON_SLOTS. */
@@ -18,9 +18,6 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
     apply {
         if (meta.malformed != MALFORMED_NONE) {
             malformed.count(meta.malformed);
-        }
-        if (meta.drop == 1) {
-            drops.count(meta.drop_reason);
         }
         if (meta.drop == 0 && meta.change_reason != 0xFF) {
             path_changes.count(meta.change_reason);
