@@ -273,3 +273,32 @@ def test_inlined_control_variables_are_initialised_after_copy_in(build):
     first = body.stmts[0]
     assert isinstance(first, ir.Assign) and first.lhs.var is slot.var
     assert isinstance(first.rhs, ir.Binary)
+
+
+def test_a_one_key_entry_may_parenthesise_a_mask_range_or_dont_care(build):
+    # the spec's tupleKeysetExpression "(" reducedSimpleKeysetExpression ")": (_), (default),
+    # (a &&& m) and (lo .. hi) are one-element keysets, as p4c parses them
+    prog = build(ingress_locals="""
+action a1() { } action a2() { } action a3() { }
+table t {
+    key = { meta.y : ternary; }
+    actions = { a1; a2; a3; }
+    const entries = {
+        (16w3 &&& 16w3) : a1();
+        (_) : a2();
+    }
+}
+table u {
+    key = { meta.y : range; }
+    actions = { a1; a3; }
+    const entries = {
+        (16w1 .. 16w9) : a3();
+        (default) : a1();
+    }
+}""", ingress_apply="t.apply(); u.apply();")
+    e = ingress(prog).tables["t"].const_entries
+    assert isinstance(e[0].keysets[0], ir.KsMask) and (e[0].keysets[0].value, e[0].keysets[0].mask) == (3, 3)
+    assert isinstance(e[1].keysets[0], ir.KsDefault)
+    f = ingress(prog).tables["u"].const_entries
+    assert isinstance(f[0].keysets[0], ir.KsRange) and (f[0].keysets[0].lo, f[0].keysets[0].hi) == (1, 9)
+    assert isinstance(f[1].keysets[0], ir.KsDefault)
