@@ -103,7 +103,26 @@ def test_the_profiles_are_the_control_planes():
     assert tr.PROFILE_DEFINES["no-dre"] == ["-DSTELLAR_NO_DRE=1"]
 
 
-@pytest.mark.skipif(shutil.which("bf-p4c") is None, reason="bf-p4c (the Tofino back end) is not installed")
+def test_each_target_is_built_with_its_own_profiles_unless_named():
+    # Tofino-1 takes the profile without the DRE; naming profiles compiles them on every target
+    assert tr.configurations(["tofino", "tofino2"], None) == \
+        [("tofino", "no-dre"), ("tofino2", "full"), ("tofino2", "no-dre")]
+    assert tr.configurations(["tofino"], ["full"]) == [("tofino", "full")]
+    assert set(tr.TARGET_PROFILES) == set(tr.ARCH)
+    assert all(set(ps) <= set(tr.PROFILE_DEFINES) for ps in tr.TARGET_PROFILES.values())
+
+
+_NO_BF_P4C = pytest.mark.skipif(shutil.which("bf-p4c") is None,
+                                reason="bf-p4c (the Tofino back end) is not installed")
+
+
+@_NO_BF_P4C
 def test_the_no_dre_profile_compiles_and_assembles_for_tofino2(tmp_path):
     res = tr.compile_one(shutil.which("bf-p4c"), "tofino2", "no-dre", tmp_path)
     assert res.fits, tr.report([res])
+
+
+@_NO_BF_P4C
+def test_the_no_dre_profile_compiles_and_assembles_for_tofino_in_12_stages(tmp_path):
+    res = tr.compile_one(shutil.which("bf-p4c"), "tofino", "no-dre", tmp_path)
+    assert res.fits and res.stages_ingress <= 12, tr.report([res])
