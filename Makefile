@@ -65,8 +65,9 @@ else
 endif
 
 # The Tofino back end's verdict on p4src/tna/stellar.p4: needs bf-p4c on PATH (p4c built with
-# ENABLE_TOFINO=ON; not in the package registries).  Compiles each target x profile into
-# $(BUILD)/tofino/ and prints stages, SRAM/TCAM/map RAM, PHV bits; exit 0 iff all fit.
+# ENABLE_TOFINO=ON; not in the package registries).  Compiles each target with its profiles
+# (tofino: no-dre; tofino2: full, no-dre) into $(BUILD)/tofino/ and prints stages, SRAM/TCAM/map
+# RAM, PHV bits; exit 0 iff all fit.
 # TOFINO_ARGS="--targets tofino2 --profiles no-dre" narrows it.
 tofino: setup
 	$(VPY) bench/tofino_resources.py --out $(BUILD)/tofino $(TOFINO_ARGS)
