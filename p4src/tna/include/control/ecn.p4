@@ -61,7 +61,9 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
             ect = 0;
         }
         prob.apply();
-        meta.rand = rnd.get();
+        if (ect == 1) {
+            meta.rand = rnd.get();   /* a draw per ECN-capable packet, as before round 11 */
+        }
         mark_gap_of.apply();
         decide_mark.apply();
     }
