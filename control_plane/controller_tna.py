@@ -31,7 +31,7 @@ What differs (p4src/tna/README.md, CONTRACT.md §9):
   member list keeps its id across re-plans and a new list takes an id never used on the switch
   (``render_tna.groups_of`` with the controller's history), because the data plane keeps
   per-group state only feedback and traffic replace -- ``path_choice.group_best``'s best member
-  position, the DRE cells, ``flowlet.departed`` -- and an id renumbered in place would have the
+  position, the DRE cells -- and an id renumbered in place would have the
   old best position name another port until feedback corrected it (a register reset is not
   an option: PI refuses P4Runtime register writes).  A new group's cells are the program's
   initial ones ("none known": hash and DRE).  Phases: inserts (the new groups' rows); their

@@ -43,7 +43,7 @@ def groups_of(plan: SwitchPlan, fabric: Fabric | None = None,
     switch's history, member ports -> id, which this call extends), a group keeps the id its
     member list had before and a new member list takes an id never used on the switch: a
     re-plan never gives an id other members.  The data plane keeps state per group and member
-    position (``path_choice.group_best``'s best member, the DRE cells, ``flowlet.departed``),
+    position (``path_choice.group_best``'s best member, the DRE cells),
     which only feedback and traffic replace: an id renumbered in place would make the old best
     member's position name another port (p4src/tna/README.md, "What is needed next").  Only
     when all 255 ids were used is the lowest id the render does not use now taken again."""

@@ -28,8 +28,8 @@
  * and CRC-16 separately over the same key.
  * Drain (b): an elephant kept on a member that is no longer the best gets a
  * second pass (Resubmit, with its member and its previous packet's
- * arrival): that pass reads the (group, member)'s last departure stamp -- the
- * arrival time of the last packet that left that port, which egress bridges
+ * arrival, port and queue): that pass reads the (port, queue)'s last departure
+ * stamp -- the arrival time of the last packet that left that queue, which egress bridges
  * through and reports in the feedback packets -- and moves the flow if it
  * is later than the flow's previous packet and the downstream skew margin
  * has passed since that packet.  One access per register per pass, and one
