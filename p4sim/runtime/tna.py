@@ -256,13 +256,21 @@ class TnaPipeline(Pipeline):
         # program: it collects it as a global pragma); without it, a field read before it is
         # written holds whatever its PHV container held (the back end marks it pa_no_init)
         self.auto_init_metadata = _has_annotation(prog, "pa_auto_init_metadata")
+        # without it, the all-ones start of each gress's metadata, worked out once here (the
+        # per-packet path only assigns): (path of nested struct attributes, attribute, value)
+        self._ones: dict[int, list[tuple[tuple[str, ...], str, Any]]] = {
+            id(t): ([] if self.auto_init_metadata else _ones_of(t))
+            for t in (self.meta_type, self.egress_meta_type)}
 
     def fresh_metadata(self, obj: Any, t: ir.StructT) -> Any:
         """A new user-metadata struct as the parser starts: zeros under @pa_auto_init_metadata,
         otherwise every field set to all ones, so that a program that reads a field it never
         wrote gets a wrong answer here as it would on the switch, not a silent zero."""
-        if not self.auto_init_metadata:
-            _fill_ones(obj, t)
+        for path, attr, value in self._ones[id(t)]:
+            target = obj
+            for step in path:
+                target = getattr(target, step)
+            setattr(target, attr, value)
         return obj
 
     def _make_extern(self, inst: ir.ExternInstance) -> Any:
@@ -316,15 +324,17 @@ def _has_annotation(prog: ir.Program, name: str) -> bool:
     return any(name in (getattr(d, "annotations", None) or {}) for d in decls)
 
 
-def _fill_ones(obj: Any, t: ir.StructT) -> None:
-    """Set every unsigned bit and bool field of a struct (nested structs included) to all ones;
-    headers keep their validity (bf-p4c initialises validity bits), enums and signed fields
-    their defaults."""
+def _ones_of(t: ir.StructT, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str, Any]]:
+    """Every unsigned bit and bool field of a struct (nested structs included) with its
+    all-ones value; headers keep their validity (bf-p4c initialises validity bits), enums and
+    signed fields their defaults."""
+    out: list[tuple[tuple[str, ...], str, Any]] = []
     for f in t.fields:
         ft, a = f.type, pyattr(f.name)
         if isinstance(ft, ir.BitT) and not ft.signed:
-            setattr(obj, a, (1 << ft.width) - 1)
+            out.append((path, a, (1 << ft.width) - 1))
         elif isinstance(ft, ir.BoolT):
-            setattr(obj, a, True)
+            out.append((path, a, True))
         elif isinstance(ft, ir.StructT):
-            _fill_ones(getattr(obj, a), ft)
+            out += _ones_of(ft, path + (a,))
+    return out
