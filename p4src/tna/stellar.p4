@@ -31,6 +31,8 @@
 #include "include/header.p4"
 #include "include/metadata.p4"
 #include "include/parser.p4"
+#include "include/control/sanity.p4"
+#include "include/control/flow_key.p4"
 #include "include/control/routing.p4"
 #include "include/control/path_choice.p4"
 #include "include/control/failover.p4"
@@ -39,7 +41,10 @@
 #include "include/control/qos.p4"
 #include "include/control/elephant.p4"
 #include "include/control/telemetry.p4"
+#include "include/control/drop_reason.p4"
 #include "include/control/feedback.p4"
+#include "include/control/feedback_packet.p4"
+#include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
 #include "include/control/rewrite.p4"
@@ -51,7 +56,14 @@ control StellarIngress(inout tna_headers_t hdr,
                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    /* The clock's slices that the blocks use (the bridged stamp, the DRE
+    /* The clock, the tunables (`params`) and the end of ingress (`finish`,
+     * with the drop counter) are StellarIngress's own objects, not controls of
+     * their own like the blocks below: the controller knows them as
+     * StellarIngress.<name>, which a control would give only through absolute
+     * @name annotations, and p4sim also compiles each control declaration on
+     * its own, whose copy of such an object then takes that name too.
+     *
+     * The clock's slices that the blocks use (the bridged stamp, the DRE
      * window, the sketch window), taken through identity hashes: copied as
      * slices, bf-p4c must keep every copy bit-aligned with the clock, and
      * those alignments, chained through the other copies, did not fit the PHV. */
@@ -73,6 +85,8 @@ control StellarIngress(inout tna_headers_t hdr,
     table clock_dre_window { actions = { window; } const default_action = window(); size = 1; }
 #endif
 
+    Sanity() sanity;
+    FlowKey() flow_key;
     Routing() routing;
     PathChoice() path_choice;
     Liveness() failover;   /* (the name of its tables and register: failover.*) */
@@ -84,6 +98,7 @@ control StellarIngress(inout tna_headers_t hdr,
     Qos() qos;
     Elephant() elephant;
     Queueing() queueing;
+    DropReason() drop_reason;
     IngressTelemetry() telemetry;
 
     bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
@@ -122,18 +137,8 @@ control StellarIngress(inout tna_headers_t hdr,
         size = 1;
     }
 
-    /* The flow key's one CRC-32 (flowlet.p4 says how it is sliced), over
-     * {src, dst, protocol, l4} with l4 the dest QP (RoCEv2), the ports
-     * (UDP, TCP: the parser's meta.l4) or 0: two Hash instances, one over
-     * the BTH's field and one over the parser's, so that the CRC is
-     * computed in the first stage (a CRC over an l4 that ingress assembles
-     * waited one stage for it; four, one per L4 header, took more hash
-     * distribution units than a stage has). */
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc_roce;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) flow_crc;
-
     /* The end of ingress, one const table on the flags (a chain of
-     * conditions before: three steps): what leaves, what is dropped and
+     * conditions takes three steps on Tofino-1): what leaves, what is dropped and
      * counted (no route and red are dropped here, the other reasons where
      * they were found), a second pass, the elephant digest.  Rows in
      * priority order (the first match wins).  Size: 10 const rows. */
@@ -224,43 +229,14 @@ control StellarIngress(inout tna_headers_t hdr,
          * data.  Data: the bridged header, whose other fields are written
          * where their values are made, one per action (header.p4 says why);
          * then sanity: truncated or non-IPv4 input and an expired TTL are
-         * counted and dropped. */
+         * flagged for a drop (`finish` drops and counts them). */
         if (meta.kind == KIND_DATA) {
             hdr.bridged.setValid();
             hdr.bridged.pkt_type = PKT_BRIDGED;
             hdr.bridged._pad2 = 0;
         }
-        if (meta.kind == KIND_DATA) {
-            /* each path writes each field once (a second write of the
-             * reason took a second stage) */
-            if (ig_prsr_md.parser_err != 0) {
-                meta.malformed = MALFORMED_OTHER;
-                meta.drop = 1;
-                meta.drop_reason = DROP_MALFORMED;
-            } else if (!hdr.ipv4.isValid()) {
-                meta.drop = 1;
-                if (meta.malformed == MALFORMED_BAD_VERSION) {
-                    meta.drop_reason = DROP_MALFORMED;
-                } else {
-                    meta.drop_reason = DROP_NOT_IPV4;
-                }
-            } else if (hdr.ipv4.ttl <= 1) {
-                meta.drop = 1;
-                meta.drop_reason = DROP_TTL_EXPIRED;
-            }
-        }
-        /* the flow key and its CRC */
-        if (hdr.bth.isValid()) {
-            meta.is_roce = 1;
-            hdr.bridged.is_roce = 1;
-            meta.l4 = (bit<32>) hdr.bth.dest_qp;
-            meta.flow_hash = flow_crc_roce.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                                hdr.ipv4.protocol, 8w0, hdr.bth.dest_qp});
-        } else {
-            hdr.bridged.is_roce = 0;
-            meta.flow_hash = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
-                                           hdr.ipv4.protocol, meta.l4});
-        }
+        sanity.apply(hdr, meta, ig_prsr_md);
+        flow_key.apply(hdr, meta);
         routing.apply(hdr, meta);
         /* The class and the policer run beside routing, not behind it:
          * the meter's verdict (meta.red) is applied at the end of
@@ -273,16 +249,7 @@ control StellarIngress(inout tna_headers_t hdr,
          * tenant's meter. */
         qos.apply(hdr, meta, ig_prsr_md.parser_err);
         elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
-        /* The reason of a drop that `finish` makes, written now: the drop
-         * counter there is indexed by the reason field alone (bf-p4c: one
-         * addressing mode per counter and table).  A later cause with
-         * drop = 1 (no live member, no path set) overwrites it, as it did
-         * when these were tested at the end. */
-        if (meta.drop == 0 && meta.no_route == 1) {
-            meta.drop_reason = DROP_NO_ROUTE;
-        } else if (meta.drop == 0 && meta.red == 1) {
-            meta.drop_reason = DROP_TENANT_RED;
-        }
+        drop_reason.apply(meta);           /* the reason of a drop `finish` makes */
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
@@ -319,44 +286,17 @@ control StellarEgress(inout tna_egress_headers_t hdr,
                       in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    FeedbackPacket() feedback_packet;
+    QueueDelay() queue_delay;
     Feedback() feedback;
     Ecn() ecn;
-    /* the queue delay's 8 ns units (below) */
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) qdelay_units_of;
     Reorder() reorder;
     EgressTelemetry() telemetry;
     Rewrite() rewrite;
 
     apply {
-        if (meta.feedback_copy == 1) {
-            /* the mirrored copy, now on the recirculation port: make it a
-             * feedback packet for ingress */
-            hdr.ethernet.setValid();
-            hdr.ethernet.dst_addr = 0;
-            hdr.ethernet.src_addr = 0;
-            hdr.ethernet.ether_type = ETHERTYPE_STELLAR_FEEDBACK;
-            hdr.feedback.setValid();
-            hdr.feedback._pad0 = 0;
-            hdr.feedback.port = hdr.fb_mirror.port;
-            hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;
-            hdr.feedback.departed_ts = hdr.fb_mirror.departed_ts;
-            hdr.feedback.qid = hdr.fb_mirror.qid;
-            hdr.fb_mirror.setInvalid();
-            exit;
-        }
-        meta.qdelay_ns = (bit<32>) eg_intr_md.deq_timedelta;
-        /* 8 ns units: every histogram edge (whole us) and the rendered ECN
-         * rows (whole us thresholds) fall on a unit; Tofino-1's 18-bit
-         * delta never saturates, Tofino2's 32-bit one does above 524 us */
-        if (meta.qdelay_ns[31:19] != 0) {
-            meta.qdelay_8ns = 0xFFFF;
-        } else {
-            /* an identity hash, not a slice copy: the copy would have to
-             * stay bit-aligned with its source, so the key would sit at bit
-             * 3 of its container and span five nibbles (bf-p4c's range
-             * match takes four) */
-            meta.qdelay_8ns = qdelay_units_of.get({meta.qdelay_ns[18:3]});
-        }
+        feedback_packet.apply(hdr, meta);  /* the mirrored copy: rewritten, then exit */
+        queue_delay.apply(meta, eg_intr_md);
         meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
