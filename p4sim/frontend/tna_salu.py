@@ -5,8 +5,8 @@ compare of the form ``[-]memory [+|-] [-]phv  op  constant``: one half of the re
 PHV input, one constant (the assembler's ``CmpOP``: a second operand of either kind is refused,
 "Can't have more than one ... operand to an SALU compare").  p4sim runs any expression, so
 without this check a program that the Tofino back end refuses would run here, and its tests
-would prove nothing about the real target (round 6 of p4src/tna/README.md: `now - v >=
-interval`, two PHV inputs, passed every p4sim test and stopped the assembler).
+would prove nothing about the real target (feedback.p4's rate limit written as `now - v >=
+interval`, two PHV inputs, passes every p4sim test and stops the assembler; docs/tna-bring-up.md).
 
 Only this rule is checked, because it is the one whose form is certain from the assembler's
 source; the back end's other limits (number of compares, outputs, update forms) are not

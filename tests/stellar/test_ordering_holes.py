@@ -1,7 +1,7 @@
 """The ordering rule (p4src/README.md): a flow's packets never change (port, queue) while an
 earlier packet of the flow is queued in this switch.  One test per hole issue 8 found, each run
 with the guard (``config.params order_guards``) on, and, as its negative control, with that one
-guard off -- which is the program's behaviour before the fix: the packets are then reordered.
+guard off -- the program without that guard: the packets are then reordered.
 
 Every scenario uses a rate-limited port (100 kpps, 10 us per packet), so queues really hold
 packets; on an unlimited port nothing is ever queued and nothing could reorder.

@@ -16,8 +16,8 @@
  * gap moves then take congestion feedback's best member (path_choice.p4),
  * and the controller's `dre_base.levels` keeps only its `measured` bitmap.
  * It is the profile meant for Tofino-1: the full program's dependency
- * chain is longer than Tofino-1's 12 stages (README.md, "bf-p4c"; this
- * one's is too, so far: round 9). */
+ * chain alone is 15 stages, longer than Tofino-1's 12; this one is placed
+ * in 12 (README.md, "Resources"). */
 
 typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
 typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
@@ -74,9 +74,9 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
  * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM
  * rows, and the eight tables should share one stage (the DRE choice needs
  * the stages after it), which holds 24 TCAMs of 512 rows: at 512 rows each
- * the eight take two stages and tofino2 needs 21 of its 20; at 192 (3
- * groups) they share one and the placement fits 20, but 3 groups are too
- * few (README.md, round 9); at 4096 they spread over 20 stages. */
+ * the eight take two stages (tofino2 full: stages 14 and 15 of its 20,
+ * README.md "Resources"); at 192 (3 groups) they would share one, but 3
+ * groups are too few; at 4096 they spread over 20 stages. */
 #define DRE_LEVEL_SIZE 512
 /* Sketch window: bits 47:20 of the ns clock, i.e. ~1.05 ms windows. */
 #define TNA_EPOCH(ts) ((bit<16>)(ts >> 20))

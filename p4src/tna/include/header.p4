@@ -63,7 +63,7 @@ header resubmit_h {
     bit<1>   elephant;       /* the first pass's verdict (the sketch counts once); bit 0,
                               * as in bridged_h and meta: bf-p4c moves a bit between
                               * containers without a shift (unaligned, the elephant's
-                              * copies could not be placed: round 11) */
+                              * copies cannot be placed) */
     bit<7>   _pad1;
     PortId_t port;           /* the port the first pass would send the packet to (the
                               * flow's port, member_port), and ... */

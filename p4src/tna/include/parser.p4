@@ -166,8 +166,8 @@ control StellarIngressDeparser(packet_out pkt,
         }
         /* The headers a packet can leave ingress with: a feedback or
          * port-down packet is consumed here (drop_ctl), so neither header is
-         * emitted (bf-p4c gave the deparser a CLOT for port_down that its
-         * parser did not define; README.md, round 9). */
+         * emitted (a deparser that names port_down gets a CLOT that its
+         * parser does not define, which bf-p4c's assembler refuses). */
         pkt.emit(hdr.bridged);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.vlan);
@@ -273,9 +273,9 @@ control StellarEgressDeparser(packet_out pkt,
         }
         /* The headers a packet can leave egress with: the bridged header
          * and the mirrored copy's header are made invalid in egress (stellar.p4),
-         * so neither is emitted (bf-p4c gave tofino2's deparser a CLOT for
-         * fb_mirror that the data packets' parser paths did not define;
-         * README.md, round 10). */
+         * so neither is emitted (a deparser that names fb_mirror gets, on
+         * tofino2, a CLOT that the data packets' parser paths do not define,
+         * which bf-p4c's assembler refuses). */
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.feedback);

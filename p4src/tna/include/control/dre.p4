@@ -50,8 +50,7 @@ struct dre_pair_t {
 /* Two members per register: register dre<j> holds members 2j (bits 31:16 of
  * each half) and 2j+1 (bits 15:0), in 64-byte units (DRE_UNIT_SHIFT), so
  * four stateful ALUs do the work of eight (a Tofino2 stage has four: with
- * one register per member the eight updates took two stages, README.md
- * "bf-p4c", round 8).  The add is this packet's units in its member's lane
+ * one register per member the eight updates take two stages).  The add is this packet's units in its member's lane
  * and 0 in the other, so one 32-bit add updates both lanes with no carry
  * between them while a lane stays below 2^16 units: 4 MiB per member over
  * two windows (1 Tbps assigned to one member; README.md says what happens

@@ -5,9 +5,11 @@
  * itself and marks with probability pmax * (d - K) / (Kmax - K) computed by
  * cross-multiplying.  Tofino has no run-time multiply: the marking
  * probability is a table on the queue delay (range match), whose rows the
- * controller writes as the quantised ramp between Kmin and Kmax; adapting K
- * per window is the controller moving those rows (it reads the delay
- * summaries from the counters), not per-packet arithmetic.  An ECT packet
+ * controller renders once per port as the quantised ramp between the
+ * fabric's Kmin and Kmax (render_tna.ecn_rows).  The ramp is static: K does
+ * not adapt per window on this program, and nothing rewrites the rows while
+ * traffic runs (the window and adaptation keys of the fabric YAML are
+ * v1model's).  An ECT packet
  * is marked CE when a 16-bit random number is below the row's probability
  * (a row of 0xFFFF marks every packet); not-ECT packets are never marked.
  * "rand < prob" is computed as the saturating difference prob |-| rand,
@@ -62,7 +64,9 @@ control Ecn(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta, in
         }
         prob.apply();
         if (ect == 1) {
-            meta.rand = rnd.get();   /* a draw per ECN-capable packet, as before round 11 */
+            /* only ECN-capable packets draw, so the seeded random stream (and
+             * the demo's figures) does not depend on the other traffic */
+            meta.rand = rnd.get();
         }
         mark_gap_of.apply();
         decide_mark.apply();
