@@ -68,7 +68,8 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
 #define TNA_DRE_DELAY_PENALTY 256          /* 16 levels added to members feedback says are not the best,
                                             * written x16 like all DRE score data (dre.p4) */
-#define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
+#define TNA_DRAIN_MARGIN_NS 8000           /* downstream skew margin of a drain move: 8 us, as the
+                                            * v1model program (control_plane/params.py) */
 /* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
  * with a choice (groups of one member have no rows; the lab's job scenario
  * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM
