@@ -12,7 +12,7 @@ from typing import Any, Optional
 import jinja2
 
 from . import context, contract, document, params
-from .model import Fabric
+from .model import Fabric, Switch
 from .plan import SwitchPlan, known_downstream_mask
 
 CONFIG_ACTION = "StellarIngress.config.set_params"
@@ -29,7 +29,7 @@ def switch_params(fabric: Fabric) -> dict[str, int]:
     return values
 
 
-def ports(fabric: Fabric, switch: Any) -> list[dict[str, Any]]:
+def ports(fabric: Fabric, switch: Switch) -> list[dict[str, Any]]:
     """The shared port context plus each port's ecn.config action data (None: ECN off)."""
     ecn = fabric.dataplane.ecn
     shared = params.action_values("v1model", ECN_ACTION, fabric.dataplane) if ecn.enabled else None
