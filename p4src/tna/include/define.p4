@@ -62,7 +62,9 @@ const bit<16> SCORE_NONE = 0xFFFF;
 const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 
 
-/* Default tunables (config table action data can override them). */
+/* Default tunables (config table action data can override them).  Each
+ * TNA_* #define is declared in control_plane/params.py with this value
+ * (tests/control_plane/test_params.py checks it). */
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
 #define TNA_FEEDBACK_HYSTERESIS 250        /* a member must be 4 us (250 x 16 ns) better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
