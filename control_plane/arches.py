@@ -55,10 +55,9 @@ NAMES = tuple(REGISTRY)
 
 def get(name: str) -> Architecture:
     """The architecture ``name``; ValueError naming the known ones."""
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown architecture {name!r} (known: {', '.join(REGISTRY)})") from None
+    if name not in REGISTRY:
+        raise ValueError(f"unknown architecture {name!r} (known: {', '.join(REGISTRY)})")
+    return REGISTRY[name]
 
 
 def _load(target: str) -> Any:
