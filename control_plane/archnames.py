@@ -23,9 +23,6 @@ from typing import Optional
 
 from . import contract
 
-ARCHES = ("v1model", "tna")
-
-
 @dataclass(frozen=True)
 class ArchNames:
     """P4Info names (and the few encodings that go with them) of one Stellar program."""
@@ -114,6 +111,7 @@ TNA = ArchNames(
 )
 
 _BY_ARCH = {"v1model": V1MODEL, "tna": TNA}
+ARCHES = tuple(_BY_ARCH)
 
 
 def names(arch: str) -> ArchNames:

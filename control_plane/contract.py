@@ -2,10 +2,10 @@
 
 The Jinja2 templates spell table/action/field names as text; a typo there would only surface when
 a switch rejects the write.  Every rendered entry is therefore checked here: table, action, match
-fields and kinds, parameter names, value widths, priority rules, and table sizes.  Sizes are read
-from p4src/include/size.p4 when it is present so the two cannot drift; the numbers below are the
-fallback (and what CONTRACT.md states).  tests/control_plane checks this table against the P4Info
-that p4sim generates from stellar.p4 when the program compiles.
+fields and kinds, parameter names, value widths, priority rules, and table sizes.  A size is a
+number or the name of its constant in p4src/include/size.p4 (TNA: also p4src/tna/include/define.p4),
+read by ``p4consts`` (an unreadable constant is an error, never a guess).  tests/control_plane
+checks these tables against the P4Info that p4sim generates from each program.
 """
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import functools
 import ipaddress
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-REPO = Path(__file__).resolve().parent.parent
-SIZE_P4 = REPO / "p4src" / "include" / "size.p4"
+from . import p4consts, params
+from .p4consts import SIZE_P4, TNA_DEFINE_P4
+
+# A table's, meter's or register's size: a number, or the name of its P4 constant.
+Size = Union[int, str]
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,12 @@ class Table:
     name: str
     keys: tuple[KeyField, ...]
     actions: dict[str, tuple[tuple[str, int], ...]]  # action -> ((param, width), ...)
-    size_constant: Optional[str]
-    default_size: int
+    size: Size
+
+    @property
+    def size_constant(self) -> Optional[str]:
+        """The P4 constant the size is defined by (None: a number of the program's own)."""
+        return self.size if isinstance(self.size, str) else None
 
     @property
     def needs_priority(self) -> bool:
@@ -55,61 +61,61 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("elephant_idle_us", 32), ("malformed_l4_forward", 1), ("report_path_changes", 1),
             ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
             ("level_weight", 16)),
-    }, None, 1),
+    }, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
         "StellarIngress.routing.drop_no_route": (),
-    }, "ROUTING_LPM_SIZE", 4096),
+    }, "ROUTING_LPM_SIZE"),
     Table("StellarIngress.routing.reservation",
           (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32)), {
               "StellarIngress.routing.reserve_path_set": _params(("path_set_id", 16)),
               "NoAction": (),
-          }, "RESERVATION_SIZE", 512),
+          }, "RESERVATION_SIZE"),
     Table("StellarIngress.routing.path_set", (KeyField("meta.route.path_set_id", "exact", 16),), {
         "StellarIngress.routing.set_members": _MEMBERS,
         "StellarIngress.routing.drop_no_path_set": (),
-    }, "PATH_SET_SIZE", 1024),
+    }, "PATH_SET_SIZE"),
     Table("StellarIngress.qos.dscp_class", (KeyField("hdr.ipv4.dscp", "exact", 6),), {
         "StellarIngress.qos.set_class": _params(("traffic_class", 2)),
-    }, "DSCP_CLASS_SIZE", 64),
+    }, "DSCP_CLASS_SIZE"),
     Table("StellarIngress.qos.tenant", (KeyField("hdr.ipv4.src_addr", "lpm", 32),), {
         "StellarIngress.qos.set_tenant": _params(("tenant_id", 8)),
         "NoAction": (),
-    }, "TENANT_SIZE", 256),
+    }, "TENANT_SIZE"),
     Table("StellarIngress.elephant.hint",
           (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32),
            KeyField("meta.flow.l4_id", "ternary", 32)), {
               "StellarIngress.elephant.hint_elephant": (),
               "StellarIngress.elephant.hint_mouse": (),
               "NoAction": (),
-          }, "HINT_SIZE", 1024),
+          }, "HINT_SIZE"),
     Table("StellarIngress.queueing.queue_map",
           (KeyField("meta.qos.traffic_class", "exact", 2), KeyField("meta.flow.elephant", "exact", 1)), {
               "StellarIngress.queueing.set_queue": _params(("queue", 3)),
-          }, "QUEUE_MAP_SIZE", 16),
+          }, "QUEUE_MAP_SIZE"),
     Table("StellarEgress.ecn.config", (KeyField("standard_metadata.egress_port", "exact", 9),), {
         "StellarEgress.ecn.set_ecn_params": _params(
             ("window_us", 32), ("target_us", 32), ("kmin_us", 32), ("kmax_us", 32), ("k_init_us", 32),
             ("step_us", 32), ("pmax", 32), ("idle_bytes", 32), ("adapt", 1)),
         "StellarEgress.ecn.ecn_off": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     Table("StellarEgress.rewrite.port_mac", (KeyField("standard_metadata.egress_port", "exact", 9),), {
         "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
         "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     *(Table(f"StellarIngress.failover.liveness{i}", (KeyField(f"meta.route.port{i}", "exact", 9),), {
         "StellarIngress.failover.port_up": (),
         "StellarIngress.failover.port_down": (),
-    }, "PORT_SLOTS", 512) for i in range(8)),
+    }, "PORT_SLOTS") for i in range(8)),
 )}
 
-# Register name -> (size constant, fallback size, width).  Only those the controller writes: none.
+# Register name -> (size, width).  Only those the controller writes: none.
 # Controller-owned state is table action data, which every P4Runtime server accepts (BMv2's PI
 # refuses register writes and reads); p4src/README.md, "Controller-owned state".
-REGISTERS: dict[str, tuple[str, int, int]] = {}
+REGISTERS: dict[str, tuple[Size, int]] = {}
 
 # Port liveness: the same entry in each of the eight member-position tables (failover.p4).
 LIVENESS_TABLES = tuple(f"StellarIngress.failover.liveness{i}" for i in range(8))
@@ -121,18 +127,19 @@ def liveness_entries(port: int, down: bool, comment: str = "") -> list[dict[str,
     return [dict({"table": t, "match": {f"meta.route.port{i}": port}, "action": action, "params": {}},
                  **({"comment": comment} if comment else {}))
             for i, t in enumerate(LIVENESS_TABLES)]
-# Meter name -> (size constant, fallback size).
-METERS: dict[str, tuple[str, int]] = {
-    "StellarIngress.qos.tenant_meter": ("TENANT_SLOTS", 256),
+# Meter name -> size.
+METERS: dict[str, Size] = {
+    "StellarIngress.qos.tenant_meter": "TENANT_SLOTS",
 }
 
 TRAFFIC_CLASS_VALUE = {"background": 0, "elastic": 1, "critical": 2, "control": 3}
-ECN_PROB_ONE = 65536  # pmax is in 1/65536
+ECN_PROB_ONE = params.ECN_PROB_ONE  # pmax is in 1/65536
 ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of define.p4
 ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flowlet switching)
-# config.params path-choice parameters (define.p4 DEFAULT_*): DRE halved every 2^5 us; weights of
-# utilisation, local queue delay and controller level, 1024 = 1.0.
-PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
+# config.params path-choice parameters (declared in params.py): the DRE's halving shift and the
+# weights of utilisation, local queue delay and controller level, 1024 = 1.0.
+PLACEMENT_DEFAULTS = {name: params.default(name) for name in ("dre_shift", "util_weight", "qdelay_weight",
+                                                              "level_weight")}
 
 
 # StellarEgress.telemetry.qdelay_hist: index port * 16 + bucket; the buckets' lower edges (us).
@@ -157,21 +164,24 @@ def ps_per_byte(capacity_gbps: float) -> int:
 
 
 def sizes() -> dict[str, int]:
-    """`#define NAME number` constants of size.p4 (empty when the file is absent)."""
-    try:
-        text = SIZE_P4.read_text()
-    except OSError:
-        return {}
-    found: dict[str, int] = {}
-    for name, expr in re.findall(r"^\s*#define\s+(\w+)\s+(.+?)\s*(?:/\*.*)?$", text, flags=re.M):
-        if re.fullmatch(r"\d+", expr):
-            found[name] = int(expr)
-    return found
+    """The number constants of size.p4 and of the TNA define.p4 (the sizes tables name);
+    P4ConstantError when a file cannot be read."""
+    return {**p4consts.constants(SIZE_P4), **p4consts.constants(TNA_DEFINE_P4)}
+
+
+def resolve_size(size: Size, known: Optional[dict[str, int]] = None) -> int:
+    """A size as a number: itself, or its constant's value (P4ConstantError when undefined)."""
+    if isinstance(size, int):
+        return size
+    known = sizes() if known is None else known
+    if size not in known:
+        raise p4consts.P4ConstantError(f"size constant {size} is defined in neither {SIZE_P4.name} "
+                                       f"nor the TNA define.p4")
+    return known[size]
 
 
 def table_size(table: Table, known: Optional[dict[str, int]] = None) -> int:
-    known = sizes() if known is None else known
-    return known.get(table.size_constant, table.default_size) if table.size_constant else table.default_size
+    return resolve_size(table.size, known)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +318,9 @@ TNA_PIPE = "pipe."
 _TI, _TE = "StellarIngress", "StellarEgress"
 TNA_GROUP_WIDTH = 8   # group_t: at most 255 groups (0 unused) per switch
 TNA_MEMBERS = 8       # member positions per group
-TNA_DRE_UNIT_BYTES = 64        # dre.p4: q<k> is member k's 16-bit lane of a pair cell, in 64-byte units
+TNA_DRE_P4 = TNA_DEFINE_P4.parent / "control" / "dre.p4"
+# dre.p4: q<k> is member k's 16-bit lane of a pair cell, in units of 2^DRE_UNIT_SHIFT bytes
+TNA_DRE_UNIT_BYTES = 1 << p4consts.constant(TNA_DRE_P4, "DRE_UNIT_SHIFT")
 TNA_DRE_LEVELS = 64            # rows per member position and group
 TNA_DRE_REFERENCE_GBPS = 100.0
 TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the ns clock (16.4 us)
@@ -316,7 +328,7 @@ TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the n
 # tournament compares, so every score datum (dre.set_level<k>'s level, dre_base.set_levels'
 # l<k>, params' dre_delay_penalty) is written times this; check_entry refuses other values
 # (a low bit set would change the member the tournament returns).
-TNA_DRE_SCORE_SCALE = 16
+TNA_DRE_SCORE_SCALE = p4consts.constant(TNA_DRE_P4, "DRE_SCORE_SCALE")
 # A level's width: the 64 levels span what the estimate (bytes of this and the previous window)
 # holds for a port at line rate, 2 windows x rate = 409.6 KB at 100 Gbps, so a 100 Gbps port's
 # level is 25 units (6.4 KB) wide.  (It was 1 KiB: the top level then began at 64 KiB,
@@ -347,94 +359,82 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TI}.set_params": _params(("flowlet_timeout", 32), ("elephant_threshold", 32), ("drain", 1),
                                      ("dre_choice", 1), ("dre_delay_penalty", 16), ("drain_margin", 32),
                                      ("gap_needs_drain", 1)),
-    }, None, 1),
+    }, 1),
     Table(_tna(f"{_TI}.routing.lpm"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         f"{_TI}.routing.set_group": _params(("group", 8), ("count", 4)),
         f"{_TI}.routing.drop_no_route": (),
-    }, "ROUTING_LPM_SIZE", 4096),
+    }, "ROUTING_LPM_SIZE"),
     Table(_tna(f"{_TI}.routing.reservation"),
           (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32)), {
               f"{_TI}.routing.reserve_group": _params(("group", 8), ("count", 4)),
               "NoAction": (),
-          }, "RESERVATION_SIZE", 512),
+          }, "RESERVATION_SIZE"),
     Table(_tna(f"{_TI}.member_port.members"),
           (KeyField("meta.group", "exact", 8), KeyField("meta.chosen", "exact", 3)), {
               f"{_TI}.member_port.set_port": _params(("port", 9)),
               f"{_TI}.member_port.drop_no_path_set": (),
-          }, "PATH_SET_SIZE", 1024),
+          }, "PATH_SET_SIZE"),
     Table(_tna(f"{_TI}.path_choice.hash_member"),
           (KeyField("meta.group", "exact", 8), KeyField("meta.flow_hash[2:0]", "exact", 3)), {
               f"{_TI}.path_choice.set_hashed": _params(("member", 3)),
-          }, None, 2048),
+          }, 2048),
     Table(_tna(f"{_TI}.path_choice.port_member"), (KeyField("hdr.feedback.port", "exact", 9),), {
         f"{_TI}.path_choice.set_member": _params(("group", 8), ("member", 3)),
         "NoAction": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     Table(_tna(f"{_TE}.feedback.ports"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
         f"{_TE}.feedback.report": _params(("interval_ns", 32)),
         f"{_TE}.feedback.no_report": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     Table(_tna(f"{_TI}.failover.port_member"), (KeyField("hdr.port_down.port_num", "exact", 9),), {
         f"{_TI}.failover.set_member": _params(("group", 8), ("member", 3), ("clear_mask", 8)),
         "NoAction": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
     *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
         f"{_TI}.dre.set_level{k}": _params(("level", 16)),
-    }, None, 512) for k in range(TNA_MEMBERS)),   # DRE_LEVEL_SIZE: 8 groups with a choice
+    }, "DRE_LEVEL_SIZE") for k in range(TNA_MEMBERS)),
     Table(_tna(f"{_TI}.dre_base.levels"), (KeyField("meta.group", "exact", 8),), {
         f"{_TI}.dre_base.set_levels": _params(*[(f"l{k}", 16) for k in range(TNA_MEMBERS)], ("measured", 8)),
-    }, None, 256),
+    }, 256),
     Table(_tna(f"{_TI}.qos.dscp_class"), (KeyField("hdr.ipv4.dscp", "exact", 6),), {
         f"{_TI}.qos.set_class": _params(("traffic_class", 2)),
-    }, "DSCP_CLASS_SIZE", 64),
+    }, "DSCP_CLASS_SIZE"),
     Table(_tna(f"{_TI}.qos.tenant"), (KeyField("hdr.ipv4.src_addr", "lpm", 32),), {
         f"{_TI}.qos.set_tenant": _params(("tenant_id", 8)),
         "NoAction": (),
-    }, "TENANT_SIZE", 256),
+    }, "TENANT_SIZE"),
     Table(_tna(f"{_TI}.elephant.hint"),
           (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32),
            KeyField("meta.l4", "ternary", 32)), {
               f"{_TI}.elephant.hint_elephant": (),
               f"{_TI}.elephant.hint_mouse": (),
               "NoAction": (),
-          }, "HINT_SIZE", 1024),
+          }, "HINT_SIZE"),
     Table(_tna(f"{_TI}.queueing.queue_map"),
           (KeyField("meta.traffic_class", "exact", 2), KeyField("meta.elephant", "exact", 1)), {
               f"{_TI}.queueing.set_queue": _params(("qid", 5)),
-          }, "QUEUE_MAP_SIZE", 16),
+          }, "QUEUE_MAP_SIZE"),
     Table(_tna(f"{_TE}.ecn.prob"), (KeyField("port", "exact", 9), KeyField("meta.qdelay_8ns", "range", 16)), {
         f"{_TE}.ecn.set_prob": _params(("prob", 16)),
         f"{_TE}.ecn.no_mark": (),
-    }, None, 4096),
+    }, 4096),
     Table(_tna(f"{_TE}.rewrite.port_mac"), (KeyField("port", "exact", 9),), {
         f"{_TE}.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
-    }, "PORT_SLOTS", 512),
+    }, "PORT_SLOTS"),
 )}
-TNA_METERS: dict[str, tuple[str, int]] = {_tna(f"{_TI}.qos.tenant_meter"): ("TENANT_SLOTS", 256)}
+TNA_METERS: dict[str, Size] = {_tna(f"{_TI}.qos.tenant_meter"): "TENANT_SLOTS"}
 # The liveness bitmap: the data plane clears a member's bit on a port-down packet; the
 # controller sets it back (one 8-bit cell per group) when the port comes up.
 TNA_ALIVE_REGISTER = _tna(f"{_TI}.failover.alive")
-TNA_REGISTERS: dict[str, tuple[Optional[str], int, int]] = {TNA_ALIVE_REGISTER: (None, 256, 8)}
+TNA_REGISTERS: dict[str, tuple[Size, int]] = {TNA_ALIVE_REGISTER: (256, 8)}
 
 
-
-def _p4_const(path: Path, name: str, fallback: int) -> int:
-    """A ``const <type> NAME = <number>;`` from a P4 file (fallback when absent)."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return fallback
-    found = re.search(rf"^\s*const\s+\w+\s+{name}\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;", text, flags=re.M)
-    return int(found.group(1), 0) if found else fallback
-
-
-_TNA_DEFINE_P4 = REPO / "p4src" / "tna" / "include" / "define.p4"
 # Congestion feedback (p4src/tna/include/control/feedback.p4): egress mirrors a copy of each
 # reporting uplink's packet to this session, which must send it to the recirculation port
 # (Tofino-1 pipe 0: 68), truncated: the feedback packet is built from the mirror header alone.
-TNA_MIRROR_SESSION_FEEDBACK = _p4_const(_TNA_DEFINE_P4, "MIRROR_SESSION_FEEDBACK", 1)
-TNA_RECIRC_PORT = _p4_const(_TNA_DEFINE_P4, "PKTGEN_PORT", 68)
+TNA_MIRROR_SESSION_FEEDBACK = p4consts.constant(TNA_DEFINE_P4, "MIRROR_SESSION_FEEDBACK")
+TNA_RECIRC_PORT = p4consts.constant(TNA_DEFINE_P4, "PKTGEN_PORT")
 TNA_FEEDBACK_TRUNCATE_BYTES = 64
 
 
@@ -460,8 +460,8 @@ class ArchContract:
     no clone sessions and the push leaves the switch's alone)."""
     arch: str
     tables: dict[str, Table]
-    meters: dict[str, tuple[str, int]]
-    registers: dict[str, tuple[Optional[str], int, int]]
+    meters: dict[str, Size]
+    registers: dict[str, tuple[Size, int]]   # name -> (size, width)
     clone_sessions: Optional[tuple[int, ...]] = None
     clone_rules: CloneSessionRules = CloneSessionRules(32767, truncation=False, one_replica=False)
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
-from control_plane import archnames, contract
+from control_plane import arches, archnames, contract
 from control_plane.model import Fabric, Link, Port, Switch
 from control_plane.plan import (JOB_SET_BASE, Member, PathSet, SwitchPlan, known_downstream_mask,
                                 weighted_slots)
@@ -630,10 +630,6 @@ def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: i
 
 def make_controller(arch: str, fabric: Fabric, ops: dict[str, SwitchOps], plans: dict[str, SwitchPlan],
                     documents: dict[str, dict], **options) -> Controller:
-    """The controller for ``arch``'s program (``v1model`` or ``tna``)."""
-    archnames.names(arch)  # ValueError for an unknown architecture
-    if arch == "tna":
-        from control_plane.controller_tna import TnaController
-
-        return TnaController(fabric, ops, plans, documents, **options)
-    return Controller(fabric, ops, plans, documents, **options)
+    """The controller for ``arch``'s program (its class is the architecture's, arches.REGISTRY);
+    ValueError for an unknown architecture."""
+    return arches.get(arch).controller_class()(fabric, ops, plans, documents, **options)

@@ -5,21 +5,23 @@ with typed/range-checked getters, then runs cross-reference checks (duplicate ad
 or one-sided peers, hosts on spines, unreachable leaf pairs...).  All problems are collected and
 raised together as one `FabricError` whose lines read ``file:line: key.path: reason``.
 
-The schema is documented in fabrics/README.md; the defaults here are the values used when a key
-is omitted.
+The schema is documented in fabrics/README.md.  The data-plane parameters' defaults and ranges
+are their declarations' (params.py, docs/parameters.md); the model also keeps which data-plane
+keys the file set, and where (``Fabric.dataplane_keys``), so a render for an architecture that
+does not implement one can refuse it with file:line:key.
 """
 from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from .contract import TNA_PROFILES
+from . import params
 from .errors import FabricError, Problem
 from .reader import MappingReader, parse_subnet
-from .yaml_marks import KeyPath, MarkedDocument, load_marked
+from .yaml_marks import KeyPath, MarkedDocument, format_path, load_marked
 
 ROLES = ("leaf", "spine")
 # Numbered as the data plane numbers them (p4src/CONTRACT.md section 1): background 0 .. control 3.
@@ -35,16 +37,12 @@ CLASS_DEFAULTS = {  # name -> (DSCPs, mouse queue, elephant queue, base priority
     "background": ((0,), 2, 1, 1.0),  # logs, monitoring
 }
 COLLECTIVES = ("AllReduce", "AlltoAll", "ParameterServer", "Broadcast")
-PATH_MODES = ("adaptive", "ecmp")
-TNA_PROFILE_NAMES = tuple(TNA_PROFILES)   # the TNA program's profiles (contract.py)
+PATH_MODES = params.param("dataplane.path_mode").choices
+TNA_PROFILE_NAMES = params.param("dataplane.tna_profile").choices  # contract.TNA_PROFILES' names
 MAX_PORT = 510  # egress_spec is 9 bits and 511 is BMv2's drop port
 MAX_GBPS = 1600.0
-MAX_US = 10_000_000  # 10 s: anything longer is a unit mistake (ms or ns typed as µs)
-# Adaptive-ECN window (p4src/include/define.p4 DEFAULT_ECN_WINDOW_US): 8 us as in the design;
-# shorter than 5 us is refused (too few packets per window: the adaptation amplifies noise).
-ECN_WINDOW_DEFAULT_US = 8
-ECN_WINDOW_MIN_US = 5
-U32_MAX = 2**32 - 1
+MAX_US = params.MAX_US
+U32_MAX = params.U32_MAX
 MAX_PATH_MEMBERS = 8  # routing.path_set holds port0..port7
 _PEER_RE = re.compile(r"^([A-Za-z0-9_.\-]+):(\d+)$")
 _ADDR_RE = re.compile(r"^([A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\]):(\d+)$")
@@ -214,7 +212,8 @@ class DataplaneParams:
     ecn: EcnParams
     elephant: ElephantParams
     classes: tuple[TrafficClass, ...]
-    scheduler: SchedulerParams = SchedulerParams(True, 0.95, 3600.0, 1.0, 1.0, 16384, 4096)
+    scheduler: SchedulerParams = field(default_factory=lambda: SchedulerParams(
+        **declared_defaults("dataplane.scheduler", SchedulerParams)))
     # which profile of the TNA program the switches run (contract.TNA_PROFILES): "no-dre" is
     # the Tofino-1 one; the v1model program has one
     tna_profile: str = "full"
@@ -233,6 +232,8 @@ class Fabric:
     tenants: dict[str, Tenant]
     jobs: dict[str, Job]
     dataplane: DataplaneParams
+    # the data-plane keys the file set: (dotted key, line, value), for the render's refusals
+    dataplane_keys: tuple[tuple[str, int, object], ...] = ()
 
     @property
     def leaves(self) -> list[Switch]:
@@ -297,6 +298,33 @@ def default_switch_mac(device_id: int) -> str:
     return "02:53:" + ":".join(f"{x:02x}" for x in b)
 
 
+def read(r: MappingReader, name: str) -> Any:
+    """Read the declared parameter ``name`` (params.py) from its section's reader: its type, its
+    range (with the declaration's reason when below the minimum) and its default."""
+    p = params.param(name)
+    key = p.key
+    if p.kind == "bool":
+        return r.get_bool(key, p.default)
+    if p.kind == "choice":
+        return r.get_str(key, default=p.default, choices=p.choices)
+    value = r.get_int(key, default=p.default) if p.kind == "int" else r.get_number(key, default=p.default)
+    issue = params.range_problem(p, value)
+    if issue:
+        r.error((key,), f"out of range: {issue} (default {p.default})")
+        return p.default
+    return value
+
+
+def declared_defaults(section: str, model: type) -> dict[str, Any]:
+    """The declared defaults of the dataclass ``model``'s fields, as ``<section>.<field>``."""
+    return {f.name: params.default(f"{section}.{f.name}") for f in fields(model)}
+
+
+def read_section(r: MappingReader, section: str, model: type) -> dict[str, Any]:
+    """Every field of the dataclass ``model`` read as the declared ``<section>.<field>``."""
+    return {f.name: read(r, f"{section}.{f.name}") for f in fields(model)}
+
+
 class _Builder:
     """Reads the document section by section, then cross-checks; owns the problem list."""
 
@@ -336,7 +364,24 @@ class _Builder:
         if self.problems:
             raise FabricError(self.problems)
         return Fabric(name=name, source=self.doc.file, switches=switches, links=tuple(links), hosts=hosts,
-                      tenants=tenants, jobs=jobs, dataplane=dataplane)
+                      tenants=tenants, jobs=jobs, dataplane=dataplane, dataplane_keys=self._dataplane_keys())
+
+    def _dataplane_keys(self) -> tuple[tuple[str, int, object], ...]:
+        """Every scalar the file set under ``dataplane`` as (dotted key, line, value); list items
+        count as their list's key."""
+        found: dict[str, tuple[str, int, object]] = {}
+        for path in self.doc.raw:
+            if len(path) < 2 or path[0] != "dataplane":
+                continue
+            keys = tuple(p for p in path if isinstance(p, str))
+            if keys[:len(path)] != path[:len(keys)]:
+                continue   # a list item: its list is reported through its own key path
+            value: object = self.doc.data
+            for part in keys:
+                value = value[part]
+            dotted = format_path(keys)
+            found.setdefault(dotted, (dotted, self.doc.line_of(keys), value))
+        return tuple(sorted(found.values(), key=lambda k: k[1]))
 
     # -- defaults and data plane ---------------------------------------------------------------
     def _link_defaults(self, r: MappingReader, capacity: float, delay: float) -> tuple[float, float]:
@@ -346,45 +391,20 @@ class _Builder:
         return float(cap), float(dly)
 
     def _dataplane(self, r: MappingReader) -> DataplaneParams:
-        path_mode = r.get_str("path_mode", default="adaptive", choices=PATH_MODES)
-        tna_profile = r.get_str("tna_profile", default="full", choices=TNA_PROFILE_NAMES)
-        queues = r.get_int("priority_queues", default=8, minimum=1, maximum=8)
-        default_class = r.get_str("default_class", default="elastic", choices=CLASSES)
-        self.default_class = default_class or "elastic"
-        malformed_l4 = r.get_str("malformed_l4", default="drop", choices=("drop", "forward"))
-        reservations = r.get_bool("reservations", True)
+        path_mode = read(r, "dataplane.path_mode")
+        tna_profile = read(r, "dataplane.tna_profile")
+        queues = read(r, "dataplane.priority_queues")
+        default_class = read(r, "dataplane.default_class")
+        self.default_class = default_class
+        malformed_l4 = read(r, "dataplane.malformed_l4")
+        reservations = read(r, "dataplane.reservations")
 
         f = r.sub("flowlet")
-        flowlet = FlowletParams(
-            timeout_us=f.get_int("timeout_us", default=200, minimum=1, maximum=MAX_US),
-            gap_moves=f.get_bool("gap_moves", True),
-            drain_detection=f.get_bool("drain_detection", True),
-            drain_margin_us=f.get_int("drain_margin_us", default=8, minimum=0, maximum=MAX_US),
-            hysteresis_us=f.get_int("hysteresis_us", default=4, minimum=0, maximum=MAX_US),
-            qdelay_max_age_us=f.get_int("qdelay_max_age_us", default=200, minimum=1, maximum=MAX_US),
-            report_path_changes=f.get_bool("report_path_changes", False),
-        )
+        flowlet = FlowletParams(**read_section(f, "dataplane.flowlet", FlowletParams))
         f.finish()
 
         e = r.sub("ecn")
-        ecn = EcnParams(
-            enabled=e.get_bool("enabled", True),
-            adaptive=e.get_bool("adaptive", True),
-            window_us=e.get_int("window_us", default=ECN_WINDOW_DEFAULT_US, minimum=1, maximum=MAX_US),
-            target_delay_us=e.get_int("target_delay_us", default=4, minimum=0, maximum=MAX_US),
-            kmin_us=e.get_int("kmin_us", default=4, minimum=0, maximum=MAX_US),
-            kmax_us=e.get_int("kmax_us", default=32, minimum=1, maximum=MAX_US),
-            k_init_us=e.get_int("k_init_us", default=16, minimum=0, maximum=MAX_US),
-            pmax=e.get_number("pmax", default=0.2, minimum=0.0, maximum=1.0, exclusive_minimum=True),
-            step_us=e.get_int("step_us", default=2, minimum=1, maximum=MAX_US),
-            idle_fraction=e.get_number("idle_fraction", default=0.5, minimum=0.0, maximum=1.0,
-                                       exclusive_minimum=True),
-        )
-        if ecn.window_us < ECN_WINDOW_MIN_US:
-            e.error(("window_us",), f"window_us ({ecn.window_us}) is below {ECN_WINDOW_MIN_US} us: a window that "
-                                    "short holds too few packets to tell a standing queue from noise, and the "
-                                    "adaptation then amplifies the noise (the design's finding); use >= "
-                                    f"{ECN_WINDOW_MIN_US} us (default {ECN_WINDOW_DEFAULT_US})")
+        ecn = EcnParams(**read_section(e, "dataplane.ecn", EcnParams))
         if ecn.kmin_us >= ecn.kmax_us:
             e.error(("kmin_us",), f"kmin_us ({ecn.kmin_us}) must be below kmax_us ({ecn.kmax_us})")
         else:
@@ -398,32 +418,19 @@ class _Builder:
         self.ecn_path = e.path
 
         el = r.sub("elephant")
-        elephant = ElephantParams(
-            threshold_bytes=el.get_int("threshold_bytes", default=500_000, minimum=1, maximum=U32_MAX),
-            window_us=el.get_int("window_us", default=1000, minimum=1, maximum=MAX_US),
-            idle_timeout_us=el.get_int("idle_timeout_us", default=2000, minimum=1, maximum=MAX_US),
-        )
+        elephant = ElephantParams(**read_section(el, "dataplane.elephant", ElephantParams))
         el.finish()
 
         sc = r.sub("scheduler")
-        scheduler = SchedulerParams(
-            weights=sc.get_bool("weights", True),
-            priority_decay_factor=sc.get_number("priority_decay_factor", default=0.95, minimum=0.0, maximum=0.999),
-            urgency_horizon_s=sc.get_number("urgency_horizon_s", default=3600.0, minimum=0.0, maximum=1e9,
-                                            exclusive_minimum=True),
-            alpha=sc.get_number("alpha", default=1.0, minimum=0.0, maximum=1000.0),
-            beta=sc.get_number("beta", default=1.0, minimum=0.0, maximum=1000.0),
-            quantum_bytes=sc.get_int("quantum_bytes", default=16384, minimum=64, maximum=1 << 20),
-            rate_packet_bytes=sc.get_int("rate_packet_bytes", default=4096, minimum=64, maximum=16384),
-        )
+        scheduler = SchedulerParams(**read_section(sc, "dataplane.scheduler", SchedulerParams))
         sc.finish()
         self.scheduler = scheduler
 
-        classes = self._classes(r.sub("classes"), queues or 8, scheduler.weights)
+        classes = self._classes(r.sub("classes"), queues, scheduler.weights)
         r.finish()
-        return DataplaneParams(path_mode=path_mode, priority_queues=queues or 8, default_class=default_class,
-                               malformed_l4=malformed_l4, reservations=reservations, flowlet=flowlet, ecn=ecn, elephant=elephant,
-                               classes=classes, scheduler=scheduler, tna_profile=tna_profile or "full")
+        return DataplaneParams(path_mode=path_mode, priority_queues=queues, default_class=default_class,
+                               malformed_l4=malformed_l4, reservations=reservations, flowlet=flowlet, ecn=ecn,
+                               elephant=elephant, classes=classes, scheduler=scheduler, tna_profile=tna_profile)
 
     def _classes(self, r: MappingReader, queues: int, weights: bool) -> tuple[TrafficClass, ...]:
         """DSCP -> class -> queues (+ the weighted classes' base priority); the defaults are the

@@ -25,10 +25,10 @@ from typing import Any, Optional
 
 import jinja2
 
-from . import contract
+from . import context, contract, document, params
+from .document import RenderError
 from .model import Fabric
 from .plan import SwitchPlan, known_downstream_mask
-from .render import RenderError, _ports, _render_switch, _tenants, class_context
 
 FULL = (1 << 16) - 1
 
@@ -146,7 +146,7 @@ def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]
     return rows
 
 
-def context(fabric: Fabric, plan: SwitchPlan,
+def switch_context(fabric: Fabric, plan: SwitchPlan,
             group_ids: Optional[dict[tuple[int, ...], int]] = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     switch = plan.switch
     dp = fabric.dataplane
@@ -161,17 +161,14 @@ def context(fabric: Fabric, plan: SwitchPlan,
                                             # a member of a real choice reports its queue delay
                                             "feedback": g["count"] > 1})
     ctx = {
-        "params": {"flowlet_timeout": dp.flowlet.timeout_us * 1000,
-                   "elephant_threshold": dp.elephant.threshold_bytes,
-                   "drain": int(dp.flowlet.drain_detection),
-                   # ECMP (path_mode ecmp): no DRE choice, flows stay on their hash member;
-                   # the no-dre profile has no estimate to choose by
-                   "dre_choice": int(dp.path_mode != "ecmp" and with_dre),
-                   "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
-                   "drain_margin": dp.flowlet.drain_margin_us * 1000,
-                   "gap_needs_drain": int(dp.flowlet.drain_detection)},
-        **class_context(dp),
-        "tenants": _tenants(fabric, switch),
+        # the declared tunables (flowlet timeout and drain margin in ns, the elephant threshold,
+        # drain moves, the DRE penalty); ECMP (path_mode ecmp): no DRE choice, flows stay on
+        # their hash member; the no-dre profile has no estimate to choose by
+        "params": dict(params.action_values("tna", CONFIG_ACTION, dp),
+                       dre_choice=int(dp.path_mode != "ecmp" and with_dre),
+                       gap_needs_drain=int(dp.flowlet.drain_detection)),
+        **context.class_context(dp),
+        "tenants": context.tenants(fabric, switch),
         "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]]),
                                       "scale": contract.TNA_DRE_SCORE_SCALE}   # dre.p4: score data x16
                                 for m in g["members"]] if with_dre else []) for g in groups],
@@ -183,7 +180,7 @@ def context(fabric: Fabric, plan: SwitchPlan,
                           "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
         "liveness": [liveness[p] for p in sorted(liveness)],
-        "ports": _ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
+        "ports": context.ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
         "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
         "ecn_rows": ecn_rows(fabric),
@@ -211,25 +208,17 @@ def _count(groups: list[dict[str, Any]], group_id: int) -> int:
     return next(g["count"] for g in groups if g["id"] == group_id)
 
 
-def _define(name: str, fallback: int) -> int:
-    """A number from p4src/tna/include/define.p4 (fallback when absent)."""
-    import re
-    try:
-        text = (contract.REPO / "p4src" / "tna" / "include" / "define.p4").read_text()
-    except OSError:
-        return fallback
-    found = re.search(rf"^\s*#define\s+{name}\s+(\d+)", text, flags=re.M)
-    return int(found.group(1)) if found else fallback
-
-
-TNA_DRE_DELAY_PENALTY = _define("TNA_DRE_DELAY_PENALTY", 16)
-# Feedback copies per uplink at most one per this many ns (feedback.ports; README: "a real
-# deployment sets a few microseconds"): 2 us, a copy per ~6 4 KB frames at 100G.
-TNA_FEEDBACK_INTERVAL_NS = 2000
+CONFIG_ACTION = "StellarIngress.set_params"
+# Declared in params.py (the penalty's default is define.p4's TNA_DRE_DELAY_PENALTY, checked by
+# tests/control_plane/test_params.py).  Feedback copies per uplink at most one per
+# interval (feedback.ports; README: "a real deployment sets a few microseconds"): 2 us, a copy
+# per ~6 4 KB frames at 100G.
+TNA_DRE_DELAY_PENALTY = params.default("dre_delay_penalty")
+TNA_FEEDBACK_INTERVAL_NS = params.default("feedback_interval_ns")
 
 
 def render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan,
                   known_sizes: dict[str, int],
                   group_ids: Optional[dict[tuple[int, ...], int]] = None) -> dict[str, Any]:
-    ctx, path_sets = context(fabric, plan, group_ids)
-    return _render_switch(env, fabric, plan, known_sizes, context=ctx, arch="tna", path_sets=path_sets)
+    ctx, path_sets = switch_context(fabric, plan, group_ids)
+    return document.build_document(env, fabric, plan, known_sizes, ctx, "tna", path_sets=path_sets)

@@ -6,7 +6,10 @@
  * The DEFAULT_* values are what the program uses until the controller
  * overrides them through StellarIngress.config.params /
  * StellarEgress.ecn.config (p4src/CONTRACT.md); they are chosen for a
- * 100 Gb/s RoCEv2 fabric and documented where they come from.
+ * 100 Gb/s RoCEv2 fabric and documented where they come from.  Each is
+ * declared in control_plane/params.py (unit, range, fabric key; table in
+ * docs/parameters.md), and tests/control_plane/test_params.py checks that
+ * every DEFAULT_* here is declared there with this value.
  */
 #ifndef _STELLAR_DEFINE_P4_
 #define _STELLAR_DEFINE_P4_
@@ -171,7 +174,7 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
 
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us: 8 us as in the design.  The control plane
- * refuses windows under 5 us (control_plane/model.py), which the design found
+ * refuses windows under 5 us (control_plane/params.py), which the design found
  * to amplify noise: too few packets per window to tell a standing queue. */
 #define DEFAULT_ECN_WINDOW_US 8
 /* Queue-delay target, us: a window whose minimum delay stays above it has a

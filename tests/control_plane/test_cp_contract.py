@@ -48,17 +48,17 @@ def test_tables_match_fields_and_actions(p4info) -> None:
             assert action in info_actions, f"{name}: P4Info has no action {action}"
             got = [(p.name, p.bitwidth) for p in info_actions[action].params]
             assert got == list(params), f"{action}: params {got} != contract {list(params)}"
-        if table.size_constant:
+        if table.size_constant:   # a keyless table's P4Info size is the compiler's default
             assert info.size == contract.table_size(table), f"{name}: size {info.size}"
 
 
 def test_registers_and_meters_exist(p4info) -> None:
     registers = {r.preamble.name: r for r in p4info.registers}
-    for name, (constant, fallback, width) in contract.REGISTERS.items():
+    for name, (size, width) in contract.REGISTERS.items():
         assert name in registers, f"P4Info has no register {name} (has {sorted(registers)[:8]}...)"
-        assert registers[name].size == contract.sizes().get(constant, fallback)
+        assert registers[name].size == contract.resolve_size(size)
         assert registers[name].type_spec.bitstring.bit.bitwidth == width
     meters = {m.preamble.name: m for m in p4info.meters}
-    for name, (constant, fallback) in contract.METERS.items():
+    for name, size in contract.METERS.items():
         assert name in meters, f"P4Info has no meter {name}"
-        assert meters[name].size == contract.sizes().get(constant, fallback)
+        assert meters[name].size == contract.resolve_size(size)

@@ -1,6 +1,7 @@
 """Rendering: golden files, determinism, contract checks, forwarding correctness, speed."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import ipaddress
 import json
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from control_plane import contract, render
+from control_plane import arches, contract, document, render
 from control_plane.model import Fabric, load_fabric, load_fabric_text
 from control_plane.render import RenderError, render_fabric, write_fabric
 
@@ -103,8 +104,6 @@ def test_contract_check_rejects_bad_entries() -> None:
 
 def test_contract_sizes_come_from_size_p4() -> None:
     known = contract.sizes()
-    if not contract.SIZE_P4.exists():
-        pytest.skip("p4src/include/size.p4 not present")
     for table in contract.TABLES.values():
         if table.size_constant:
             assert table.size_constant in known, f"{table.size_constant} missing from size.p4"
@@ -115,10 +114,11 @@ def test_a_template_typo_is_caught_before_any_switch_sees_it(lab: Fabric, tmp_pa
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control for the contract check: break one name in a copy of the templates."""
     broken = tmp_path / "templates"
-    shutil.copytree(render.TEMPLATES, broken)
+    v1model = arches.get("v1model")
+    shutil.copytree(v1model.templates, broken)
     common = broken / "common.j2"
     common.write_text(common.read_text().replace('"StellarEgress.ecn.set_ecn_params"', '"StellarEgress.ecn.set_ecn"'))
-    monkeypatch.setattr(render, "TEMPLATES", broken)
+    monkeypatch.setitem(arches.REGISTRY, "v1model", dataclasses.replace(v1model, templates=broken))
     with pytest.raises(RenderError) as caught:
         render_fabric(lab)
     message = str(caught.value)
@@ -127,7 +127,8 @@ def test_a_template_typo_is_caught_before_any_switch_sees_it(lab: Fabric, tmp_pa
 
 
 def test_table_overflow_is_an_error(lab: Fabric, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(contract, "sizes", lambda: {"ROUTING_LPM_SIZE": 3})
+    real = contract.sizes()
+    monkeypatch.setattr(contract, "sizes", lambda: {**real, "ROUTING_LPM_SIZE": 3})
     with pytest.raises(RenderError, match="StellarIngress.routing.lpm: [0-9]+ entries exceed the table size 3"):
         render_fabric(lab)
 
@@ -316,7 +317,7 @@ def test_entry_identity_ignores_text_form_and_detects_duplicates(lab: Fabric) ->
     c = {**a, "match": {"hdr.ipv4.dst_addr": {"value": "10.0.2.0", "prefix_len": 23}}}
     assert render.entry_identity(a) != render.entry_identity(c)
     with pytest.raises(RenderError, match="duplicates entry"):
-        render._check("leafX", [a, b], [], [], {})
+        document.check("leafX", [a, b], [], [], contract.sizes())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -66,10 +66,10 @@ def test_tna_contract_matches_the_programs_p4info(program) -> None:
             assert acts[action] == list(params), action
         assert size == contract.table_size(table), f"{name}: size {size}"
     meters = {m.preamble.name: m.size for m in program.p4info.meters}
-    for name, (constant, fallback) in contract.TNA_METERS.items():
-        assert meters.get(name) == contract.sizes().get(constant, fallback), name
+    for name, size in contract.TNA_METERS.items():
+        assert meters.get(name) == contract.resolve_size(size), name
     registers = {r.preamble.name: r for r in program.p4info.registers}
-    for name, (_, size, width) in contract.TNA_REGISTERS.items():
+    for name, (size, width) in contract.TNA_REGISTERS.items():
         assert registers[name].size == size
         assert registers[name].type_spec.bitstring.bit.bitwidth == width
 
@@ -122,7 +122,7 @@ def test_cli_render_arch_tna_writes_the_documents(tmp_path) -> None:
 
 
 def test_a_broken_tna_entry_is_refused() -> None:
-    from control_plane.render import _check
+    from control_plane.document import check as _check
     bad = {"table": "pipe.StellarIngress.routing.lpm", "match": {"hdr.ipv4.dst_addr": {"value": "10.0.2.0", "prefix_len": 24}},
            "action": "StellarIngress.routing.set_group", "params": {"group": 300, "count": 2}}
     with pytest.raises(RenderError, match="does not fit in 8 bits"):

@@ -177,7 +177,7 @@ def test_host_on_fabric_port_and_outside_subnet(tmp_path: Path) -> None:
 @pytest.mark.parametrize("old,new,key,reason", [
     ("pmax: 0.2", "pmax: 1.5", "dataplane.ecn.pmax", "above the maximum 1.0"),
     ("kmin_us: 4", "kmin_us: 40", "dataplane.ecn.kmin_us", "must be below kmax_us"),
-    ("kmin_us: 4,", "window_us: 4, kmin_us: 4,", "dataplane.ecn.window_us", "below 5 us"),
+    ("kmin_us: 4,", "window_us: 4, kmin_us: 4,", "dataplane.ecn.window_us", "below the minimum 5 us"),
     ("bandwidth_gbps: 10", "bandwidth_gbps: -3", "jobs[0].bandwidth_gbps", "greater than 0"),
     ("guaranteed_share: 0.5", "guaranteed_share: 2", "tenants[0].guaranteed_share", "above the maximum 1.0"),
 ])
@@ -298,7 +298,7 @@ def test_render_refuses_an_ecn_window_under_5_us_built_in_code() -> None:
 
     lab = load_fabric(Path(__file__).resolve().parents[2] / "fabrics" / "lab.yaml")
     short = replace(lab, dataplane=replace(lab.dataplane, ecn=replace(lab.dataplane.ecn, window_us=4)))
-    with pytest.raises(RenderError, match="below 5 us"):
+    with pytest.raises(RenderError, match="below the minimum 5 us"):
         render_fabric(short)
     render_fabric(replace(lab, dataplane=replace(lab.dataplane, ecn=replace(lab.dataplane.ecn, window_us=5))))
 

@@ -62,13 +62,16 @@ const bit<16> SCORE_NONE = 0xFFFF;
 const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 
 
-/* Default tunables (config table action data can override them). */
+/* Default tunables (config table action data can override them).  Each
+ * TNA_* #define is declared in control_plane/params.py with this value
+ * (tests/control_plane/test_params.py checks it). */
 #define TNA_FLOWLET_TIMEOUT_NS 200000      /* 200 us, as the v1model program */
 #define TNA_FEEDBACK_HYSTERESIS 250        /* a member must be 4 us (250 x 16 ns) better to take over */
 #define TNA_ELEPHANT_BYTES 500000          /* per sketch window */
 #define TNA_DRE_DELAY_PENALTY 256          /* 16 levels added to members feedback says are not the best,
                                             * written x16 like all DRE score data (dre.p4) */
-#define TNA_DRAIN_MARGIN_NS 0              /* downstream skew margin of a drain move */
+#define TNA_DRAIN_MARGIN_NS 8000           /* downstream skew margin of a drain move: 8 us, as the
+                                            * v1model program (control_plane/params.py) */
 /* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
  * with a choice (groups of one member have no rows; the lab's job scenario
  * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM
