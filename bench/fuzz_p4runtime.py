@@ -8,7 +8,7 @@ reading the whole switch back), count/4 mostly-valid CONTINUE_ON_ERROR batches c
 the same updates written one per Write to a twin switch (codes and final state), then the scenarios once each at larger sizes: edge requests
 (oversized, duplicate, out-of-range, out-of-order), two roles writing concurrently, streams cut
 mid-arbitration, a pipeline swap under writes.  Prints per-code counts and every violation;
-exit 1 if there is one.  The checks are those of tests/robustness/p4runtime.py.
+exit 1 if there is one.  The checks are those of testkit/p4runtime_fuzz.py.
 """
 from __future__ import annotations
 
@@ -29,12 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from p4sim.p4rt.client import load_p4info
-    from tests.p4rt.conftest import Harness
-    from tests.p4rt.fake_switch import fake_p4info
-    from tests.p4rt.p4sim_process import REPO, compile_program
-    from tests.robustness.p4runtime import (concurrent_roles, edge_requests,
-                                            pipeline_swap_while_writing, random_batches,
-                                            streams_cut_mid_arbitration, twin_batches)
+    from testkit.fake_switch import fake_p4info
+    from testkit.p4rt_harness import Harness
+    from testkit.p4runtime_fuzz import (concurrent_roles, edge_requests, pipeline_swap_while_writing, random_batches,
+                                        streams_cut_mid_arbitration, twin_batches)
+    from testkit.p4sim_process import REPO, compile_program
 
     violations = 0
     t0 = time.perf_counter()

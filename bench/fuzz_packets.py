@@ -6,7 +6,7 @@
 Prints cases, crashes, hangs, frames forwarded and dropped per reason (the program's
 ``telemetry.drops``), unaccounted losses, and whether the switch still forwards normally.
 Exit status 1 if anything but zero crashes / hangs / unaccounted losses.  The corpus and the
-checks are those of tests/robustness/packets.py (structure-aware mutation of
+checks are those of testkit/packet_fuzz.py (structure-aware mutation of
 Ethernet/802.1Q/IPv4/options/UDP/BTH/TCP, truncations, bad checksums, noise).
 
 Differential check (``--bmv2``): when simple_switch_grpc and p4c-bm2-ss are on PATH or in
@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import p4sim
-    from tests.robustness.packets import campaign_leaf, mutated_frames, run_campaign
-    from tests.stellar.leaf import STELLAR_P4
+    from testkit.leaf import STELLAR_P4
+    from testkit.packet_fuzz import campaign_leaf, mutated_frames, run_campaign
 
     program = p4sim.compile(str(STELLAR_P4))
     leaf = campaign_leaf(p4sim, program)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     res = run_campaign(leaf, mutated_frames(args.seed, args.count), hang_s=args.hang_s,
                        progress=progress if args.count >= 20000 else None)
-    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (tests/stellar/leaf.py + a dangling route), "
+    print(f"packet campaign, seed {args.seed}, stellar.p4 on p4sim (testkit/leaf.py + a dangling route), "
           f"malformed L4: {args.malformed_l4}")
     print(f"  cases                {res.cases}")
     print(f"  crashes              {len(res.crashes)}")
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0 if res.ok else 1
 
     if args.bmv2 != "off":
-        from bench.fuzz_diff import bmv2_missing, differential
+        from testkit.differential import bmv2_missing, differential
 
         missing = bmv2_missing()
         if missing:

@@ -4,7 +4,7 @@
 
 Every mutant must load (and then plan and render, lab/pod) or fail with FabricError problems
 that each name the file, a line in it and a key; a traceback or an unlocated problem is a
-failure (printed, exit 1).  The mutations are those of tests/robustness/fabric_yaml.py.
+failure (printed, exit 1).  The mutations are those of testkit/yaml_fuzz.py.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fabrics", default="lab,pod,cluster512")
     args = ap.parse_args(argv)
-    from tests.robustness.fabric_yaml import run
+    from testkit.yaml_fuzz import run
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

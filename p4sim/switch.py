@@ -22,17 +22,16 @@ from typing import Any, Callable, Optional
 
 from p4sim.clock import Clock, VirtualClock, make_clock
 from p4sim.errors import RuntimeApiError
-from p4sim.runtime import support
+from p4sim.runtime import archs, support
 from p4sim.runtime.externs import MeterConfig, validate_meter_config
 from p4sim.runtime.pipeline import Digest, PacketContext, Pipeline
+from p4sim.runtime.limits import M9, M16, M19, M32, M48, MAX_REINJECT
 from p4sim.runtime.tables import TableEntry
 from p4sim.tm import TrafficManager
 
 log = logging.getLogger("p4sim.switch")
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
-M9, M16, M19, M32, M48 = (1 << 9) - 1, (1 << 16) - 1, (1 << 19) - 1, (1 << 32) - 1, (1 << 48) - 1
-MAX_REINJECT = 8  # resubmit/recirculate passes per original packet before it is dropped
 
 
 class _InFlight:
@@ -69,11 +68,12 @@ class Switch:
     """
 
     def __new__(cls, program: Any = None, *args: Any, **kw: Any) -> "Switch":
-        # A TNA/T2NA program runs on the Tofino pipe model (p4sim.runtime.tna_switch).
-        if cls is Switch and getattr(getattr(program, "ir", program), "arch", "v1model") != "v1model":
-            from p4sim.runtime.tna_switch import TnaSwitch
-
-            return super().__new__(TnaSwitch)
+        # ``Switch(program)`` builds the switch class registered for the program's architecture
+        # (a TNA/T2NA program: the Tofino pipe model, p4sim.runtime.tna_switch.TnaSwitch).
+        if cls is Switch:
+            arch = archs.arch_of(program)
+            if arch != "v1model":
+                cls = archs.get(arch).switch_class()
         return super().__new__(cls)
 
     def __init__(self, program: Any, clock: "str | Clock" = "virtual", priority_queues: int = 1,

@@ -8,7 +8,10 @@ Modules, one job each:
 * ``tables``   -- table entries (P4Runtime validation rules) and exact/LPM/priority lookup;
 * ``externs``  -- register, counter, meter (two-rate three-colour) state;
 * ``hashing``  -- BMv2's hash/checksum algorithms and bit packing;
-* ``pipeline`` -- one program loaded into one switch: generated code bound to its state.
+* ``pipeline`` -- one program loaded into one switch: generated code bound to its state;
+* ``archs``    -- the architecture registry: each architecture's switch class and extern code
+  generator (``tna_switch``/``tna_codegen``/``tna`` for TNA and T2NA);
+* ``limits``   -- field masks and the re-injection limit every packet walk shares.
 
 The packet walk (queues, replication, clock) lives in ``p4sim.switch`` and ``p4sim.tm``.
 """

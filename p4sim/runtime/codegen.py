@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
-from p4sim.runtime import support, tna_codegen
+from p4sim.runtime import archs, support
 from p4sim.runtime.objects import (ClassFactory, default_scalar, header_layout, is_composite, pyattr, scalar_width,
                                    varbit_split)
 
@@ -158,11 +158,13 @@ class ProgramCompiler:
         self.uses_clone = False
         self.uses_payload = False
         # TNA: the role being compiled (ingress, egress_deparser ...), the control, and which
-        # gress owns each register (see tna_codegen)
+        # gress owns each register (see the architecture's extern code generator)
         self.cur_role: Optional[str] = None
         self.cur_control: Optional[ir.ControlDecl] = None
         self.reg_gress: dict[int, tuple] = {}
         self.reads_parser_err: set[str] = set()
+        # the architecture's own externs and extern functions (None: v1model's, compiled here)
+        self.arch_externs = archs.get(prog.arch).extern_codegen()
 
     # ------------------------------------------------------------------ names
     def gname(self, obj: Any, prefix: str, label: str = "") -> str:
@@ -603,8 +605,8 @@ class ProgramCompiler:
         return v if v is not None else "None"
 
     def ex_BuiltinCall(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> str:
-        if self.prog.arch != "v1model":
-            v = tna_codegen.builtin_call(self, e, sc, pre)
+        if self.arch_externs is not None:
+            v = self.arch_externs.builtin_call(self, e, sc, pre)
             if v is not None:
                 return v
         self.builtin_call(e, sc, pre)
@@ -691,8 +693,8 @@ class ProgramCompiler:
     # ------------------------------------------------------------------ externs and builtins
     def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> Optional[str]:
         inst, m, a = e.instance, e.method, e.args
-        if self.prog.arch != "v1model" and inst.extern in tna_codegen.TNA_EXTERNS:
-            return tna_codegen.extern_call(self, e, sc, pre)
+        if self.arch_externs is not None and inst.extern in self.arch_externs.EXTERNS:
+            return self.arch_externs.extern_call(self, e, sc, pre)
         E = self.extern_name(inst)
         if inst.extern == "register":
             # inlined on the cell list ({E}_c, bound per switch): registers are the most frequent

@@ -1,4 +1,5 @@
-"""Code generation for TNA's externs (tna.p4/t2na.p4), called by ``codegen.ProgramCompiler``.
+"""Code generation for TNA's externs (tna.p4/t2na.p4): the ``archs.ExternCodegen`` of the tna and
+t2na architectures, which ``codegen.ProgramCompiler`` calls through the registry.
 
 Kept apart from the v1model code so the v1model path is unchanged.  Two rules of the target are
 enforced here, at compile time, because a Tofino compiler enforces them too:
@@ -17,13 +18,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
-from p4sim.runtime.objects import header_layout, is_composite, scalar_width
+from p4sim.runtime.objects import header_layout, scalar_width
 
 if TYPE_CHECKING:  # pragma: no cover
     from p4sim.runtime.codegen import ProgramCompiler, Scope
 
-TNA_EXTERNS = {"Register", "RegisterAction", "DirectRegister", "DirectRegisterAction", "Hash", "Random", "Counter", "DirectCounter",
-               "Meter", "DirectMeter", "Checksum", "Mirror", "Resubmit", "Digest", "CRCPolynomial"}
+TNA_EXTERNS = frozenset({"Register", "RegisterAction", "DirectRegister", "DirectRegisterAction", "Hash", "Random", "Counter", "DirectCounter",
+               "Meter", "DirectMeter", "Checksum", "Mirror", "Resubmit", "Digest", "CRCPolynomial"})
+EXTERNS = TNA_EXTERNS  # archs.ExternCodegen
 TNA_FUNCS = {"min", "max", "sizeInBits", "sizeInBytes", "port_metadata_unpack"}
 CONTROL_ONLY = {"Register", "RegisterAction", "DirectRegister", "DirectRegisterAction", "Counter", "DirectCounter", "Meter", "DirectMeter",
                 "Random"}
@@ -310,14 +312,3 @@ def builtin_call(comp: "ProgramCompiler", e: ir.BuiltinCall, sc: "Scope", pre: l
         return tmp
     return None
 
-
-def reads_field(e: ir.Expr, name: str) -> bool:  # pragma: no cover - helper for callers
-    return isinstance(e, ir.Member) and e.name == name
-
-
-def is_tna_extern(inst: ir.ExternInstance) -> bool:
-    return inst.extern in TNA_EXTERNS
-
-
-def composite(t: ir.Type) -> bool:
-    return is_composite(t)

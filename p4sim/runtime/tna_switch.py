@@ -41,8 +41,9 @@ from typing import Any, Optional
 
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import support
+from p4sim.runtime.limits import M9, M16, M19, M32, M48, MAX_REINJECT
 from p4sim.runtime.tna import TnaContext, TnaPipeline, TnaRuleError
-from p4sim.switch import M9, M16, M19, M32, M48, MAX_REINJECT, Switch
+from p4sim.switch import Switch
 
 log = logging.getLogger("p4sim.tna")
 

@@ -37,9 +37,11 @@ from p4.v1 import p4runtime_pb2
 from control_plane.contract import TNA_DRE_SCORE_SCALE
 from control_plane.render_tna import TNA_DRE_DELAY_PENALTY, dre_rows, ecn_ramp
 from p4sim.p4rt.client import update
+from ptf_tests.stellar import packets
+from ptf_tests.stellar.packets import ip_int
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ptf_tests.stellar.stellar_base import StellarTest
+    from ptf_tests.base import P4RuntimeTest as StellarTest  # a stellar_base.StellarTest
 
 ARCHES = ("v1model", "tna")
 # The CPU port each program is built with (-DCPU_PORT, p4sim run --cpu-port): BMv2's
@@ -54,12 +56,6 @@ FULL32 = 0xFFFFFFFF
 
 class NotOnArch(Exception):
     """The program of this architecture has no equivalent of what the test asks."""
-
-
-def ip_int(text: str) -> int:
-    import ipaddress
-
-    return int(ipaddress.IPv4Address(text))
 
 
 def flow_key(src: str, dst: str, qp: int) -> bytes:
@@ -483,15 +479,13 @@ class TnaLeaf(Leaf):
         otherwise it is taken off ``port`` here."""
         import ptf.testutils as tu
 
-        from ptf_tests.stellar import stellar_base as sb
-
         t = self.t
         ps = 100 + port
         if ps not in self.groups:
             self.path_set(ps, [port], (), False)
             self.route(f"10.0.{200 + port}.1", 32, ps)
-        pkt = sb.udp(f"10.0.{200 + port}.1", sport=9000 + port)
-        t.send_at_once(sb.HOST_PORT, [pkt])
+        pkt = packets.udp(f"10.0.{200 + port}.1", sport=9000 + port)
+        t.send_at_once(packets.HOST_PORT, [pkt])
         if getattr(t, "_tapped", None) is None:
             t.target.sync()
             tu.verify_packet(t, t.routed(pkt, port), port)

@@ -13,7 +13,7 @@ import pytest
 from control_plane.model import load_fabric
 from control_plane.p4rt import P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
 from control_plane.render import entry_identity, render_fabric
-from tests.p4rt.p4sim_process import compile_program, start_p4sim
+from testkit.p4sim_process import compile_program, start_p4sim
 
 ROOT = Path(__file__).resolve().parents[2]
 SWITCHES = ("spine1", "leaf1")

@@ -9,7 +9,7 @@ import yaml
 
 from control_plane.errors import FabricError
 from control_plane.model import load_fabric
-from tests.robustness.fabric_yaml import REPO, check_one, run
+from testkit.yaml_fuzz import REPO, check_one, run
 
 
 def test_mutated_shipped_fabrics_give_located_errors(tmp_path: Path) -> None:

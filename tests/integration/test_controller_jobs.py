@@ -142,7 +142,7 @@ def _run_job_flow(sim, controller):
     last departure, within the 200 us flowlet timeout: only a drain move can move it).
     Returns (the first burst's port, the second burst's ports, PSNs in arrival order)."""
     from fabric_sim.simfabric import PortRef
-    from tests.stellar.leaf import roce
+    from testkit.leaf import roce
 
     leaf1 = sim.switch("leaf1")
     arrived: list[int] = []

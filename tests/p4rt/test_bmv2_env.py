@@ -11,7 +11,7 @@ import pytest
 from bmv2_env.env import EnvError, SwitchState, down, up
 from bmv2_env.target import Bmv2Target, NotSupportedByTarget, P4simTarget, connect
 from p4sim.p4rt.client import P4RuntimeClient
-from tests.p4rt.p4sim_process import REPO
+from testkit.p4sim_process import REPO
 
 PROGRAM = REPO / "ptf_tests/p4/ptf_basic.p4"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bmv2_env.env import down, up
-from tests.p4rt.p4sim_process import REPO
+from testkit.p4sim_process import REPO
 
 
 @pytest.fixture

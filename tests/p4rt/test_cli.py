@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from p4sim.cli import DEFAULT_GRPC_ADDR, RunArgsError, parse_run_args
-from tests.p4rt.p4sim_process import REPO, free_port
+from testkit.p4sim_process import REPO, free_port
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -76,7 +76,7 @@ def test_mininet_fabric_lines_pass_the_grammar(tmp_path):
 
 
 def test_the_tests_p4sim_helper_lines_pass_the_grammar(tmp_path):
-    from tests.p4rt.p4sim_process import run_command
+    from testkit.p4sim_process import run_command
 
     for kw in ({}, {"config": tmp_path / "x.json", "priority_queues": 8}):
         assert check(run_command("127.0.0.1:1", "127.0.0.1:2", "ipc:///tmp/x.ipc", 9999, **kw)) == "p4sim"
@@ -122,18 +122,14 @@ def test_the_builder_refuses_p4sim_options_for_bmv2_and_the_grammar_catches_a_mi
 
 
 def test_bench_fuzz_diff_lines_pass_the_grammar(tmp_path, monkeypatch):
-    """bench/fuzz_diff.py starts its switches from bmv2_env.commands (no log option: logging
-    would slow BMv2 on 20000 frames); each line it would start passes the grammar."""
-    import importlib.util
+    """bench/fuzz_diff.py (testkit.differential) starts its switches from bmv2_env.commands (no
+    log option: logging would slow BMv2 on 20000 frames); each line it would start passes the
+    grammar."""
     import subprocess
-    import sys
 
     from bmv2_env import env as bmenv
+    from testkit import differential as fuzz
 
-    spec = importlib.util.spec_from_file_location("fuzz_diff", REPO / "bench" / "fuzz_diff.py")
-    fuzz = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "fuzz_diff", fuzz)  # its dataclasses look their module up
-    spec.loader.exec_module(fuzz)
     seen: list[list[str]] = []
 
     def popen(cmd, **_kw):

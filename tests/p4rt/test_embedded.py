@@ -7,7 +7,7 @@ from scapy.layers.l2 import Ether
 from p4sim.clock import VirtualClock
 from p4sim.p4rt import EmbeddedSwitch
 from p4sim.p4rt.client import P4RuntimeClient, update
-from tests.p4rt.p4sim_process import REPO, compile_program
+from testkit.p4sim_process import REPO, compile_program
 
 
 def test_embedded_switch_programmed_over_p4runtime_forwards(tmp_path):

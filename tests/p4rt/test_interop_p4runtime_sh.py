@@ -24,7 +24,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from tests.p4rt.p4sim_process import REPO, compile_program, start_p4sim
+from testkit.p4sim_process import REPO, compile_program, start_p4sim
 
 SHELL_PY = REPO / ".venv-shell" / "bin" / "python"
 

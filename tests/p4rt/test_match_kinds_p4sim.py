@@ -9,7 +9,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4rt.client import P4RuntimeClient, WriteFailed, load_p4info, update
-from tests.p4rt.p4sim_process import REPO, compile_program, start_p4sim
+from testkit.p4sim_process import REPO, compile_program, start_p4sim
 
 
 @pytest.fixture(scope="module")

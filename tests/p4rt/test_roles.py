@@ -13,22 +13,13 @@ from p4.v1 import p4runtime_pb2
 
 from p4sim.p4rt.client import WriteFailed, update
 from p4sim.p4rt.roles import role_config_any
-from tests.p4rt.conftest import FAKE_CONFIG
-from tests.p4rt.fake_switch import fake_p4info
+from testkit.fake_switch import fake_p4info
+from testkit.p4rt_harness import FAKE_CONFIG
+from testkit.p4runtime_fuzz import exact, lpm
 
 T_EXACT, T_LPM, T_TERNARY = 0x02000001, 0x02000002, 0x02000003
 REGISTER, DIGEST = 0x16000001, 0x17000001
 ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
-
-
-def lpm(c, value, plen=8, port=1):
-    return c.table_entry("MyIngress.t_lpm", {"hdr.ipv4.dst": (value, plen)}, "MyIngress.set_mac",
-                         {"mac": 0xAABBCCDDEEFF, "port": port})
-
-
-def exact(c, mac, port=1):
-    return c.table_entry("MyIngress.t_exact", {"hdr.eth.dst": mac, "meta.vrf": 1},
-                         "MyIngress.set_port", {"port": port})
 
 
 def codes(excinfo) -> list[str]:

@@ -12,8 +12,8 @@ from control_plane.p4rt import P4RuntimePushError, SwitchSession, Transport
 from p4sim.p4rt import Device, DeviceOptions, P4RuntimeServer
 from p4sim.p4rt.client import P4RuntimeClient
 from p4sim.p4rt.security import ServerTLS, TLSConfigError, exposure_warning
+from testkit.fake_switch import FakeProgram, FakeSwitch
 from tests.p4rt.certs import make_pki
-from tests.p4rt.fake_switch import FakeProgram, FakeSwitch
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_exposure_warning_says_what_is_exposed():
 def test_p4sim_run_with_mutual_tls_and_the_controller_session(pki, tmp_path):
     """`p4sim run` with simple_switch_grpc's TLS options; the controller's finsy session with
     Transport.from_files reaches it, a plaintext session and one without a client cert do not."""
-    from tests.p4rt.p4sim_process import start_p4sim
+    from testkit.p4sim_process import start_p4sim
 
     proc = start_p4sim(tmp_path, "--grpc-server-ssl", "--grpc-server-cert", pki.path("server.pem"),
                        "--grpc-server-key", pki.path("server.key"), "--grpc-server-cacert",

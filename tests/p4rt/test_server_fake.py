@@ -11,8 +11,8 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4rt.client import WriteFailed, update
-from tests.p4rt.conftest import CPU_PORT, FAKE_CONFIG
-from tests.p4rt.fake_switch import fake_p4info
+from testkit.fake_switch import fake_p4info
+from testkit.p4rt_harness import CPU_PORT, FAKE_CONFIG
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 

@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 
 from p4sim.p4rt.client import P4RuntimeClient, WriteFailed, load_p4info, update
 from p4sim.target_control import ControlClient
-from tests.p4rt.p4sim_process import REPO, compile_program, start_p4sim
+from testkit.p4sim_process import REPO, compile_program, start_p4sim
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import pytest
 
 from p4sim.p4rt import Device, DeviceOptions
 from p4sim.target_control import ControlClient, ControlError, ControlServer
-from tests.p4rt.conftest import FAKE_CONFIG
-from tests.p4rt.fake_switch import FakeProgram, FakeSwitch
+from testkit.fake_switch import FakeProgram, FakeSwitch
+from testkit.p4rt_harness import FAKE_CONFIG
 
 
 def make_device(clock: str) -> Device:

@@ -143,7 +143,7 @@ def test_switch_restart_mid_push(lab):
 def test_a_write_without_answer_times_out_and_resync_repairs_the_late_write(lab, monkeypatch):
     """leaf2 stalls one Write past the client's deadline (then applies it late); the push names
     leaf2 and finishes the others; the resync converges leaf2 to the rendered state."""
-    monkeypatch.setattr(p4rt, "RPC_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(p4rt.session, "RPC_TIMEOUT_S", 3.0)  # read by every session call
     link = find_link(lab.fabric, "leaf2", "spine2")
     after, plans, docs = target(lab.fabric, [link])
     service = lab.sim.servers["leaf2"].service
@@ -221,7 +221,7 @@ def test_controller_restart_converges_and_removes_drift(lab):
         lab.sessions[sw].modify_entries(contract.liveness_entries(port, down=True))
     for s in lab.sessions.values():  # the old controller's channels drop, no stream half-close
         if s.client.channel is not None:
-            p4rt._EventLoop.run(s.client.channel.close(None), 10)
+            p4rt.EventLoop.run(s.client.channel.close(None), 10)
     lab.sim.switch("leaf4").insert_entry(PATH_SET, {"meta.route.path_set_id": 99},
                                          "StellarIngress.routing.set_members",
                                          {"count": 1, "ecmp": 0, **{f"port{i}": 0 for i in range(8)},

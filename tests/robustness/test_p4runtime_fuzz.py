@@ -6,9 +6,9 @@ from __future__ import annotations
 
 
 from p4sim.p4rt.client import load_p4info, update
-from tests.p4rt.fake_switch import fake_p4info
-from tests.p4rt.p4sim_process import REPO, compile_program
-from tests.robustness.p4runtime import (concurrent_roles, edge_requests, lpm,
+from testkit.fake_switch import fake_p4info
+from testkit.p4sim_process import REPO, compile_program
+from testkit.p4runtime_fuzz import (concurrent_roles, edge_requests, lpm,
                                         pipeline_swap_while_writing, random_batches, snapshot,
                                         streams_cut_mid_arbitration, write_raw)
 
@@ -55,8 +55,8 @@ def test_pipeline_swap_while_writing(harness):
 
 
 def test_continue_on_error_batches_equal_one_write_per_update():
-    from tests.p4rt.conftest import Harness
-    from tests.robustness.p4runtime import twin_batches
+    from testkit.p4rt_harness import Harness
+    from testkit.p4runtime_fuzz import twin_batches
 
     a, b = Harness(), Harness()
     try:

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import p4sim
-from tests.robustness.packets import (base_frame, campaign_leaf, forwards_normally, mutate,
+from testkit.packet_fuzz import (base_frame, campaign_leaf, forwards_normally, mutate,
                                       mutated_frames, run_campaign)
-from tests.stellar.leaf import STELLAR_P4, Leaf, roce
+from testkit.leaf import STELLAR_P4, Leaf, roce
 
 HYPO = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -111,8 +111,8 @@ def test_differential_harness_against_the_in_process_leaf(program, tmp_path):
     replayed over P4Runtime, sentinel-delimited outputs) gives the in-process leaf's decisions;
     with the routes left out it does not (negative control).  BMv2 runs through the same code
     when installed (bench/fuzz_packets.py --bmv2)."""
-    from bench.fuzz_diff import classify, run_target
-    from tests.robustness.packets import mutated_frames
+    from testkit.differential import classify, run_target
+    from testkit.packet_fuzz import mutated_frames
 
     frames = list(mutated_frames(seed=3, count=60))
     leaf = campaign_leaf(p4sim, program)
@@ -124,7 +124,7 @@ def test_differential_harness_against_the_in_process_leaf(program, tmp_path):
     assert sum(e != "drop" for e in expected) >= 5  # the sample forwards some frames
     run = run_target("p4sim", frames, tmp_path / "ok")
     assert run.lost_sentinels == 0 and run.decisions == expected
-    from tests.stellar.leaf import REMOTE_SUBNET
+    from testkit.leaf import REMOTE_SUBNET
 
     no_remote_route = lambda call: call[2] == {"hdr.ipv4.dst_addr": REMOTE_SUBNET}  # noqa: E731
     broken = run_target("p4sim", frames, tmp_path / "broken", skip=no_remote_route)
@@ -135,7 +135,7 @@ def test_differential_harness_against_the_in_process_leaf(program, tmp_path):
 def test_differential_against_bmv2(tmp_path):
     """Where BMv2 is installed (PATH or /opt/p4tools/bin): the same corpus through p4sim run and
     simple_switch_grpc, every forwarding decision equal.  Skipped with the reason otherwise."""
-    from bench.fuzz_diff import bmv2_missing, differential
+    from testkit.differential import bmv2_missing, differential
 
     missing = bmv2_missing()
     if missing:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.stellar.leaf import STELLAR_P4, Leaf
+from testkit.leaf import STELLAR_P4, Leaf
 
 try:
     import p4sim

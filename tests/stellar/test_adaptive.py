@@ -1,7 +1,7 @@
 """Adaptive path choice vs ECMP (issue 4, "Adaptive routing")."""
 from __future__ import annotations
 
-from tests.stellar.leaf import CHANGE_NEW, UPLINK_PATH_SET, roce
+from testkit.leaf import CHANGE_NEW, UPLINK_PATH_SET, roce
 
 SRC, DST = "10.0.1.1", "10.0.2.40"
 HOT, COOL = 3, 4
@@ -64,7 +64,7 @@ def test_stale_queue_delay_expires(leaf):
 
 
 def test_reservation_overrides_the_lpm_path_set(leaf):
-    from tests.stellar.leaf import ING
+    from testkit.leaf import ING
     leaf.set_path_set(77, [COOL])
     leaf.sw.insert_entry(f"{ING}.routing.reservation",
                          {"hdr.ipv4.src_addr": ("10.0.1.2", 0xFFFFFFFF), "hdr.ipv4.dst_addr": (DST, 0xFFFFFFFF)},

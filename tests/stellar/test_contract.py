@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stellar.leaf import REPO, STELLAR_P4
+from testkit.leaf import REPO, STELLAR_P4
 
 CONTRACT = REPO / "p4src" / "CONTRACT.md"
 SIZE_P4 = REPO / "p4src" / "include" / "size.p4"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from scapy.all import IP
 
-from tests.stellar.leaf import (ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, EGR, UPLINK_PATH_SET,
+from testkit.leaf import (ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, EGR, UPLINK_PATH_SET,
                                 ip_checksum_ok, roce)
 
 PORT = 3

@@ -5,7 +5,7 @@ as an elephant; the tx_queue counter shows which queue a packet left from.
 """
 from __future__ import annotations
 
-from tests.stellar.leaf import EGR, ING, UPLINK_PATH_SET, ip_int, roce
+from testkit.leaf import EGR, ING, UPLINK_PATH_SET, ip_int, roce
 
 PORT = 3
 SRC, DST = "10.0.1.1", "10.0.2.5"

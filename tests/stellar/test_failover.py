@@ -1,7 +1,7 @@
 """Data-plane failover (issue 4, "Failover")."""
 from __future__ import annotations
 
-from tests.stellar.leaf import CHANGE_FAILOVER, DROP_NO_LIVE_MEMBER, UPLINK_PATH_SET, roce
+from testkit.leaf import CHANGE_FAILOVER, DROP_NO_LIVE_MEMBER, UPLINK_PATH_SET, roce
 
 DST = "10.0.2.60"
 QPS = range(2000, 2024)
@@ -73,5 +73,5 @@ def test_controller_membership_change_moves_flows_off_removed_ports(leaf):
     leaf.set_path_set(UPLINK_PATH_SET, [4, 5], modify=True)   # the controller's recomputed set
     after = _send_round(leaf, 1)
     assert 3 not in after.values() and len(after) == len(QPS)
-    from tests.stellar.leaf import CHANGE_MEMBERSHIP
+    from testkit.leaf import CHANGE_MEMBERSHIP
     assert leaf.path_changes(CHANGE_MEMBERSHIP) == len(on_3)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from scapy.all import IP
 
-from tests.stellar.leaf import (DROP_NO_PATH_SET, DROP_NO_ROUTE, DROP_NOT_IPV4, DROP_TTL_EXPIRED,
+from testkit.leaf import (DROP_NO_PATH_SET, DROP_NO_ROUTE, DROP_NOT_IPV4, DROP_TTL_EXPIRED,
                                 ING, UPLINKS, ip_checksum_ok, mac_of, neighbour_mac, roce, udp)
 
 
@@ -83,7 +83,7 @@ def test_switch_without_priority_queues_works_with_an_empty_queue_map(stellar_pr
     packet in queue 0 (priority >= the number of queues would be dropped)."""
     import p4sim
 
-    from tests.stellar.leaf import Leaf
+    from testkit.leaf import Leaf
     single = Leaf(p4sim, stellar_program, priority_queues=1, queue_map=False)
     for dscp in (0, 8, 46, 48):
         single.send(1, roce("10.0.1.1", "10.0.2.7", qp=dscp, psn=0, dscp=dscp))

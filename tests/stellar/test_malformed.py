@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from scapy.all import IP, UDP, Ether, IPOption_NOP, IPOption_RR, Raw, raw
 
-from tests.stellar.leaf import (DROP_BAD_CHECKSUM, DROP_MALFORMED, MALFORMED_BAD_IHL,
+from testkit.leaf import (DROP_BAD_CHECKSUM, DROP_MALFORMED, MALFORMED_BAD_IHL,
                                 MALFORMED_BAD_VERSION, MALFORMED_IPV4_OPTIONS,
                                 MALFORMED_TRUNC_BTH, MALFORMED_TRUNC_ETHERNET,
                                 MALFORMED_TRUNC_IPV4, MALFORMED_TRUNC_TCP, MALFORMED_TRUNC_UDP,

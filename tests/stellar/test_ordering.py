@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.stellar.leaf import (CHANGE_DRAIN, CHANGE_GAP, GUARD_GAP_DRAIN, UPLINK_PATH_SET, Leaf,
+from testkit.leaf import (CHANGE_DRAIN, CHANGE_GAP, GUARD_GAP_DRAIN, UPLINK_PATH_SET, Leaf,
                                 psns_in_order, roce)
 
 SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x4242
@@ -192,7 +192,7 @@ def _flow_slot(src: str, dst: str, qp: int) -> int:
 
 
 def test_a_flow_colliding_with_an_active_flow_does_not_steal_its_state(leaf):
-    from tests.stellar.leaf import CHANGE_NEW, ING
+    from testkit.leaf import CHANGE_NEW, ING
     by_slot: dict[int, int] = {}
     for qp in range(1, 100_000):
         slot = _flow_slot(SRC, DST, qp)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import zlib
 
-from tests.stellar.leaf import (GUARD_DEMOTION, GUARD_TAKEOVER, GUARD_UNTRACKED, ING,
+from testkit.leaf import (GUARD_DEMOTION, GUARD_TAKEOVER, GUARD_UNTRACKED, ING,
                                 UPLINK_PATH_SET, UPLINKS, psns_in_order, roce)
 
 SRC, DST = "10.0.1.1", "10.0.2.9"

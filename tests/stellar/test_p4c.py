@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from tests.stellar.leaf import REPO
+from testkit.leaf import REPO
 
 P4C = shutil.which("p4c-bm2-ss") or next(
     (p for p in ("/opt/p4c/bin/p4c-bm2-ss", "/opt/p4tools/bin/p4c-bm2-ss") if Path(p).is_file()), None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.stellar.leaf import ING, Leaf, roce
+from testkit.leaf import ING, Leaf, roce
 
 SRC = "10.0.1.1"
 WIDE_SUBNET, WIDE_SET, WIDE_PORTS = ("10.0.3.0", 24), 2, (3, 4, 5, 6)

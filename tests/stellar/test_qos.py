@@ -1,7 +1,7 @@
 """Classes and tenants (issue 4, "Tenants/classes")."""
 from __future__ import annotations
 
-from tests.stellar.leaf import (CLASS_BACKGROUND, CLASS_CONTROL, CLASS_CRITICAL, CLASS_ELASTIC,
+from testkit.leaf import (CLASS_BACKGROUND, CLASS_CONTROL, CLASS_CRITICAL, CLASS_ELASTIC,
                                 DROP_TENANT_RED, ING, UPLINK_PATH_SET, roce)
 
 PORT = 3

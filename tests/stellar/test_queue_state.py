@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from tests.stellar.leaf import EGR, UPLINK_PATH_SET, UPLINKS, Leaf, roce
+from testkit.leaf import EGR, UPLINK_PATH_SET, UPLINKS, Leaf, roce
 
 SRC, DST = "10.0.1.1", "10.0.2.9"
 SLOW = 3

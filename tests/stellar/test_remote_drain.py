@@ -9,7 +9,7 @@ flow with level 0 moves as soon as the plain margin has passed.
 from scapy.all import Ether
 from scapy.contrib.roce import BTH
 
-from tests.stellar.leaf import CHANGE_DRAIN, UPLINK_PATH_SET, roce
+from testkit.leaf import CHANGE_DRAIN, UPLINK_PATH_SET, roce
 
 SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x5151
 OLD, NEW = 3, 4
@@ -113,7 +113,7 @@ def _late(psns: list[int]) -> int:
 
 def test_no_drain_move_off_an_unmeasured_member(leaf, stellar_program):
     import p4sim
-    from tests.stellar.leaf import Leaf
+    from testkit.leaf import Leaf
 
     spine = Leaf(p4sim, stellar_program)
     order = _through_spine(leaf, spine, measured=0b10)  # NEW measured (idle), OLD never measured
@@ -126,7 +126,7 @@ def test_control_trusting_an_unmeasured_level_0_reorders(leaf, stellar_program):
     the program did before the measured bit): the probe moves at the plain margin and overtakes
     the burst still queued on the spine."""
     import p4sim
-    from tests.stellar.leaf import Leaf
+    from testkit.leaf import Leaf
 
     spine = Leaf(p4sim, stellar_program)
     order = _through_spine(leaf, spine, measured=0b11)

@@ -1,7 +1,7 @@
 """The egress PSN-regression (reordering) detector."""
 from __future__ import annotations
 
-from tests.stellar.leaf import EGR, UPLINK_PATH_SET, roce
+from testkit.leaf import EGR, UPLINK_PATH_SET, roce
 
 PORT = 3
 

@@ -1,23 +1,17 @@
-"""bench/tofino_resources.py: reading bf-p4c's reports, and (with bf-p4c installed) a real compile.
+"""testkit/tofino_resources.py (bench/tofino_resources.py): reading bf-p4c's reports, and (with bf-p4c installed) a real compile.
 
 The log excerpts below have the shape bf-p4c 9.13.4 writes (pipe/logs/table_summary.log,
 table_dependency_graph.log); the figures in them are made up for the test.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("tofino_resources", ROOT / "bench" / "tofino_resources.py")
-tr = importlib.util.module_from_spec(_spec)
-sys.modules["tofino_resources"] = tr      # (dataclasses look their module up there)
-_spec.loader.exec_module(tr)
+from testkit import tofino_resources as tr
 
 SUMMARY = """\
 Number of stages in table allocation: 23

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from scapy.all import IP, TCP, UDP, Ether, Raw, raw
 from scapy.contrib.roce import BTH
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
 
 HOST_PORTS = {1: "10.0.1.1", 2: "10.0.1.2"}

@@ -29,14 +29,76 @@ from p4.v1 import p4runtime_pb2
 
 from p4sim.p4rt.client import P4RuntimeClient, parse_write_error, update
 from p4sim.p4rt.roles import role_config_any
-from tests.p4rt.conftest import FAKE_CONFIG
-from tests.p4rt.fake_switch import fake_p4info
-from tests.p4rt.test_server_robustness import ALLOWED, random_update
+from testkit.fake_switch import fake_p4info
+from testkit.p4rt_harness import FAKE_CONFIG
 
 WriteReq = p4runtime_pb2.WriteRequest
 ATOMICITIES = (WriteReq.CONTINUE_ON_ERROR, WriteReq.ROLLBACK_ON_ERROR, WriteReq.DATAPLANE_ATOMIC)
 WHOLE_RPC_ALLOWED = {"INVALID_ARGUMENT", "NOT_FOUND", "PERMISSION_DENIED", "FAILED_PRECONDITION",
                      "UNIMPLEMENTED", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED"}
+# Codes a P4Runtime server may answer a malformed request with (anything else, INTERNAL above
+# all, is a server bug).
+ALLOWED = {"OK", "INVALID_ARGUMENT", "OUT_OF_RANGE", "NOT_FOUND", "ALREADY_EXISTS",
+           "PERMISSION_DENIED", "UNIMPLEMENTED", "FAILED_PRECONDITION"}
+
+
+def random_bytes(rng: random.Random) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(0, 9)))
+
+
+def random_update(rng: random.Random, info) -> p4runtime_pb2.Update:
+    upd = p4runtime_pb2.Update(type=rng.randrange(0, 5))
+    kind = rng.choice(["table", "table", "table", "counter", "register", "meter", "pre", "digest", "empty"])
+    pick = lambda objs: rng.choice([o.preamble.id for o in objs] + [rng.randrange(1 << 32)])  # noqa: E731
+    if kind == "table":
+        t = upd.entity.table_entry
+        t.table_id = pick(info.tables)
+        for _ in range(rng.randrange(0, 4)):
+            fm = t.match.add(field_id=rng.randrange(0, 4))
+            which = rng.choice(["exact", "lpm", "ternary", "range", "optional"])
+            if which == "exact":
+                fm.exact.value = random_bytes(rng)
+            elif which == "lpm":
+                fm.lpm.value, fm.lpm.prefix_len = random_bytes(rng), rng.randrange(-2, 70)
+            elif which == "ternary":
+                fm.ternary.value, fm.ternary.mask = random_bytes(rng), random_bytes(rng)
+            elif which == "range":
+                fm.range.low, fm.range.high = random_bytes(rng), random_bytes(rng)
+            else:
+                fm.optional.value = random_bytes(rng)
+        if rng.random() < 0.8:
+            t.action.action.action_id = pick(info.actions)
+            for _ in range(rng.randrange(0, 3)):
+                t.action.action.params.add(param_id=rng.randrange(0, 4), value=random_bytes(rng))
+        t.priority = rng.choice([0, 0, 1, 5, -3])
+        t.is_default_action = rng.random() < 0.2
+    elif kind == "counter":
+        c = upd.entity.counter_entry
+        c.counter_id = pick(info.counters)
+        if rng.random() < 0.7:
+            c.index.index = rng.randrange(-2, 12)
+    elif kind == "register":
+        r = upd.entity.register_entry
+        r.register_id = pick(info.registers)
+        r.index.index = rng.randrange(-1, 20)
+        if rng.random() < 0.8:
+            r.data.bitstring = random_bytes(rng)
+    elif kind == "meter":
+        m = upd.entity.meter_entry
+        m.meter_id = pick(info.meters)
+        m.index.index = rng.randrange(0, 6)
+        m.config.cir, m.config.pir = rng.randrange(0, 5), rng.randrange(0, 5)
+    elif kind == "pre":
+        g = upd.entity.packet_replication_engine_entry.multicast_group_entry
+        g.multicast_group_id = rng.randrange(0, 4)
+        for _ in range(rng.randrange(0, 3)):
+            g.replicas.add(egress_port=rng.randrange(0, 3), instance=rng.randrange(0, 2))
+    elif kind == "digest":
+        d = upd.entity.digest_entry
+        d.digest_id = pick(info.digests)
+        if rng.random() < 0.7:
+            d.config.max_list_size = 1
+    return upd
 
 
 @dataclass
@@ -133,7 +195,7 @@ def random_batches(c: P4RuntimeClient, info, count: int, seed: int, check_state:
     return res
 
 
-# -- scenarios on the fake switch (tests/p4rt/conftest.Harness) -----------------------------
+# -- scenarios on the fake switch (testkit.p4rt_harness.Harness) -----------------------------
 def lpm(c, value, plen=8, port=1):
     return c.table_entry("MyIngress.t_lpm", {"hdr.ipv4.dst": (value, plen)}, "MyIngress.set_mac",
                          {"mac": 0xAABBCCDDEEFF, "port": port})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:

@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator, Optional
 from scapy.all import IP, TCP, UDP, Dot1Q, Ether, IPOption_NOP, IPOption_RR, Raw, raw
 from scapy.contrib.roce import BTH
 
-from tests.stellar.leaf import (ING, UPLINKS, Leaf, ip_checksum_ok, mac_of, neighbour_mac, roce,
+from testkit.leaf import (ING, UPLINKS, Leaf, ip_checksum_ok, mac_of, neighbour_mac, roce,
                                 udp)
 
 ETH, VLAN, IPV4, UDP_LEN, BTH_LEN, TCP_LEN = 14, 4, 20, 8, 12, 20
