@@ -330,12 +330,13 @@ def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
 
     link = find_link(fnet.fabric, a, b)
     names = [intf_name(link.leaf, link.leaf_port, fnet.tag), intf_name(link.spine, link.spine_port, fnet.tag)]
+    from bmv2_env.target import cut_link
+
     for ifname in names:
         if fnet.target == "bmv2":
-            cmd = ["tc", "qdisc", "replace", "dev", ifname, "root", "pfifo", "limit", "0"]
+            cut_link(ifname, True)
         else:
-            cmd = ["ip", "link", "set", "dev", ifname, "down"]
-        subprocess.run(cmd, check=True)
+            subprocess.run(["ip", "link", "set", "dev", ifname, "down"], check=True)
     return names
 
 
