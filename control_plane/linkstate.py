@@ -73,15 +73,25 @@ def reachability(fabric: Fabric, failed: "FailedLinks") -> dict[str, list[str]]:
 
 
 def describe_partition(fabric: Fabric, failed: "FailedLinks") -> list[str]:
-    """One line per partitioned leaf: what it can no longer reach, what it still can."""
+    """One line per leaf the failed links cut off: what it can no longer reach, what it still
+    can.  A leaf that only misses leaves already reported is not repeated (when leaf1 loses its
+    last uplink, that the others cannot reach leaf1 is the same fact)."""
+    reach = reachability(fabric, failed)
+    leaves = [s.name for s in fabric.leaves]
+    lost = {leaf: [o for o in leaves if o != leaf and o not in reached] for leaf, reached in reach.items()}
+    reported: set[str] = set()
     lines = []
-    for leaf, reached in reachability(fabric, failed).items():
-        lost = [s.name for s in fabric.leaves if s.name != leaf and s.name not in reached]
+    for leaf in sorted(lost, key=lambda name: (-len(lost[name]), name)):
+        if not set(lost[leaf]) - reported:
+            continue
+        reported.add(leaf)
+        reached = reach[leaf]
         uplinks = [l.spine for l in failed.apply(fabric).links if l.leaf == leaf]
         hosts = sorted(h.name for h in fabric.hosts.values() if h.leaf == leaf)
-        lines.append(f"{leaf} is PARTITIONED: "
+        what = "is PARTITIONED" if not reached else "is CUT OFF from " + ", ".join(lost[leaf])
+        lines.append(f"{leaf} {what}: "
                      + (f"uplinks left to {', '.join(uplinks)}" if uplinks else "no uplink left")
-                     + f"; cannot reach {', '.join(lost)}; still reaches "
+                     + f"; cannot reach {', '.join(lost[leaf])}; still reaches "
                      + (", ".join(reached) if reached else "no other leaf")
                      + (f" and its own hosts ({', '.join(hosts)})" if hosts else ""))
     return lines
