@@ -36,16 +36,17 @@ def two_dirs(tmp_path):
     return here, there
 
 
-def compile_in(directory: Path, monkeypatch) -> bytes:
-    """Compile l3.p4 with ``directory`` as the working directory (relative output paths)."""
+def compile_in(directory: Path, out: Path, monkeypatch) -> bytes:
+    """Compile l3.p4 with ``directory`` as the working directory, as the issue's user did from
+    the checkout's root (the builtin files then lie below the working directory)."""
     monkeypatch.chdir(directory)
-    compile_files(os.path.relpath(PROGRAM), out_json="l3.json", p4info_out="l3.p4info.txtpb")
-    return (directory / "l3.json").read_bytes()
+    compile_files(os.path.relpath(PROGRAM), out_json=out / "l3.json", p4info_out=out / "l3.p4info.txtpb")
+    return (out / "l3.json").read_bytes()
 
 
 def test_builtin_sources_are_named_as_builtins_not_by_a_path(two_dirs, monkeypatch) -> None:
     here, there = two_dirs
-    config = compile_in(here, monkeypatch)
+    config = compile_in(REPO, here, monkeypatch)
     text = json.loads(config)["program"]
     assert f'"{BUILTIN_PREFIX}core.p4"' in text and f'"{BUILTIN_PREFIX}v1model.p4"' in text
     assert "frontend/builtin" not in text
@@ -74,8 +75,8 @@ def test_an_extern_in_a_user_file_is_still_refused_naming_that_file(tmp_path) ->
 
 def test_p4sim_run_from_another_directory_loads_the_program(two_dirs) -> None:
     here, there = two_dirs
-    res = p4sim("compile", "-I", str(REPO / "p4src"), "-o", "build/l3.json", "--p4runtime-files",
-                "build/l3.p4info.txtpb", str(PROGRAM), cwd=here)
+    res = p4sim("compile", "-I", "p4src", "-o", str(here / "build" / "l3.json"), "--p4runtime-files",
+                str(here / "build" / "l3.p4info.txtpb"), os.path.relpath(PROGRAM, REPO), cwd=REPO)
     assert res.returncode == 0, res.stderr
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "p4sim", "run", "--thrift-port", str(free_port()),
@@ -85,6 +86,13 @@ def test_p4sim_run_from_another_directory_loads_the_program(two_dirs) -> None:
     try:
         line = proc.stdout.readline()           # the start line, or EOF if it exited
         assert f"serving P4Runtime on 127.0.0.1:{port}" in line, line + proc.stderr.read()
+        # and pushed over P4Runtime (what stellarctl push does) by a controller in a third directory
+        from control_plane.p4rt import ProgramFiles, SwitchSession
+
+        program = ProgramFiles.load(here / "build" / "l3.json", here / "build" / "l3.p4info.txtpb")
+        with SwitchSession(f"127.0.0.1:{port}", 0, name="sw").connect() as session:
+            assert session.ensure_pipeline(program.p4info, program.device_config)
+            assert session.current_pipeline()[1] == program.cookie
     finally:
         proc.terminate()
         proc.wait(timeout=20)
