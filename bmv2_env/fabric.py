@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from bmv2_env.commands import SwitchOptions, switch_command
-from bmv2_env.env import EnvError, free_port
+from bmv2_env.env import EnvError, check_target, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_PORT = 255
@@ -175,10 +175,7 @@ def up(fabric_path: str | Path, state_dir: Path, target: str = "p4sim", transpor
     path = state_path(fabric_path, state_dir)
     if path.exists():
         raise EnvError(f"{path} exists: the fabric is up (python -m bmv2_env down {fabric_path})")
-    if target not in ("p4sim", "bmv2"):
-        raise EnvError(f"unknown target {target!r} (p4sim or bmv2)")
-    if transport not in ("nn", "veth"):
-        raise EnvError(f"unknown transport {transport!r} (nn or veth)")
+    check_target(target, transport)
     if target == "bmv2" and transport == "nn":
         raise EnvError("--target bmv2 runs over --transport veth (simple_switch_grpc's ports are interfaces)")
     run_dir = path.parent

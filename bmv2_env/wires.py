@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             except (pynng.Timeout, pynng.TryAgain):
                 dropped[(name, -1)] += 1
 
-    def from_switch(name: str) -> None:
-        sock = socks[name]
+    def pump(sock, handle) -> None:
+        """Hand every message ``sock`` receives to ``handle`` until the wires stop."""
         while not stop.is_set():
             try:
                 msg = sock.recv()
@@ -66,33 +66,27 @@ def main(argv: list[str] | None = None) -> int:
             except pynng.Closed:
                 return
             kind, port, length = HDR.unpack_from(msg)
-            if kind != PACKET_OUT:
-                continue
-            frame = msg[HDR.size:HDR.size + length]
-            if (name, port) in peer:
-                other, other_port = peer[(name, port)]
-                send(other, socks[other], HDR.pack(PACKET_IN, other_port, len(frame)) + frame)
-            elif (name, port) in host_at:
-                send("hosts", host_sock, HDR.pack(PACKET_OUT, host_at[(name, port)], len(frame)) + frame)
-            else:
-                dropped[(name, port)] += 1
+            handle(kind, port, msg[HDR.size:HDR.size + length])
 
-    def from_hosts() -> None:
-        while not stop.is_set():
-            try:
-                msg = host_sock.recv()
-            except pynng.Timeout:
-                continue
-            except pynng.Closed:
-                return
-            kind, index, length = HDR.unpack_from(msg)
-            if kind == PACKET_IN and 0 <= index < len(hosts):
-                h = hosts[index]
-                frame = msg[HDR.size:HDR.size + length]
-                send(h.leaf, socks[h.leaf], HDR.pack(PACKET_IN, h.port, len(frame)) + frame)
+    def from_switch(name: str, kind: int, port: int, frame: bytes) -> None:
+        if kind != PACKET_OUT:
+            return
+        if (name, port) in peer:
+            other, other_port = peer[(name, port)]
+            send(other, socks[other], HDR.pack(PACKET_IN, other_port, len(frame)) + frame)
+        elif (name, port) in host_at:
+            send("hosts", host_sock, HDR.pack(PACKET_OUT, host_at[(name, port)], len(frame)) + frame)
+        else:
+            dropped[(name, port)] += 1
 
-    threads = [threading.Thread(target=from_switch, args=(n,), daemon=True) for n in socks]
-    threads.append(threading.Thread(target=from_hosts, daemon=True))
+    def from_hosts(kind: int, index: int, frame: bytes) -> None:
+        if kind == PACKET_IN and 0 <= index < len(hosts):
+            h = hosts[index]
+            send(h.leaf, socks[h.leaf], HDR.pack(PACKET_IN, h.port, len(frame)) + frame)
+
+    threads = [threading.Thread(target=pump, args=(sock, lambda *m, n=name: from_switch(n, *m)), daemon=True)
+               for name, sock in socks.items()]
+    threads.append(threading.Thread(target=pump, args=(host_sock, from_hosts), daemon=True))
     for t in threads:
         t.start()
     for sig in (signal.SIGTERM, signal.SIGINT):
