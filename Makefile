@@ -44,6 +44,17 @@ shell: shell-venv
 	$(SHELL_VENV)/bin/python -P -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) \
 		--election-id $(ELECTION_ID) $(if $(CONFIG),--config $(CONFIG)) $(SHELL_ARGS)
 
+# Every switch of a fabric YAML as a local process, links wired (TARGET=p4sim over nanomsg, no root;
+# TARGET=bmv2 over veth pairs, root), on the YAML's P4Runtime addresses; then `stellarctl push
+# $(FABRIC)`.  `make fabric-down` stops them.  docs/operating.md walks the rest.
+FABRIC ?= fabrics/lab.yaml
+.PHONY: fabric fabric-down
+fabric: setup
+	$(VPY) -m bmv2_env up $(FABRIC) --target $(TARGET) $(if $(filter bmv2,$(TARGET)),--transport veth)
+
+fabric-down:
+	$(VPY) -m bmv2_env down $(FABRIC)
+
 # The README's test command: the PTF suites on the target for both architectures (v1model, then
 # the TNA program on p4sim's TNA pipe), then the pytest suite (unit and in-process integration
 # tests), whose summary line closes the output.

@@ -149,6 +149,16 @@ def push_pipeline(grpc_addr: str, device_id: int, p4info_path: Path, config_path
         client.close()
 
 
+def check_target(target: str, transport: str) -> None:
+    """EnvError unless ``target`` over ``transport`` can start here."""
+    if target not in ("p4sim", "bmv2"):
+        raise EnvError(f"unknown target {target!r} (p4sim or bmv2)")
+    if transport not in ("nn", "veth"):
+        raise EnvError(f"unknown transport {transport!r} (nn or veth)")
+    if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
+        raise EnvError("TARGET bmv2 needs simple_switch_grpc on PATH")
+
+
 def up(name: str, target: str, program: Path, ports: int, transport: str, state_dir: Path,
        grpc_addr: str | None = None, device_id: int = 1, cpu_port: int = 255, clock: str = "wall",
        include: list[str] | None = None, defines: list[str] | None = None,
@@ -157,12 +167,7 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
     state_file = state_dir / f"{name}.json"
     if state_file.exists():
         raise EnvError(f"{state_file} exists: run 'python -m bmv2_env down --name {name}' first")
-    if target not in ("p4sim", "bmv2"):
-        raise EnvError(f"unknown target {target!r}")
-    if transport not in ("nn", "veth"):
-        raise EnvError(f"unknown transport {transport!r} (nn or veth)")
-    if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
-        raise EnvError("TARGET bmv2 needs simple_switch_grpc on PATH")
+    check_target(target, transport)
     config, p4info = compile_program(target, program, state_dir / name, include or [],
                                      [f"CPU_PORT={cpu_port}", *(defines or [])], python, arch)
     grpc_addr = grpc_addr or f"127.0.0.1:{free_port()}"

@@ -330,12 +330,13 @@ def link_down(fnet: FabricNetwork, a: str, b: str) -> list[str]:
 
     link = find_link(fnet.fabric, a, b)
     names = [intf_name(link.leaf, link.leaf_port, fnet.tag), intf_name(link.spine, link.spine_port, fnet.tag)]
+    from bmv2_env.target import cut_link
+
     for ifname in names:
         if fnet.target == "bmv2":
-            cmd = ["tc", "qdisc", "replace", "dev", ifname, "root", "pfifo", "limit", "0"]
+            cut_link(ifname, True)
         else:
-            cmd = ["ip", "link", "set", "dev", ifname, "down"]
-        subprocess.run(cmd, check=True)
+            subprocess.run(["ip", "link", "set", "dev", ifname, "down"], check=True)
     return names
 
 
@@ -419,8 +420,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("fabric")
     ap.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim")
     ap.add_argument("--log-dir", type=Path, default=ROOT / "build" / "mininet", help="switch logs and programs")
-    ap.add_argument("--thrift-base", type=int, default=9090,
-                    help="Thrift port of the first switch (by name); the others count up (default 9090)")
+    ap.add_argument("--thrift-base", type=int, default=None,
+                    help="Thrift port of the first switch (by name); the others count up (default: a free "
+                         "port each, so the run never collides with a switch already holding 9090)")
     ap.add_argument("--fail-link", nargs=2, metavar=("A", "B"),
                     help="after the pings: cut the A-B link (p4sim: ip link set down; bmv2: tc pfifo limit 0) "
                          "+ stellarctl fail-link, ping again")
@@ -477,8 +479,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     finally:
         left = fnet.stop()
         alive = [p for p in fnet.plans.values() if _switch_alive(fnet, p.name)]
+        from bmv2_env.fabric import remove_failed_links_record
+
+        record = remove_failed_links_record(args.fabric)  # its links are all up again in the next run
         print(f"teardown: {len(fnet.plans) - len(alive)}/{len(fnet.plans)} switch processes stopped, "
-              f"hosts gone, fabric interfaces left: {', '.join(left) if left else 'none'}")
+              f"hosts gone, fabric interfaces left: {', '.join(left) if left else 'none'}"
+              + (f"; removed failed-links record {record}" if record else ""))
     return 1 if failed else 0
 
 

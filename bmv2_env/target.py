@@ -128,9 +128,13 @@ class P4simTarget(TargetControl):
 class Bmv2Target(TargetControl):
     """BMv2 simple_switch_grpc through ``simple_switch_CLI`` on its Thrift port.
 
-    Port state: simple_switch_CLI has no link up/down command, so with a known interface map
-    (veth transport) the link itself is set down with ``ip link`` (root), which is how p4lang's
-    tutorials fail links; without one (nanomsg transport) it is NotSupportedByTarget.
+    Port state: simple_switch_CLI has no link up/down command, and ``ip link set ... down`` on an
+    interface simple_switch_grpc 1.15.5 has attached stalls the whole switch (libpcap: no packet
+    on any port until that interface is up again or deleted; one test would take the others down
+    with it).  So with a known interface map (veth transport) a port is cut below the switch, as
+    the Mininet fabric does: ``cut_link`` gives both ends of its veth pair a zero-length root
+    queue, which drops every frame either side sends while both interfaces stay up; ``up``
+    removes it.  Without an interface (nanomsg transport) it is NotSupportedByTarget.
     """
 
     name = "bmv2"
@@ -196,7 +200,36 @@ class Bmv2Target(TargetControl):
             raise NotSupportedByTarget(
                 f"bmv2: port {port} has no Linux interface (nanomsg transport); "
                 "simple_switch_CLI cannot change link state")
-        subprocess.run(["ip", "link", "set", "dev", ifname, "up" if up else "down"], check=True)
+        cut_link(ifname, not up)
+
+
+def veth_peer(ifname: str) -> str | None:
+    """The other end of the veth pair ``ifname`` belongs to (None if it is not a veth here)."""
+    from pathlib import Path
+
+    try:
+        peer_index = Path(f"/sys/class/net/{ifname}/iflink").read_text().strip()
+        if peer_index == Path(f"/sys/class/net/{ifname}/ifindex").read_text().strip():
+            return None
+        for dev in Path("/sys/class/net").iterdir():
+            if (dev / "ifindex").read_text().strip() == peer_index:
+                return dev.name
+    except OSError:
+        return None
+    return None
+
+
+def cut_link(ifname: str, cut: bool) -> list[str]:
+    """Cut (or restore) the link at ``ifname`` and its veth peer without taking an interface
+    down: a root ``pfifo limit 0`` drops whatever each end sends.  Returns the interfaces set."""
+    names = [ifname] + [p for p in [veth_peer(ifname)] if p]
+    for name in names:
+        cmd = (["tc", "qdisc", "replace", "dev", name, "root", "pfifo", "limit", "0"] if cut
+               else ["tc", "qdisc", "del", "dev", name, "root"])
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0 and cut:  # deleting a qdisc that is not there is fine
+            raise RuntimeError(f"{' '.join(cmd)}: {res.stderr.strip()}")
+    return names
 
 
 def connect(target: str, control_addr: str | None = None, thrift_port: int | None = None,

@@ -1,28 +1,8 @@
 """`stellarctl`: the operator's command line for fabrics.
 
-Offline commands (no switch needed):
-  stellarctl validate FABRIC                 check a fabric file; every problem as file:line: key: reason
-  stellarctl render FABRIC -o DIR            write per-switch entry files (+ index.json) to DIR
-  stellarctl render FABRIC --switch NAME     print one switch's entry file
-  stellarctl render FABRIC --arch tna ...    the same for the Tofino program (p4src/tna/stellar.p4)
-  stellarctl analyze-scheduler FABRIC [JOB]  which paths a job got, and why (no JOB: all jobs), and
-                                             each class's scheduler weight and why (the formula's terms)
-
-Commands that talk to the switches over P4Runtime (control_plane/ops.py):
-  stellarctl diff FABRIC [--switch S]        what a push would change (exit 1 if not in sync)
-  stellarctl push FABRIC                     compile (or --program-json/--p4info) and reconcile every switch
-    [--program P4 --target p4sim|bmv2]       the program from that target's compiler (p4build)
-  stellarctl push|diff FABRIC --arch tna     the same with p4src/tna/stellar.p4 and its entries
-  stellarctl stats FABRIC [--switch S]       per-port/queue counters, ECN marks, path changes, drops
-  stellarctl fail-link FABRIC A B            ports down on both ends (liveness tables) + path sets without the link
-                                             and without every link failed before (recorded in the state file
-                                             FABRIC.failed-links.json, or --state FILE), so failures compose
-  stellarctl fail-link FABRIC A B --restore  the link is back: ports up, path sets with it; removed from the state
-  stellarctl push|diff FABRIC --state FILE   render without the links the state file records
-  stellarctl stats|watch|fail-link --arch tna   the same on p4src/tna/stellar.p4 (its counters, groups and
-                                             failover.alive register; control_plane/archnames.py)
-
-Exit status: 0 success, 1 the fabric or its rendering is invalid, 2 bad command line.
+Every command and what it is for is in ``stellarctl --help`` (COMMANDS below); docs/operating.md
+walks an operator through a running fabric.  Exit status: 0 success, 1 the fabric, its rendering
+or a switch failed, 2 bad command line.
 """
 from __future__ import annotations
 
@@ -32,24 +12,16 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, TextIO
 
-from .errors import FabricError
-from .model import WEIGHTED_CLASSES, Fabric, load_fabric
+from .loading import load_or_report
+from .model import WEIGHTED_CLASSES, Fabric
 from .paths import Assignment, assign_jobs
 from .plan import plan_fabric
 from .render import RenderError, render_fabric, write_fabric
 from .scheduler import compute_weights, format_weights
 
 
-def _load(path: str, err: TextIO) -> Optional[Fabric]:
-    try:
-        return load_fabric(path)
-    except FabricError as exc:
-        print(f"error: {exc}", file=err)
-        return None
-
-
 def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None:
         return 1
     leaves, spines = len(fabric.leaves), len(fabric.spines)
@@ -61,7 +33,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     started = time.perf_counter()
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None:
         return 1
     try:
@@ -94,7 +66,7 @@ def cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_analyze_scheduler(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None:
         return 1
     if args.job is not None and args.job not in fabric.jobs:
@@ -204,9 +176,42 @@ def explain_job(fabric: Fabric, assignment: Assignment, job_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+COMMANDS = """\
+commands (stellarctl COMMAND --help for each one's options):
+  offline (no switch needed)
+    validate           check a fabric file; every problem as file:line: key: reason
+    render             write per-switch entry files (-o DIR) or print one switch's (--switch NAME)
+    analyze-scheduler  which paths a job got and each class's scheduler weight, and why
+  on running switches (P4Runtime; addresses and device ids from the fabric YAML)
+    push               compile the program, push it where missing, reconcile every switch's entries
+    diff               what a push would change (exit 1 if a switch is not in sync)
+    stats              per-port/queue counters, ECN marks, path changes, drops of every switch
+    watch              live congestion map (per-link queue delay); a switch that is down is marked
+    fail-link          take a link out (ports down, path sets without it); --restore [--all] undoes
+
+push and diff print each switch's change as +N ~N -N: entries (and meter, register, clone-session
+cells) a push inserts, modifies (held with another action or value) and deletes (held but not
+wanted).  Failed links live in build/state/<fabric>.failed-links.json (--state-dir,
+$STELLAR_STATE_DIR); push and diff render without them.  Guide: docs/operating.md.
+"""
+
+
+def package_version() -> str:
+    """The installed stellar package's version (what --version prints)."""
+    try:
+        from importlib.metadata import version
+
+        return version("stellar")
+    except Exception:  # noqa: BLE001 - run from a checkout that is not installed
+        return "0.1.0"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stellarctl", description="Stellar fabric control: validate, render, "
-                                     "and explain job placement.")
+    parser = argparse.ArgumentParser(prog="stellarctl", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description="Stellar fabric control: check and render fabrics, and push, "
+                                                 "inspect and fail links on running switches.",
+                                     epilog=COMMANDS)
+    parser.add_argument("--version", action="version", version=f"stellarctl {package_version()}")
     tls = parser.add_argument_group("P4Runtime transport (switches served with TLS / mutual TLS, roles)")
     tls.add_argument("--grpc-tls-ca", metavar="PEM", help="CA that signed the switches' certificates (enables TLS)")
     tls.add_argument("--grpc-tls-cert", metavar="PEM", help="client certificate, for switches that require client auth")
@@ -214,11 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     tls.add_argument("--grpc-tls-server-name", default="", metavar="NAME",
                      help="name to check the switch certificate against (default: the address's host)")
     tls.add_argument("--role", default="", help="P4Runtime role name (default: the default role, full access)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("validate", help="check a fabric file")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="one of the commands below")
+    p = sub.add_parser("validate", description="check a fabric file")
     p.add_argument("fabric", help="fabric YAML file")
     p.set_defaults(func=cmd_validate)
-    p = sub.add_parser("render", help="write per-switch table entries")
+    p = sub.add_parser("render", description="write per-switch table entries")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("-o", "--output", help="output directory")
     p.add_argument("--switch", help="print this switch's document to stdout")
@@ -226,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the program the entries are for: p4src/v1model/stellar.p4 (default) or "
                         "p4src/tna/stellar.p4 (bf-p4c's P4Info names)")
     p.set_defaults(func=cmd_render)
-    p = sub.add_parser("analyze-scheduler", help="which paths a job got and each class's weight, and why")
+    p = sub.add_parser("analyze-scheduler", description="which paths a job got and each class's weight, and why")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("job", nargs="?", help="job name (omit for a summary of every job)")
     p.add_argument("--limit", type=float, default=1.0,
@@ -236,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_analyze_scheduler)
     from .ops import add_commands  # diff, push, stats, fail-link (P4Runtime; grpc loaded only here)
     add_commands(sub)
-    p = sub.add_parser("watch", help="live congestion map: per-link queue delay read over P4Runtime")
+    p = sub.add_parser("watch", description="live congestion map: per-link queue delay; a switch that is down is marked")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     p.add_argument("--count", type=int, default=1_000_000, help="refreshes before exiting")
@@ -248,29 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .controller import watch
-    from .p4rt import P4RuntimePushError, SwitchSession
+    from .watching import watch_fabric
 
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None:
         return 1
-    sessions = {}
     try:
-        for name, sw in fabric.switches.items():
-            # read-only: no arbitration, so watching never displaces the primary controller
-            session = SwitchSession(sw.p4runtime, sw.device_id, name=name, timeout=5.0)
-            sessions[name] = session.connect(read_only=True)
-            session.load_switch_p4info()
-        watch(fabric, sessions, args.interval, args.count, out, args.top, arch=args.arch)
-    except P4RuntimePushError as exc:
-        print(f"error: {exc}", file=err)
-        return 1
+        missing = watch_fabric(fabric, args.interval, args.count, out, args.top, arch=args.arch)
     except KeyboardInterrupt:
-        pass
-    finally:
-        for session in sessions.values():
-            session.close()
-    return 0
+        return 0
+    return 1 if missing and len(missing) == len(fabric.switches) else 0
 
 
 def main(argv: Optional[list[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:

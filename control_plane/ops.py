@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
 from . import archnames, contract
-from .linkstate import FailedLinks, default_state_path, entry_delta
+from .linkstate import (FailedLinks, default_state_path, describe_partition, entry_delta, legacy_state_path,
+                        state_dir)
+from .loading import load_or_report
 from .model import Fabric, Link
-from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchSession, push_fabric
-from .render import RenderError, render_fabric
+from .p4rt import FabricPush, P4RuntimePushError, ProgramFiles, SwitchResult, SwitchSession, push_fabric
+from .reach import refusing
+from .render import RenderError, entry_identity, render_fabric
 
 REPO = Path(__file__).resolve().parent.parent
 STELLAR_P4 = REPO / "p4src" / "v1model" / "stellar.p4"
@@ -62,6 +65,55 @@ def failed_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model
     for i in range(1, len(failed.links) + 1):
         documents = render_fabric(fabric.without_links(failed.links[:i]), arch=arch, group_ids=history).documents
     return documents
+
+
+def state_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model") -> dict[str, dict[str, Any]]:
+    """What the switches hold after ``fail-link`` recorded ``failed``: the intact fabric's
+    documents, with the tables that follow the topology rendered without the failed links and
+    (v1model) both ends of each failed link marked down in the liveness tables -- exactly what
+    fail-link writes, nothing more (it leaves the dead ports' other rows and the meters alone).
+    ``diff --state`` and ``push --state`` render this, so they agree with fail-link."""
+    intact = render_documents(fabric, arch)
+    if not failed.links:
+        return intact
+    after = failed_documents(fabric, failed, arch)
+    topology = archnames.names(arch).topology_tables
+    down: dict[str, list[dict[str, Any]]] = {}
+    if archnames.names(arch).liveness == "tables":
+        for leaf, spine in failed.links:
+            link = find_link(fabric, leaf, spine)
+            for name, port in ((link.leaf, link.leaf_port), (link.spine, link.spine_port)):
+                down.setdefault(name, []).extend(contract.liveness_entries(port, down=True, comment="link failed"))
+    docs = {}
+    for name, doc in intact.items():
+        marked = {entry_identity(e): e for e in down.get(name, [])}
+        entries = [marked.pop(entry_identity(e), e) for e in doc["entries"] if e["table"] not in topology]
+        entries += list(marked.values())
+        entries += [e for e in after[name]["entries"] if e["table"] in topology]
+        docs[name] = {**doc, "entries": entries, "path_sets": after[name].get("path_sets", doc.get("path_sets"))}
+    return docs
+
+
+def push_reachable(fabric: Fabric, documents: Mapping[str, Mapping[str, Any]], program: Optional[ProgramFiles] = None,
+                   addresses: Optional[Mapping[str, str]] = None, switches: Optional[Sequence[str]] = None,
+                   sessions: Optional[Mapping[str, SwitchSession]] = None, **options: Any) -> FabricPush:
+    """``push_fabric`` for the switches whose address accepts connections; a switch whose address
+    refuses them (stopped, wrong port) gets its error at once, naming it, instead of after the
+    gRPC timeout, and the others are pushed as usual."""
+    names = list(switches) if switches is not None else list(documents)
+    given = set(sessions or {})
+    down = refusing({n: (addresses or {}).get(n, fabric.switches[n].p4runtime) for n in names if n not in given})
+    started = time.perf_counter()
+    rest = [n for n in names if n not in down]
+    push = push_fabric(fabric, documents, program, addresses, switches=rest, sessions=sessions, **options)
+    results: dict[str, SwitchResult] = {}
+    for name in names:
+        if name in down:
+            address = (addresses or {}).get(name, fabric.switches[name].p4runtime)
+            results[name] = SwitchResult(name, address, error=f"switch {name}: cannot connect to {address}: {down[name]}")
+        else:
+            results[name] = push.results[name]
+    return FabricPush(results, time.perf_counter() - started, push.dry_run)
 
 
 def diff_fabric(fabric: Fabric, switches: Optional[list[str]] = None, program: Optional[ProgramFiles] = None,
@@ -183,9 +235,13 @@ def collect_stats(fabric: Fabric, switches: Optional[list[str]] = None,
     """Counters of every (or the named) switch, read concurrently.  Reads need no arbitration,
     so this works beside a primary controller."""
     names = switches or list(fabric.switches)
+    down = refusing({n: (addresses or {}).get(n, fabric.switches[n].p4runtime) for n in names})
 
     def one(name: str) -> SwitchStats:
         sw = fabric.switches[name]
+        if name in down:
+            return SwitchStats(name, error=f"switch {name}: cannot connect to "
+                                           f"{(addresses or {}).get(name, sw.p4runtime)}: {down[name]}")
         session = SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
                                 name=name, timeout=timeout)
         try:
@@ -300,6 +356,7 @@ class FailLinkReport:
     port_down_errors: list[str] = field(default_factory=list)  # ends that could not be marked down
     restore: bool = False  # the link came back (--restore)
     failed: list[tuple[str, str]] = field(default_factory=list)  # every link failed after the command
+    partition: list[str] = field(default_factory=list)  # leaves the failed links cut off (describe_partition)
 
     @property
     def ok(self) -> bool:
@@ -326,6 +383,7 @@ class FailLinkReport:
         lines.append(f"  path sets re-pushed: {self.push.written} writes; last write acknowledged "
                      f"{self.last_ack_ms:.1f} ms after the command")
         lines.append("  failed links now: " + (", ".join(f"{a}-{b}" for a, b in self.failed) or "none"))
+        lines.extend(f"  {line}" for line in self.partition)
         return "\n".join(lines) + "\n"
 
 
@@ -411,6 +469,9 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
     def mark_down(end: tuple[str, int]) -> tuple[Optional[float], Optional[str]]:
         name, port = end
         sw = fabric.switches[name]
+        why = refusing({name: (addresses or {}).get(name, sw.p4runtime)}).get(name)
+        if why:  # e.g. the switch at that end is what died: say so now, not after the timeout
+            return None, f"switch {name}: cannot connect to {(addresses or {}).get(name, sw.p4runtime)}: {why}"
         session = SwitchSession((addresses or {}).get(name, sw.p4runtime), sw.device_id, election_id=election_id,
                                 name=name, timeout=timeout)
         try:
@@ -441,9 +502,9 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
         # The path sets are recomputed even if one end could not be told: the others must stop
         # sending towards the link either way.
         docs = topology_documents(fabric, before, failed, arch, ends if restore else ())
-        push = push_fabric(fabric, docs, None, addresses, progress=progress, label="fail-link",
-                           election_id=election_id, managed_tables=names.topology_tables, timeout=timeout,
-                           sessions=sessions)
+        push = push_reachable(fabric, docs, None, addresses, progress=progress, label="fail-link",
+                              election_id=election_id, managed_tables=names.topology_tables, timeout=timeout,
+                              sessions=sessions)
     finally:
         # closed only now: closing a gRPC channel takes ~0.15 s, which would delay the re-push
         for session in sessions.values():
@@ -451,15 +512,13 @@ def fail_link(fabric: Fabric, a: str, b: str, addresses: Optional[Mapping[str, s
     stamps = acked + [r.diff.last_ack for r in push.results.values() if r.diff is not None and r.diff.last_ack]
     last = max(stamps) if stamps else time.perf_counter()
     return FailLinkReport(link, None if port_down_at is None else (port_down_at - t0) * 1000, (last - t0) * 1000,
-                          push, errors, restore=restore, failed=list(failed.links))
+                          push, errors, restore=restore, failed=list(failed.links),
+                          partition=describe_partition(fabric, failed))
 
 
 # ---------------------------------------------------------------------------------------------
 # stellarctl subcommands
 # ---------------------------------------------------------------------------------------------
-from .cli import _load  # noqa: E402 - one loader for every subcommand (cli imports ops lazily)
-
-
 def _check_switches(fabric: Fabric, names: Optional[list[str]], err: TextIO) -> bool:
     unknown = [n for n in names or [] if n not in fabric.switches]
     if unknown:
@@ -510,7 +569,7 @@ def _program(args: argparse.Namespace, err: TextIO, required: bool,
 
 def _render(fabric: Fabric, failed: FailedLinks, err: TextIO, arch: str = "v1model") -> Optional[dict[str, dict[str, Any]]]:
     try:
-        return failed_documents(fabric, failed, arch)
+        return state_documents(fabric, failed, arch)
     except RenderError as exc:
         print(f"error: {exc}", file=err)
         return None
@@ -521,7 +580,7 @@ def _election(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=False, tna_profile=fabric.dataplane.tna_profile)
@@ -529,14 +588,14 @@ def cmd_diff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
-    push = push_fabric(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
-                       election_id=_election(args))
+    push = push_reachable(fabric, docs, program, dry_run=True, switches=args.switch, progress=None, label="diff",
+                          election_id=_election(args))
     out.write(format_push(push))
     return 0 if push.in_sync and not any(r.pipeline_pushed for r in push.results.values()) else 1
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     ok, program = _program(args, err, required=not args.no_pipeline, tna_profile=fabric.dataplane.tna_profile)
@@ -544,15 +603,20 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     docs = _render(fabric, current, err, args.arch) if ok and current is not None else None
     if docs is None:
         return 1
-    push = push_fabric(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
-                       progress=err if not args.quiet else None, election_id=_election(args),
-                       batch_size=args.batch_size)
-    out.write(format_push(push, verbose=args.verbose))
+    push = push_reachable(fabric, docs, program, switches=args.switch, concurrency=args.concurrency,
+                          progress=err if not args.quiet else None, election_id=_election(args),
+                          batch_size=args.batch_size)
+    if not args.quiet:
+        out.write(format_push(push, verbose=args.verbose))
+    elif not push.ok:  # -q: silent on success; a failure still names the switch and why
+        for r in push.results.values():
+            if not r.ok:
+                print(f"error: {r.error}", file=err)
     return 0 if push.ok else 1
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None or not _check_switches(fabric, args.switch, err):
         return 1
     stats = collect_stats(fabric, args.switch, election_id=_election(args), arch=args.arch)
@@ -563,42 +627,118 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0 if all(s.error is None for s in stats.values()) else 1
 
 
+def _state_path(args: argparse.Namespace) -> Path:
+    """The failed-links record this command reads and writes (--state, else the state dir's)."""
+    return Path(args.state) if args.state else default_state_path(args.fabric, args.state_dir)
+
+
+def _report_legacy_state(args: argparse.Namespace, err: TextIO) -> None:
+    """A record older versions left beside the YAML is reported, never used."""
+    old = legacy_state_path(args.fabric)
+    if old.exists() and old.resolve() != _state_path(args).resolve():
+        print(f"warning: {old} is a failed-links file an older stellarctl left beside the fabric; it is "
+              f"ignored (state now lives in {state_dir(args.state_dir)}/): remove it", file=err)
+
+
+def stale_links(fabric: Fabric, failed: FailedLinks, arch: str = "v1model",
+                timeout: float = 5.0) -> dict[tuple[str, str], str]:
+    """The recorded failures the switches do not hold: links whose leaf still has the link's
+    port in a path set (the switches were restarted or re-pushed since the record was made).
+    {link: why}; a leaf that cannot be read is not judged."""
+    out: dict[tuple[str, str], str] = {}
+    for leaf, spine in failed.links:
+        link = find_link(fabric, leaf, spine)
+        sw = fabric.switches[leaf]
+        if refusing({leaf: sw.p4runtime}):
+            continue
+        try:
+            with SwitchSession(sw.p4runtime, sw.device_id, name=leaf, timeout=timeout).connect(read_only=True) as s:
+                s.load_switch_p4info()
+                ports = _member_ports(s, arch)
+        except (P4RuntimePushError, KeyError, ValueError):
+            continue
+        if link.leaf_port in ports:
+            out[(leaf, spine)] = f"{leaf} still routes over port {link.leaf_port} (towards {spine})"
+    return out
+
+
+def _member_ports(session: SwitchSession, arch: str) -> set[int]:
+    """The ports a switch's path sets (v1model) or group members (TNA) name."""
+    if arch == "tna":
+        return {e["params"]["port"] for e in session.read_entries("pipe.StellarIngress.member_port.members")}
+    return {e["params"][f"port{i}"] for e in session.read_entries("StellarIngress.routing.path_set")
+            for i in range(e["params"]["count"])}
+
+
 def cmd_fail_link(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     started = time.perf_counter()
-    fabric = _load(args.fabric, err)
+    fabric = load_or_report(args.fabric, err)
     if fabric is None:
         return 1
-    state = Path(args.state) if args.state else default_state_path(args.fabric)
+    if args.all and not args.restore:
+        print("error: --all goes with --restore (bring every recorded link back)", file=err)
+        return 2
+    if bool(args.a) != bool(args.b) or (not args.a and not args.all) or (args.a and args.all):
+        print("error: name the link's two switches (A B), or give --restore --all", file=err)
+        return 2
+    _report_legacy_state(args, err)
+    state = _state_path(args)
     try:
         failed = FailedLinks.load(state, fabric)
-        report = fail_link(fabric, args.a, args.b, started=started, progress=None, election_id=_election(args),
-                           failed=failed, arch=args.arch, restore=args.restore)
-    except ValueError as exc:  # no such switch or link, a bad state file, already failed / not failed
+    except ValueError as exc:
         print(f"error: {exc}", file=err)
         return 1
-    except RenderError as exc:
-        print(f"error: rendering without the link: {exc}", file=err)
-        return 1
-    # The link's state changed whatever the switches answered (a failed write is retried by
-    # running the command's reconcile again: `push --state`), so the record follows it.
-    failed.save(state)
-    out.write(report.text())
+    if failed.links and not args.restore:
+        stale = stale_links(fabric, failed, args.arch)
+        for (leaf, spine), why in stale.items():
+            since = failed.since.get(f"{leaf}-{spine}")
+            print(f"warning: {state} records {leaf}-{spine} as failed"
+                  + (f" since {since}" if since else "") + f", but the switches do not hold it: {why} "
+                  "(restarted or re-pushed since?); the stale record is dropped", file=err)
+            failed.links.remove((leaf, spine))
+            failed.since.pop(f"{leaf}-{spine}", None)
+    links = list(reversed(failed.links)) if args.all else [(args.a, args.b)]
+    if args.all and not links:
+        print(f"nothing to restore: {state} records no failed link", file=out)
+        return 0
+    ok = True
+    for a, b in links:
+        try:
+            report = fail_link(fabric, a, b, started=started, progress=None, election_id=_election(args),
+                               failed=failed, arch=args.arch, restore=args.restore)
+        except ValueError as exc:  # no such switch or link, already failed / not failed
+            print(f"error: {exc}", file=err)
+            return 1
+        except RenderError as exc:
+            print(f"error: rendering without the link: {exc}", file=err)
+            return 1
+        # The link's state changed whatever the switches answered (a failed write is retried by
+        # running the command's reconcile again: `push`), so the record follows it.
+        failed.save(state, fabric)
+        out.write(report.text())
+        ok = ok and report.ok
+        started = time.perf_counter()
     out.write(f"  state: {state}" + (" (removed: no failed links)" if not failed.links else "") + "\n")
-    return 0 if report.ok else 1
+    return 0 if ok else 1
 
 
 def _failed_links(args: argparse.Namespace, fabric: Fabric, err: TextIO) -> Optional[FailedLinks]:
-    """The failed links ``--state`` records (none without it); None after an error."""
-    if not getattr(args, "state", None):
+    """The failed links push/diff render without: ``--state FILE``, else the fabric's record in
+    the state directory when there is one (a push must not bring back a link fail-link took
+    out); none with ``--ignore-state``.  None after an error."""
+    if args.ignore_state:
         return FailedLinks([])
+    _report_legacy_state(args, err)
+    path = _state_path(args)
     try:
-        failed = FailedLinks.load(args.state, fabric)
+        failed = FailedLinks.load(path, fabric)
     except ValueError as exc:
         print(f"error: {exc}", file=err)
         return None
     if failed.links:
-        print(f"note: {len(failed.links)} failed link(s) from {args.state}: "
-              + ", ".join(f"{a}-{b}" for a, b in failed.links), file=err)
+        print(f"note: {len(failed.links)} failed link(s) from {path}: "
+              + ", ".join(f"{a}-{b}" for a, b in failed.links)
+              + " (rendered without them; --ignore-state for the intact fabric)", file=err)
     return failed
 
 
@@ -617,17 +757,39 @@ def _program_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-I", "--include", action="append", help="include dir for --program (default p4src)")
 
 
+DIFF_NOTATION = ("+N ~N -N: table entries (and meter, register, clone-session cells) the switch lacks and "
+                 "a push inserts, holds with other actions or values and a push modifies, holds but "
+                 "should not and a push deletes; lines below start with the same sign")
+
+
+def _state_options(p: argparse.ArgumentParser, writes: bool = False) -> None:
+    p.add_argument("--state", metavar="FILE",
+                   help="the failed-links record (default: STATE_DIR/<fabric stem>.failed-links.json)"
+                        + ("; successive failures compose through it" if writes else ""))
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="directory of run-time state (default $STELLAR_STATE_DIR, else build/state under the "
+                        "working directory; never the fabrics/ directory)")
+    if not writes:
+        p.add_argument("--ignore-state", action="store_true",
+                       help="render the intact fabric from the YAML, ignoring the failed links recorded")
+
+
 def add_commands(sub: Any) -> None:
     """Register diff, push, stats and fail-link on stellarctl's subparsers."""
-    p = sub.add_parser("diff", help="what a push would change on each switch (exit 1 if not in sync)")
+    p = sub.add_parser("diff",
+                       description="Read every switch and show what a push would change, without writing. "
+                                   + DIFF_NOTATION + ".")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     _program_options(p)
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
-    p.add_argument("--state", help="render without the failed links this fail-link state file records")
+    _state_options(p)
     p.set_defaults(func=cmd_diff)
 
-    p = sub.add_parser("push", help="reconcile every switch with the rendered entries over P4Runtime")
+    p = sub.add_parser("push",
+                       description="Push the pipeline where a switch does not run it, then reconcile each "
+                                   "switch (read, diff, write) with the entries rendered from the fabric, "
+                                   "without the links fail-link recorded as failed. " + DIFF_NOTATION + ".")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     _program_options(p)
@@ -636,11 +798,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=256, help="updates per Write request (default 256)")
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every change written")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
-    p.add_argument("--state", help="render without the failed links this fail-link state file records")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print nothing on success (no progress, no table); failures still go to stderr")
+    _state_options(p)
     p.set_defaults(func=cmd_push)
 
-    p = sub.add_parser("stats", help="per-port, per-queue and per-reason counters of the switches")
+    p = sub.add_parser("stats", description="per-port, per-queue and per-reason counters of the switches")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -649,16 +812,18 @@ def add_commands(sub: Any) -> None:
                    help="the program's counter names (tna: p4src/tna/stellar.p4's)")
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("fail-link", help="mark a link down on both ends and re-push path sets without it "
-                                         "(and without the links failed before; --restore: it is back)")
+    p = sub.add_parser("fail-link",
+                       description="Mark a link's two ports down and re-push the path sets without it and "
+                                   "without every link recorded as failed before; --restore brings one link "
+                                   "back, --restore --all every one.  A leaf left without a path to another "
+                                   "leaf is reported as partitioned, with what it still reaches.")
     p.add_argument("fabric", help="fabric YAML file")
-    p.add_argument("a", help="switch at one end")
-    p.add_argument("b", help="switch at the other end")
+    p.add_argument("a", nargs="?", help="switch at one end")
+    p.add_argument("b", nargs="?", help="switch at the other end")
     p.add_argument("--election-id", type=int, default=1, help="election id (low 64 bits; default 1)")
     p.add_argument("--restore", action="store_true", help="the link is back: ports up, path sets with it")
-    p.add_argument("--state", help="the failed-links record (default: FABRIC" + ".failed-links.json beside it); "
-                                   "successive failures compose through it")
+    p.add_argument("--all", action="store_true", help="with --restore: every recorded link, last failed first")
+    _state_options(p, writes=True)
     p.add_argument("--arch", choices=archnames.ARCHES, default="v1model",
                    help="the program's tables (tna: groups, the failover.alive register)")
     p.set_defaults(func=cmd_fail_link)
-

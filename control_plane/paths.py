@@ -115,7 +115,8 @@ class EcmpEstimate:
 def ecmp_estimate(flows: list[Flow], paths: dict[tuple[str, str], tuple[Path, ...]],
                   capacity: dict[LinkId, float], trials: Optional[int] = None, seed: int = ECMP_SEED) -> EcmpEstimate:
     """Expected peak utilisation when each flow is hashed uniformly onto one of its paths."""
-    crossing = [f for f in flows if f.crosses_fabric]
+    # a flow between leaves that no path joins (a partitioned leaf) loads no link: it is dropped
+    crossing = [f for f in flows if f.crosses_fabric and paths.get((f.src_leaf, f.dst_leaf))]
     if not crossing:
         return EcmpEstimate(0.0, 0.0, 0)
     fluid: dict[LinkId, float] = {}
@@ -188,6 +189,8 @@ class Assignment:
     flows: list[Flow]
     limit: float
     paths: dict[tuple[str, str], tuple[Path, ...]] = field(default_factory=dict, repr=False)
+    # flows between leaves no path joins (a leaf partitioned by failed links): not placed
+    unroutable: list[Flow] = field(default_factory=list)
 
     @property
     def max_utilisation(self) -> float:
@@ -264,8 +267,23 @@ def assign_jobs(fabric: Fabric, limit: float = 1.0, ecmp_trials: Optional[int] =
     """Place every job's reserved flows; isolate jobs on disjoint spines when capacity allows."""
     paths = equal_cost_paths(fabric)
     capacity = link_capacities(fabric)
-    flows = fabric_flows(fabric)
+    every_flow = fabric_flows(fabric)
+    unroutable = [f for f in every_flow if f.crosses_fabric and not paths.get((f.src_leaf, f.dst_leaf))]
+    flows = [f for f in every_flow if f not in set(unroutable)] if unroutable else every_flow
     ecmp = ecmp_estimate(flows, paths, capacity, trials=ecmp_trials)
+    assignment = _assign(fabric, flows, paths, capacity, ecmp, limit)
+    if unroutable:
+        pairs = sorted({(f.src_leaf, f.dst_leaf) for f in unroutable})
+        assignment.unroutable = unroutable
+        assignment.notes.insert(0, f"{len(unroutable)} reserved flow(s) have no path and are not placed "
+                                   f"(the fabric is partitioned): "
+                                   + ", ".join(f"{a} -> {b}" for a, b in pairs))
+    return assignment
+
+
+def _assign(fabric: Fabric, flows: list[Flow], paths: dict[tuple[str, str], tuple[Path, ...]],
+            capacity: dict[LinkId, float], ecmp: EcmpEstimate, limit: float) -> Assignment:
+    """assign_jobs for flows that all have a path."""
     shared = greedy_place(flows, paths, capacity)
     demand: dict[str, float] = {}
     for flow in flows:

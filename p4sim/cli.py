@@ -29,21 +29,51 @@ def _defines(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+ARCH_FAMILIES = {"v1model": ("v1model",), "tna": ("tna", "t2na"), "t2na": ("t2na",)}
+TARGETS = ("bmv2", "bmv2-ss", "p4sim")
+
+
+def p4runtime_outputs(values: Sequence[str]) -> list[str]:
+    """``--p4runtime-files`` values as p4c takes them: each a comma-separated list of files
+    (given more than once, the lists add up); empty items are refused."""
+    files = []
+    for value in values:
+        items = value.split(",")
+        if any(not item.strip() for item in items):
+            raise ValueError(f"--p4runtime-files {value!r}: an empty file name in the list")
+        files.extend(item.strip() for item in items)
+    return files
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from p4sim.errors import CompileError
 
     # --arch names the package the program must instantiate (V1Switch for v1model, TNA's Switch
     # for tna, as p4c's --arch does); t2na is tna compiled for Tofino2.
-    families = {"v1model": ("v1model",), "tna": ("tna", "t2na"), "t2na": ("t2na",)}
-    if args.arch not in families:
-        print(f"p4sim compile: unsupported --arch {args.arch} (one of {', '.join(families)})",
+    if args.arch not in ARCH_FAMILIES:
+        print(f"p4sim compile: unsupported --arch {args.arch} (one of {', '.join(ARCH_FAMILIES)})",
               file=sys.stderr)
         return 2
+    if args.std not in ("p4-16", "p4_16"):
+        print(f"p4sim compile: --std {args.std}: p4sim compiles P4_16 only (--std p4-16)", file=sys.stderr)
+        return 2
+    if args.target not in TARGETS:
+        print(f"p4sim compile: --target {args.target}: p4sim writes a config for its own bmv2-like "
+              f"target (one of {', '.join(TARGETS)})", file=sys.stderr)
+        return 2
+    try:
+        p4info_files = p4runtime_outputs(args.p4runtime_files)
+    except ValueError as err:
+        print(f"p4sim compile: {err}", file=sys.stderr)
+        return 2
+    if args.p4runtime_file:
+        p4info_files.append(args.p4runtime_file)
     try:
         from p4sim import compiler
 
         compiler.compile_files(args.program, list(args.include), _defines(args.define),
-                               args.output, args.p4runtime_files, arch=families[args.arch])
+                               args.output, p4info_files, arch=ARCH_FAMILIES[args.arch],
+                               p4info_format=args.p4runtime_format)
     except CompileError as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -58,9 +88,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 class RunArgsError(Exception):
     """A ``p4sim run`` command line refused: ``text`` goes to ``stream``, exit ``status``."""
 
-    def __init__(self, text: str, status: int = 1, stream: str = "stderr") -> None:
+    def __init__(self, text: str, status: int = 1, stream: str = "stderr", detail: str = "") -> None:
         super().__init__(text)
-        self.text, self.status, self.stream = text, status, stream
+        self.text, self.status, self.stream, self.detail = text, status, stream, detail
 
 
 def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -73,7 +103,7 @@ def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
     try:
         parsed = g.parse(argv, dialect="p4sim")
     except g.GrammarError as err:
-        raise RunArgsError(err.text, err.status, err.stream) from None
+        raise RunArgsError(err.text, err.status, err.stream, err.detail) from None
     gen, tgt = parsed.general, parsed.target
     refused = [name for name in (*gen, *tgt) if name in g.REFUSED]
     if refused:
@@ -143,25 +173,9 @@ class ThriftPortReservation:
         self.sock.close()
 
 
-def _p4info_proto(p4info: Any):
-    """The Program's P4Info as a protobuf message (it may be one already, or text format)."""
-    from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
-
-    if isinstance(p4info, p4info_pb2.P4Info):
-        return p4info
-    msg = p4info_pb2.P4Info()
-    if isinstance(p4info, bytes):
-        msg.ParseFromString(p4info)
-    elif isinstance(p4info, str):
-        text_format.Merge(p4info, msg)
-    else:
-        msg.ParseFromString(p4info.SerializeToString())
-    return msg
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from p4sim.p4rt import Device, DeviceOptions, P4RuntimeServer
+    from p4sim.p4rt.p4info_proto import p4info_message
     from p4sim.ports import NanomsgPorts, PortMap, parse_interface_arg
     from p4sim.target_control import ControlServer
 
@@ -226,8 +240,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"p4sim run: {warning}", file=sys.stderr, flush=True)
     try:
         server = P4RuntimeServer(device, args.grpc_server_addr, tls=tls)
-    except (OSError, RuntimeError) as err:
-        print(f"p4sim run: cannot listen on {args.grpc_server_addr}: {err}", file=sys.stderr)
+    except OSError as err:  # "cannot listen on ADDR: address already in use", as the message says
+        print(f"p4sim run: {err.strerror or err}", file=sys.stderr)
         thrift.close()
         ports.close()
         return 1
@@ -236,7 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             with open(args.config, "rb") as f:
                 data = f.read()
             program, switch = device.build_switch(data)
-            server.service.install_pipeline(_p4info_proto(program.p4info), data, 0, switch)
+            server.service.install_pipeline(p4info_message(program.p4info), data, 0, switch)
         except Exception as err:  # noqa: BLE001 - report any load failure and exit
             print(f"p4sim run: cannot load {args.config}: {err}", file=sys.stderr)
             thrift.close()
@@ -263,7 +277,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     port_desc = ", ".join(f"{p}@{t.ifname}" for p, t in ports.interfaces.items())
-    print(f"p4sim: device {args.device_id} serving P4Runtime on {args.grpc_server_addr}"
+    grpc_addr = f"{args.grpc_server_addr.rpartition(':')[0]}:{server.port}"  # the port bound, also for :0
+    print(f"p4sim: device {args.device_id} serving P4Runtime on {grpc_addr}"
           + (" (mutual TLS)" if tls and tls.client_auth else " (TLS)" if tls else "")
           + (f", control on {control.server_address[0]}:{control.port}" if control else "")
           + (f", ports {port_desc}" if port_desc else "")
@@ -285,19 +300,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_parser() -> argparse.ArgumentParser:
+    from p4sim.run_grammar import package_version
+
+    parser = argparse.ArgumentParser(
+        prog="p4sim",
+        description="p4sim: an embedded P4_16 target for v1model and TNA/T2NA programs, with "
+                    "p4c-bm2-ss's compile step and simple_switch_grpc's command line and P4Runtime server.")
+    parser.add_argument("--version", action="version", version=f"p4sim {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    pc = sub.add_parser("compile", help="compile a P4_16 program, like p4c-bm2-ss / p4c -b bmv2",
+                        description="Compile a P4_16 program into a p4sim device config and its P4Info. "
+                                    "Takes p4c's common flags, so a p4c command line works with p4sim substituted.")
+    pc.add_argument("program", metavar="PROGRAM.p4", help="the P4_16 source file")
+    pc.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                    help="add DIR to the #include search path (after p4sim's own core.p4/v1model.p4/tna.p4)")
+    pc.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="define a preprocessor macro (VALUE 1 when omitted), as cpp -D")
+    pc.add_argument("-o", "--output", metavar="OUT.json",
+                    help="write the device config here (loaded by 'p4sim run' or pushed over P4Runtime); "
+                         "without it the program is only checked")
+    pc.add_argument("--p4runtime-files", action="append", default=[], metavar="FILE[,FILE...]",
+                    help="write the P4Info to each FILE of the comma-separated list, in the format its "
+                         "extension names (.txt/.txtpb/.pbtxt/.p4info text, .json JSON, .bin/.pb binary)")
+    pc.add_argument("--p4runtime-file", metavar="FILE",
+                    help="write the P4Info to FILE in --p4runtime-format (p4c's older, single-file flag)")
+    pc.add_argument("--p4runtime-format", choices=("text", "json", "binary"),
+                    help="format of a P4Info file whose extension names none (default text)")
+    pc.add_argument("-a", "--arch", default="v1model", metavar="ARCH",
+                    help=f"the architecture the program is written for: {', '.join(ARCH_FAMILIES)} "
+                         "(default v1model); a program for another architecture is refused")
+    pc.add_argument("-b", "--target", default="bmv2", metavar="TARGET",
+                    help=f"the target to compile for, as p4c -b: {', '.join(TARGETS)} (all mean p4sim's "
+                         "device config; default bmv2)")
+    pc.add_argument("--std", "-x", default="p4-16", metavar="LANG",
+                    help="the language standard: p4-16 (p4sim compiles P4_16 only)")
+    sub.add_parser("run", add_help=False,
+                   help="run a switch, like simple_switch_grpc (same flags; 'p4sim run --help' lists them)")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="p4sim", description="Embedded P4_16/v1model target.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    pc = sub.add_parser("compile", help="compile like p4c-bm2-ss")
-    pc.add_argument("program")
-    pc.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
-    pc.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]")
-    pc.add_argument("-o", "--output", required=True, metavar="OUT.json")
-    pc.add_argument("--p4runtime-files", required=True, metavar="OUT.p4info.txtpb")
-    pc.add_argument("--arch", default="v1model")
-    pc.add_argument("--target", default="bmv2", help="accepted for compatibility")
-    sub.add_parser("run", help="run like simple_switch_grpc (see 'p4sim run -h')", add_help=False)
     if argv[:1] == ["run"]:
         from p4sim.run_grammar import Exit
 
@@ -308,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         except RunArgsError as err:
             print(err.text, file=sys.stdout if err.stream == "stdout" else sys.stderr)
+            if err.detail:  # which flag: BMv2's own text (above, unchanged) does not say
+                print(f"p4sim run: {err.detail}", file=sys.stderr)
             return err.status
         return cmd_run(run_args)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     return cmd_compile(args)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
 from google.protobuf import json_format, text_format
 
@@ -27,12 +27,15 @@ DEVICE_CONFIG_FORMAT = "p4sim-program/1"
 def compile_files(path: str | os.PathLike, include_dirs: Iterable[str] = (),
                   defines: Optional[Mapping[str, Optional[str]] | Iterable[str]] = None,
                   out_json: Optional[str | os.PathLike] = None,
-                  p4info_out: Optional[str | os.PathLike] = None,
-                  arch: Optional[tuple[str, ...]] = None) -> ir.Program:
+                  p4info_out: Optional[str | os.PathLike | Sequence[str | os.PathLike]] = None,
+                  arch: Optional[tuple[str, ...]] = None,
+                  p4info_format: Optional[str] = None) -> ir.Program:
     """Compile ``path`` and write the requested outputs; returns the checked program.
 
-    Nothing is written unless the whole program compiles (a failed compile must not leave a
-    stale or half-written config behind for a target to load).
+    ``p4info_out``: one P4Info file or several (p4c's ``--p4runtime-files a.txt,b.bin``), each
+    in the format its extension names; ``p4info_format`` (text, json, binary) for files whose
+    extension names none.  Nothing is written unless the whole program compiles (a failed
+    compile must not leave a stale or half-written config behind for a target to load).
     """
     text = preprocess(path, include_dirs, defines)
     program = load_text(text, str(path))
@@ -49,17 +52,27 @@ def compile_files(path: str | os.PathLike, include_dirs: Iterable[str] = (),
             "generator": "p4sim compile",
         }
         _write_atomic(out_json, json.dumps(doc, indent=1).encode())
-    if p4info_out is not None:
-        _write_atomic(p4info_out, serialize_p4info(p4info, str(p4info_out)))
+    outputs = [] if p4info_out is None else (
+        [p4info_out] if isinstance(p4info_out, (str, os.PathLike)) else list(p4info_out))
+    for out in outputs:
+        _write_atomic(out, serialize_p4info(p4info, str(out), p4info_format))
     return program
 
 
-def serialize_p4info(p4info, filename: str) -> bytes:
-    """Encode P4Info by extension (text when the extension says nothing else, as p4c)."""
-    ext = Path(filename).suffix.lower()
-    if ext == ".json":
+P4INFO_FORMATS = ("text", "json", "binary")
+_FORMAT_OF_SUFFIX = {".json": "json", ".bin": "binary", ".pb": "binary", ".txt": "text",
+                     ".txtpb": "text", ".pbtxt": "text", ".p4info": "text"}
+
+
+def serialize_p4info(p4info, filename: str, default_format: Optional[str] = None) -> bytes:
+    """Encode P4Info by the file's extension, as p4c does; an extension that names no format
+    takes ``default_format`` (``--p4runtime-format``), else text."""
+    fmt = _FORMAT_OF_SUFFIX.get(Path(filename).suffix.lower(), default_format or "text")
+    if fmt not in P4INFO_FORMATS:
+        raise CompileError(f"unknown P4Runtime format {fmt!r} (one of {', '.join(P4INFO_FORMATS)})")
+    if fmt == "json":
         return json_format.MessageToJson(p4info, preserving_proto_field_name=False).encode()
-    if ext in (".bin", ".pb"):
+    if fmt == "binary":
         return p4info.SerializeToString()
     return text_format.MessageToString(p4info).encode()
 

@@ -116,9 +116,10 @@ REFUSED = {
 class GrammarError(Exception):
     """A command line the real binary rejects: ``text`` is what it prints, ``status`` its exit."""
 
-    def __init__(self, text: str, status: int = 1, stream: str = "stdout") -> None:
+    def __init__(self, text: str, status: int = 1, stream: str = "stdout", detail: str = "") -> None:
         super().__init__(text)
         self.text, self.status, self.stream = text, status, stream
+        self.detail = detail  # what exactly was wrong, where BMv2's text does not say (p4sim prints it)
 
 
 class _BoostError(Exception):
@@ -263,7 +264,19 @@ def _describe(opts: Sequence[Opt], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _version() -> str:
+def _general_detail(message: str, target: Sequence[Opt]) -> str:
+    """boost's message for a refused general option, plus the fix when the option is a target
+    option given before ``--``."""
+    import re
+
+    m = re.search(r"'--([\w-]+)'", message)
+    if m and m.group(1) in {o.name for o in target}:
+        return f"{message}: --{m.group(1)} is a target option; give it after '--'"
+    return message
+
+
+def package_version() -> str:
+    """The installed stellar package's version (what ``--version`` prints)."""
     try:
         from importlib.metadata import version
 
@@ -304,12 +317,13 @@ def parse(argv: Sequence[str], dialect: str = "p4sim", check_files: bool = True)
     try:
         found, positional = _tokenize(GENERAL, argv)
         general = _store(found)
-    except _BoostError:
-        raise GrammarError(f"{GENERAL_ERROR}\n{USAGE}\n{_describe(GENERAL, 'Options')}{TARGET_HINT}") from None
+    except _BoostError as err:
+        raise GrammarError(f"{GENERAL_ERROR}\n{USAGE}\n{_describe(GENERAL, 'Options')}{TARGET_HINT}",
+                           detail=_general_detail(str(err), topts)) from None
     if general.get("help"):
         raise Exit(usage(dialect))
     if general.get("version"):
-        raise Exit(f"p4sim {_version()} (command line of simple_switch_grpc 1.15.5)")
+        raise Exit(f"p4sim {package_version()} (command line of simple_switch_grpc 1.15.5)")
     config = general.pop("input-config", None)
     further = list(general.pop("to-pass-further", []))
     if positional:

@@ -26,6 +26,28 @@ def _param(key: str, default: Any = None) -> Any:
     return testutils.test_param_get(key, default)
 
 
+_TARGET_CHECKED: set[str] = set()
+
+
+def require_target(grpc_addr: str) -> None:
+    """Stop the whole run at once, naming the address, when no P4Runtime server answers there:
+    every test would otherwise wait out its own connection timeout, each with a traceback that
+    never says which address it tried, and PTF's dataplane thread keeps the process alive after.
+    Checked once per address per run."""
+    if grpc_addr in _TARGET_CHECKED:
+        return
+    from ptf_tests.preflight import grpc_problem
+
+    problem = grpc_problem(grpc_addr)
+    if problem:
+        import os
+        import sys
+
+        print(f"ptf: target missing: {problem} (grpc_addr test parameter); no test run", file=sys.stderr, flush=True)
+        os._exit(2)  # not sys.exit: PTF's dataplane thread would keep the process waiting
+    _TARGET_CHECKED.add(grpc_addr)
+
+
 class P4RuntimeTest(BaseTest):
     """Connects as primary (election id (0, 1)); exposes ``self.p4rt`` and ``self.target``."""
 
@@ -36,6 +58,7 @@ class P4RuntimeTest(BaseTest):
         self.dataplane = __import__("ptf").dataplane_instance
         self.dataplane.flush()
         self.grpc_addr = _param("grpc_addr", "127.0.0.1:9559")
+        require_target(self.grpc_addr)
         self.device_id = int(_param("device_id", 1))
         self.cpu_port = int(_param("cpu_port", 255))
         self.target_name = _param("target", "p4sim")

@@ -13,6 +13,8 @@
 #   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they skip)
 #   SUITES="a b"        which suites (default: every ptf_tests/*/suite.env)
 #   PTF_ARGS=...        extra ptf arguments (e.g. a test name filter)
+#   PTF_TIMEOUT=900     seconds one suite's ptf may run before it is stopped (a stalled target
+#                       must not hang the run)
 # Exits non-zero if a switch does not come up or any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,11 +87,29 @@ run_suite() {
   local GRPC_ADDR P4INFO CONFIG LOG PTF_PARAMS PTF_PORTS
   eval "$("$VPY" -m bmv2_env status --name ptf --state-dir "$STATE_DIR" --shell)"
 
+  # the target and its packet socket or interfaces are there, or this says which is missing
+  local CHECK=(--grpc-addr "$GRPC_ADDR") a
+  for a in "${PTF_PORTS[@]}"; do
+    case "$a" in
+      *@ipc://*) CHECK+=(--device-socket "ipc://${a#*@ipc://}") ;;
+      [0-9]*@*) CHECK+=(--interface "${a#*@}") ;;
+    esac
+  done
+  if ! "$VPY" -m ptf_tests.preflight "${CHECK[@]}"; then
+    echo "== [$suite] target missing; log $LOG" >&2
+    tail -n 20 "$LOG" >&2 || true
+    stop_switch
+    return 1
+  fi
+
   echo "== [$suite] ptf ($TRANSPORT) against $TARGET ($ARCH) at $GRPC_ADDR, log $LOG"
   local rc=0
   # shellcheck disable=SC2086
-  "$PTF_BIN" --test-dir "ptf_tests/$suite" --pypath "$ROOT" "${PTF_PORTS[@]}" \
+  timeout --kill-after=10 "${PTF_TIMEOUT:-900}" "$PTF_BIN" --test-dir "ptf_tests/$suite" --pypath "$ROOT" "${PTF_PORTS[@]}" \
     --log-file "$BUILD/ptf.log" --test-params "$PTF_PARAMS" ${PTF_ARGS:-} || rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "== [$suite] PTF stopped after ${PTF_TIMEOUT:-900}s (PTF_TIMEOUT): the target stalled?" >&2
+  fi
   if [ $rc -ne 0 ]; then
     echo "== [$suite] PTF failed (rc=$rc); switch log: $LOG" >&2
     tail -n 40 "$LOG" >&2 || true

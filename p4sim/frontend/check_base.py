@@ -3,7 +3,6 @@ qualified names, scopes and type resolution."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Optional, Union
 
 from lark import Token, Tree
@@ -12,7 +11,7 @@ from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.frontend.consteval import parse_int_literal
 from p4sim.frontend.parser import ParsedText
-from p4sim.frontend.preprocess import BUILTIN_DIR
+from p4sim.frontend.preprocess import is_builtin_source
 from p4sim.frontend.symbols import (_ANNOT_RE, TYPE_NODES, BlockType, ExternType, Node, Param, Scope,
                                     Sig, SubControl, TypeVar, type_name)
 
@@ -136,10 +135,7 @@ class CheckerBase:
         p = self.pos(node)
         if p is None:
             return False
-        try:
-            return str(Path(p.file).resolve().parent) == str(Path(BUILTIN_DIR).resolve())
-        except OSError:
-            return False
+        return is_builtin_source(p.file)
 
     def source_text(self, node: Tree) -> str:
         meta = node.meta

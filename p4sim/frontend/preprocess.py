@@ -6,6 +6,9 @@ rules:
 
 * ``<core.p4>`` and ``<v1model.p4>`` resolve to p4sim's own declaration files in ``builtin/``
   (searched before the user's include directories, as p4c searches its own p4include first);
+  their ``#line`` markers name them ``<p4sim>/core.p4`` (``BUILTIN_PREFIX``), not by a path, so
+  preprocessed text -- what a device config carries -- is recognised as the builtin library
+  whatever directory it was compiled in and whatever directory or checkout loads it;
 * the output keeps ``#line N "file"`` markers and comments, so every token can be mapped back to
   the original file, line *and* column (see :class:`LineMap`).
 """
@@ -22,6 +25,27 @@ from pcpp import Preprocessor
 from p4sim.errors import CompileError, Pos
 
 BUILTIN_DIR = str(Path(__file__).with_name("builtin"))
+BUILTIN_PREFIX = "<p4sim>/"
+BUILTIN_FILES = frozenset(p.name for p in Path(BUILTIN_DIR).glob("*.p4"))
+# How device configs written before builtins had a name of their own spell them: a path, relative
+# to wherever that compile ran, ending in these components.
+_LEGACY_BUILTIN_PARTS = ("p4sim", "frontend", "builtin")
+
+
+def is_builtin_source(file: str) -> bool:
+    """True if ``file`` (a position's file, from a ``#line`` marker) is one of p4sim's builtin
+    declaration files: ``<p4sim>/NAME.p4``, this installation's own path, or the
+    ``.../p4sim/frontend/builtin/NAME.p4`` an older compile wrote.  Independent of the working
+    directory, so a program compiled in one place loads in a switch started in another."""
+    if file.startswith(BUILTIN_PREFIX):
+        return file[len(BUILTIN_PREFIX):] in BUILTIN_FILES
+    parts = Path(file).parts
+    if len(parts) >= 4 and tuple(parts[-4:-1]) == _LEGACY_BUILTIN_PARTS and parts[-1] in BUILTIN_FILES:
+        return True
+    try:
+        return os.path.isabs(file) and Path(file).resolve().parent == Path(BUILTIN_DIR).resolve()
+    except OSError:
+        return False
 
 
 class _P4Preprocessor(Preprocessor):
@@ -95,7 +119,10 @@ def preprocess(path: str | os.PathLike, include_dirs: Iterable[str] = (),
     pp.add_path(os.path.dirname(os.path.abspath(path)))
     # pcpp rewrites included paths relative to each include directory ("../../x.p4"); keep only
     # its rule for the working directory so positions read like the paths the user typed.
-    pp.rewrite_paths = [(re.escape(os.path.abspath("") + os.sep) + "(.*)", "\\1")]
+    # p4sim's builtin files get their position-independent name (checked first: pcpp applies the
+    # first rule that matches).
+    pp.rewrite_paths = [(re.escape(os.path.abspath(BUILTIN_DIR) + os.sep) + "(.*)", BUILTIN_PREFIX + "\\1"),
+                        (re.escape(os.path.abspath("") + os.sep) + "(.*)", "\\1")]
     for name in predefined:
         pp.define(f"{name} 1")
     for name, value in _normalise_defines(defines):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from p4sim.p4rt.device import Device, DeviceOptions
+from p4sim.p4rt.p4info_proto import p4info_message
 from p4sim.p4rt.server import P4RuntimeServer
 from p4sim.ports import InProcessPorts
 
@@ -30,9 +31,7 @@ class EmbeddedSwitch:
         self.address = f"{host}:{self.server.port}"
         if device_config is not None:
             program, switch = self.device.build_switch(device_config)
-            from p4sim.cli import _p4info_proto
-
-            self.server.service.install_pipeline(_p4info_proto(program.p4info), device_config, 0, switch)
+            self.server.service.install_pipeline(p4info_message(program.p4info), device_config, 0, switch)
         self._started = False
 
     @property

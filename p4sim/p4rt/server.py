@@ -18,7 +18,9 @@ plaintext, TLS or mutual TLS.
 """
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 from concurrent import futures
 from typing import Any
@@ -368,6 +370,25 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     primary.send(msg)
 
 
+def address_in_use(address: str) -> bool:
+    """True if a TCP socket on ``address`` (host:port, IPv4, IPv6 in brackets or a name) cannot
+    be bound because another socket holds it: why gRPC refused to listen there."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, ValueError):
+        return False
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return True
+    return False
+
+
 class P4RuntimeServer:
     """A gRPC server running ``P4RuntimeService`` on ``address`` (host:port); ``tls``: TLS or
     mutual TLS (``security.ServerTLS``), else plaintext."""
@@ -380,16 +401,25 @@ class P4RuntimeServer:
             options=[
                 ("grpc.max_receive_message_length", 256 << 20),
                 ("grpc.max_send_message_length", 256 << 20),
+                # gRPC shares a port between servers (SO_REUSEPORT) by default: a second switch
+                # on the same address would "serve" it too and clients would alternate between
+                # them.  simple_switch_grpc refuses an address in use; so does p4sim.
+                ("grpc.so_reuseport", 0),
             ],
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self.grpc)
         self.tls = tls
-        if tls is None:
-            self.port = self.grpc.add_insecure_port(address)
-        else:
-            self.port = self.grpc.add_secure_port(address, tls.credentials())
+        try:
+            if tls is None:
+                self.port = self.grpc.add_insecure_port(address)
+            else:
+                self.port = self.grpc.add_secure_port(address, tls.credentials())
+        except RuntimeError:  # grpcio >= 1.50 raises where older versions returned port 0
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {address}")
+            raise OSError(errno.EADDRINUSE if address_in_use(address) else errno.EADDRNOTAVAIL,
+                          f"cannot listen on {address}: " + ("address already in use" if address_in_use(address)
+                                                             else "gRPC could not bind it"))
         self.address = address
 
     def start(self) -> None:
