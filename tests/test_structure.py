@@ -9,8 +9,6 @@ Three rules keep the layers one-directional and each module's private names priv
   packages: a helper two modules share is a public function in a module of its own;
 * ``bench/`` and ``tests/`` do not import each other: harness code both use lives in ``testkit/``.
 
-``KNOWN_*`` lists what other branches fix; each entry must still exist, so a fixed one is
-removed from the list rather than left to hide a new violation.
 """
 from __future__ import annotations
 
@@ -23,25 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("control_plane", "p4sim", "ptf_tests")
-
-# Import circles fixed in other branches; the lead empties this list when merging them.
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    frozenset({"control_plane.cli", "control_plane.ops"}),  # operator engineer (cli <-> ops)
-    frozenset({"control_plane.render", "control_plane.render_tna"}),  # parameter engineer
-    frozenset({"control_plane.controller", "control_plane.controller_tna"}),  # parameter engineer
-    frozenset({"p4sim.cli", "p4sim.p4rt", "p4sim.p4rt.embedded"}),  # operator engineer
-}
-
-# Private names imported across modules in files other branches own: (importer, source, name).
-KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    ("control_plane.ops", "control_plane.cli", "_load"),  # operator engineer
-    ("p4sim.p4rt.embedded", "p4sim.cli", "_p4info_proto"),  # operator engineer
-    ("control_plane.render_tna", "control_plane.render", "_ports"),  # parameter engineer
-    ("control_plane.render_tna", "control_plane.render", "_render_switch"),  # parameter engineer
-    ("control_plane.render_tna", "control_plane.render", "_tenants"),  # parameter engineer
-    ("p4sim.frontend.check_base", "p4sim.frontend.symbols", "_ANNOT_RE"),  # front end (unowned)
-}
-
 
 
 @dataclass
@@ -212,21 +191,12 @@ def repo() -> dict[str, ModuleImports]:
 
 def test_no_import_circles(repo):
     found = set(circles({m: mi.modules for m, mi in repo.items()}))
-    new = sorted(sorted(c) for c in found - KNOWN_CIRCLES)
-    assert not new, f"import circles between files: {new}"
-
-
-def test_known_circles_still_exist(repo):
-    found = set(circles({m: mi.modules for m, mi in repo.items()}))
-    gone = sorted(sorted(c) for c in KNOWN_CIRCLES - found)
-    assert not gone, f"these circles are fixed: remove them from KNOWN_CIRCLES: {gone}"
+    assert not found, f"import circles between files: {sorted(sorted(c) for c in found)}"
 
 
 def test_no_private_names_across_modules(repo):
     found = private_imports(repo)
-    assert not sorted(found - KNOWN_PRIVATE), "private names imported across modules"
-    gone = sorted(KNOWN_PRIVATE - found)
-    assert not gone, f"fixed: remove them from KNOWN_PRIVATE: {gone}"
+    assert not found, f"private names imported across modules: {sorted(found)}"
 
 
 @pytest.mark.parametrize("importer, forbidden", [("bench", "tests"), ("tests", "bench")])

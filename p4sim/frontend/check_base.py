@@ -12,7 +12,7 @@ from p4sim.frontend import ir
 from p4sim.frontend.consteval import parse_int_literal
 from p4sim.frontend.parser import ParsedText
 from p4sim.frontend.preprocess import is_builtin_source
-from p4sim.frontend.symbols import (_ANNOT_RE, TYPE_NODES, BlockType, ExternType, Node, Param, Scope,
+from p4sim.frontend.symbols import (ANNOTATION_RE, TYPE_NODES, BlockType, ExternType, Node, Param, Scope,
                                     Sig, SubControl, TypeVar, type_name)
 
 
@@ -155,7 +155,7 @@ class CheckerBase:
         if node is None:
             return out
         for tok in node.children:
-            m = _ANNOT_RE.match(str(tok))
+            m = ANNOTATION_RE.match(str(tok))
             if not m:
                 raise self.err(f"malformed annotation {tok}", tok)
             name, body = m.group(1), (m.group(2) or "").strip()

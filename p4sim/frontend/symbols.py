@@ -111,7 +111,8 @@ class Scope:
         return s
 
 
-_ANNOT_RE = re.compile(r"@([A-Za-z_]\w*)\s*(?:[(\[](.*)[)\]])?\Z", re.DOTALL)
+# An annotation token as the lexer keeps it: @name, optionally with its (...) or [...] body.
+ANNOTATION_RE = re.compile(r"@([A-Za-z_]\w*)\s*(?:[(\[](.*)[)\]])?\Z", re.DOTALL)
 
 
 def type_name(t: ir.Type) -> str:
