@@ -16,7 +16,7 @@ import pytest
 
 from control_plane.cli import main as stellarctl
 from control_plane.linkstate import default_state_path
-from tests.p4rt.p4sim_process import REPO, free_port
+from testkit.p4sim_process import REPO, free_port
 
 LAB = REPO / "fabrics" / "lab.yaml"
 

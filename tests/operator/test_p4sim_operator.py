@@ -17,7 +17,7 @@ from p4sim.errors import CompileError
 from p4sim.frontend.preprocess import BUILTIN_PREFIX, is_builtin_source
 from p4sim.p4rt import Device, DeviceOptions, P4RuntimeServer
 from p4sim.program import Program
-from tests.p4rt.p4sim_process import REPO, free_port
+from testkit.p4sim_process import REPO, free_port
 
 PROGRAM = REPO / "p4src" / "examples" / "l3.p4"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.p4rt.p4sim_process import REPO
+from testkit.p4sim_process import REPO
 
 PTF = Path(sys.executable).with_name("ptf")
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from control_plane.cli import COMMANDS, build_parser, main
-from tests.p4rt.p4sim_process import REPO
+from testkit.p4sim_process import REPO
 
 
 def run(*argv: str) -> tuple[int, str, str]:
