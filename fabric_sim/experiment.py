@@ -7,8 +7,9 @@ transfers, applies the topology's events, and runs until every transfer complete
 horizon).  Every run is independent and deterministic given its spec, so sweeps parallelise.
 
 Modes:
-* baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp, ecmp-em,
-  letflow-<timeout µs>, spray;
+* baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp (path
+  capacity), ecmp-em, letflow-<timeout µs>, spray, drill, least (least loaded at start),
+  conga[-<timeout µs>]; ``oracle`` is no run: every row's ``ideal_us`` is the fluid optimum;
 * ``stellar``: ``p4src/v1model/stellar.p4`` with the fabric's rendered entries, adaptive path
   choice with drain detection, adaptive ECN, elephant/mouse queues, failover through the controller-written
   ``failover.liveness0..7`` tables, and the
@@ -221,6 +222,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         bf = BaselineFabric(sim, fabric, baseline(spec.mode), salt_for(spec.seed), capacity)
         bf.install()
 
+    from fabric_sim.baselines import MODE_CONGA, MODE_FLOWLET
     from fabric_sim.metrics import LinkMeter
 
     meter = LinkMeter(sim)
@@ -279,7 +281,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
                    for i in range(4)]
         row["moves_gap"], row["moves_drain"], row["moves_failover"] = reasons[1], reasons[2], reasons[3]
-    elif bf is not None and bf.spec.mode == 1:
+    elif bf is not None and bf.spec.mode in (MODE_FLOWLET, MODE_CONGA):
         row["moves_gap"] = bf.counter("LbIngress.flowlet_moves")
     row["wall_s"] = round(time.perf_counter() - started, 2)
     row["traversals"] = sim.traversals
