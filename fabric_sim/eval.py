@@ -232,8 +232,9 @@ def model_notes(matrix: Matrix, best_t: int) -> list[str]:
         "top-priority queue in every baseline. Failures: the owning switch reacts at once, the rest after "
         f"the controller's measured {REACTION_US / 1000:.1f} ms. LetFlow timeouts swept {list(matrix.letflow)} "
         f"µs, best {best_t} µs (so `stellar-nodrain-{best_t}`). CONGA's flowlet timeout "
-        f"{CONGA_TIMEOUT_US} µs, DRE half-life 2^{DRE_SHIFT} µs. Baselines are given a degraded link's "
-        "real rate (WCMP's weights, the DRE scales) as a port's reported speed would give it.",
+        f"{CONGA_TIMEOUT_US} µs, DRE half-life 2^{DRE_SHIFT} µs. Every mode is told a degraded link's real "
+        "rate the same way, through the fabric model (Stellar's rendered port rates and controller, the "
+        "baselines' WCMP weights and DRE scales), as a port's reported speed would give it.",
         "The oracle is the fluid optimum: the busiest NIC or leaf uplink/downlink group under perfect "
         "balancing at the real link rates plus one unloaded path (`ideal_us`); `completion/ideal` is the "
         "distance to it. Row keys: `fabric_sim.experiment.ROW_KEYS`.",

@@ -20,6 +20,9 @@ Modes:
   ``fabric_sim.baselines`` (Kmin 25, Kmax 100 packets, Pmax 0.2) turned into queue delay at each
   port's (possibly degraded) rate, since Stellar's ECN block compares sojourn time, not length.
 
+A degraded link (``deg70``/``deg40``/``deg10``) runs at its fraction of the rate on the wire, and
+every mode is told that rate the same way, through the fabric model (``with_capacities``).
+
 Timing that matters: failures are detected by the switch that owns the port at once (both
 baselines and Stellar); the rest of the fabric learns after ``REACTION_US``, the controller's
 measured event-to-last-ack time on the lab over P4Runtime (bench/reaction_time.py: 4.9 ms
@@ -164,6 +167,18 @@ def static_ecn_document(doc: dict, port_gbps: dict[int, float], fb: int) -> dict
     return dict(doc, entries=entries)
 
 
+def with_capacities(fabric, capacity: dict):
+    """``fabric`` with the ports in ``capacity`` ((switch, port) -> Gb/s) at that rate.  A
+    degraded link's real rate reaches every mode through the fabric model, as a port's reported
+    speed would: Stellar's rendered port rates and the controller's path capacities, the
+    baselines' WCMP weights and DRE scales all read it from there."""
+    switches = dict(fabric.switches)
+    for (name, number), gbps in capacity.items():
+        s = switches[name]
+        switches[name] = replace(s, ports={**s.ports, number: replace(s.ports[number], capacity_gbps=gbps)})
+    return replace(fabric, switches=switches)
+
+
 def _capacity_fraction(topo: str) -> Optional[float]:
     return {"deg70": 0.7, "deg40": 0.4, "deg10": 0.1}.get(topo)
 
@@ -191,6 +206,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
             cap = fabric.switches[ref.switch].ports[ref.port].capacity_gbps * frac
             capacity[(ref.switch, ref.port)] = cap
             sim.devices[ref.switch].set_queue_rate(int(cap * 1e9 / (8 * fb)), ref.port)
+        fabric = with_capacities(fabric, capacity)  # every mode learns the real rate the same way
     if spec.topo == "gray":
         sim.gray_fail(*DEGRADED, 0.01)
 

@@ -63,3 +63,22 @@ def test_uplink_imbalance_is_zero_when_even_and_grows_with_skew():
 def test_every_row_key_is_documented():
     row = run(RunSpec("a2a", "fail", "stellar", 1, nbytes=8192))
     assert set(row) - set(ROW_KEYS) == set()
+
+
+def test_every_mode_is_told_a_degraded_links_rate_through_the_fabric_model():
+    from dataclasses import replace as dc_replace
+
+    import fabric_sim.experiment as E
+    from control_plane.render import render_fabric
+
+    keep: dict = {}
+    run(RunSpec("a2a", "deg40", "stellar", 1, nbytes=4096), keep)
+    fabric = keep["fabric"]
+    ends = keep["sim"].link_ports(*E.DEGRADED)
+    assert all(fabric.switches[r.switch].ports[r.port].capacity_gbps == 40.0 for r in ends)
+    # Stellar's rendered port rate follows it (the baselines read the same model)
+    rendered = render_fabric(dc_replace(fabric, dataplane=dc_replace(fabric.dataplane, reservations=False)))
+    rates = {e["match"]["standard_metadata.egress_spec"]: e["params"]["ps_per_byte"]
+             for e in rendered.documents[ends[0].switch]["entries"] if e["action"].endswith("placement.set_rate")}
+    assert rates[ends[0].port] == 200  # 40G: 200 ps per byte (100G: 80)
+    assert sorted(rates.values()).count(80) == len(rates) - 1
