@@ -125,12 +125,16 @@ def test_least_loaded_weighs_load_by_the_path_capacity():
         assert ports_of(sw, c, 1) == [expected], scales
 
 
+def shimmed(f: bytes, src_leaf: int, path: int, ce: int, fb_path: int = 0, fb_metric: int = 0) -> bytes:
+    """``f`` with a CONGA shim after its Ethernet header."""
+    shim = bytes([src_leaf, path, ce, fb_path, fb_metric, 0]) + f[12:14]
+    return f[:12] + ETH_CONGA.to_bytes(2, "big") + shim + f[14:]
+
+
 def _conga_from_leaf2(fb_path: int, fb_metric: int, sport: int = 50000) -> bytes:
     """A packet from leaf 2 to a host here, with leaf 2's shim carrying feedback on our path
     ``fb_path`` towards it."""
-    f = frame(sport, dst="10.0.1.7", src="10.0.2.7")
-    shim = bytes([2, 0, 17, fb_path, fb_metric, 0]) + f[12:14]
-    return f[:12] + ETH_CONGA.to_bytes(2, "big") + shim + f[14:]
+    return shimmed(frame(sport, dst="10.0.1.7", src="10.0.2.7"), 2, 0, 17, fb_path, fb_metric)
 
 
 def test_conga_moves_new_flowlets_off_a_path_the_remote_leaf_reports_congested():
@@ -201,3 +205,15 @@ def test_real_p4c_compiles_the_baselines(tmp_path: Path):
     proc = subprocess.run(["p4c-bm2-ss", "--arch", "v1model", "-I", str(ROOT / "p4src"), "-o",
                            str(tmp_path / "lb.json"), str(LB_P4)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_conga_hops_raise_the_congestion_field_to_their_port_load():
+    spine = leaf(B.MODE_CONGA, leaf_id=0)
+    to_remote = shimmed(frame(50007), src_leaf=1, path=0, ce=0)  # leaf 1 -> leaf 2's subnet
+    for _ in range(12):
+        spine.send(UP_A, to_remote)  # back to back: one flowlet, one port
+    spine.advance(20_000)
+    ces = [out[16] for port, out in spine.take_output() if port in (UP_A, UP_B)]
+    assert len(ces) == 12
+    assert ces[0] == 0  # negative control: an idle port leaves CE as the packet brought it
+    assert ces[-1] > 0 and ces == sorted(ces)  # the load builds up, and CE with it
