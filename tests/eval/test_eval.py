@@ -211,3 +211,18 @@ def test_stellar_moves_no_flow_off_an_unmeasured_uplink_so_the_degraded_fabric_s
     monkeypatch.setattr(render, "known_downstream_mask", lambda fabric, slots: (1 << len(slots)) - 1)
     trusting = run(spec)
     assert trusting["moves_drain"] > 0 and trusting["reorders"] > 0
+
+
+def test_make_eval_writes_the_report_csvs_and_plots_end_to_end(tmp_path: Path, monkeypatch):
+    tiny = ev.Matrix(cases=(ev.Case((("a2a", "sym"),), ("ecmp", ev.LETFLOW, ev.NODRAIN, "stellar"), (1,)),),
+                     letflow=(10, 50), nbytes=4096, duration_us=10, left_out="everything else")
+    monkeypatch.setattr(ev, "QUICK", tiny)
+    monkeypatch.setattr(ev, "flow_level", lambda seeds: ([{"fabric": "x", "seeds": len(seeds)}], ["## Flow level", ""]))
+    assert ev.main(["--out", str(tmp_path), "--workers", "1", "--no-progress"]) == 0
+    rows = (tmp_path / "runs.csv").read_text().splitlines()
+    modes = {line.split(",")[2] for line in rows[1:]}
+    assert modes == {"ecmp", "letflow-10", "letflow-50", "stellar"} | {m for m in modes if m.startswith("stellar-nodrain-")}
+    assert any(m.startswith("stellar-nodrain-") for m in modes)
+    text = (tmp_path / "report.md").read_text()
+    assert "Left out of this matrix: everything else." in text and "## Flow level" in text
+    assert (tmp_path / "headline_ratio_to_ecmp.png").exists()
