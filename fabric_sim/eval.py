@@ -322,6 +322,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = sweep(first, args.workers, args.ray, not args.no_progress)
     best_t = best_letflow(rows, m.letflow)
     rows += sweep(specs_for(m, NODRAIN, best_t), args.workers, args.ray, not args.no_progress)
+    from fabric_sim.report import oracle_rows
+
+    rows += oracle_rows(rows)
     write_csv([{k: v for k, v in r.items() if not isinstance(v, list)} for r in rows], out / "runs.csv")
     write_csv(summarise(rows), out / "summary.csv")
     (out / "runs.json").write_text(json.dumps(rows, default=str))

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 STELLAR_COLOUR = "#d62728"
 _FIXED = {"ecmp": "#000000", "stellar": STELLAR_COLOUR, "wcmp": "#1f77b4", "least": "#2ca02c",
-          "conga": "#9467bd", "drill": "#ff7f0e", "spray": "#8c564b", "ecmp-em": "#7f7f7f"}
+          "conga": "#9467bd", "drill": "#ff7f0e", "spray": "#8c564b", "ecmp-em": "#7f7f7f", "oracle": "#b0b0b0"}
 _OTHERS = ("#17becf", "#bcbd22", "#e377c2", "#393b79", "#637939", "#8c6d31", "#aec7e8")  # 7: LetFlow 10..200 differ
 KINDS = (("collectives", lambda s: not s.startswith(("websearch", "datamining")) and not s.endswith(("/fail", "/gray"))),
          ("flow-size distributions", lambda s: s.startswith(("websearch", "datamining"))),

@@ -40,8 +40,23 @@ def modes_of(rows, scenario: str, fabric: str = "lab") -> list[str]:
     return list(dict.fromkeys(r["mode"] for r in rows if r.get("scenario") == scenario and r.get("fabric") == fabric))
 
 
+ORACLE = "oracle"
+
+
 def is_baseline(mode: str) -> bool:
-    return not mode.startswith("stellar")
+    return not mode.startswith("stellar") and mode != ORACLE
+
+
+def oracle_rows(rows: list[dict], reference: str = ECMP) -> list[dict]:
+    """The oracle as rows: per (fabric, scenario, seed) of a collective, the fluid optimum of the
+    same transfers (``ideal_us``, the same in every mode) as its completion time."""
+    out = []
+    for r in rows:
+        if r.get("mode") == reference and r.get("ideal_us") and not r.get("error"):
+            out.append({k: r[k] for k in ("workload", "topo", "seed", "fabric", "nbytes", "duration_us", "scenario")
+                        if k in r} | {"mode": ORACLE, "completion_us": r["ideal_us"], "ideal_us": r["ideal_us"],
+                                      "completion_over_ideal": 1.0})
+    return out
 
 
 def primary_metric(scenario: str) -> str:

@@ -225,4 +225,6 @@ def test_make_eval_writes_the_report_csvs_and_plots_end_to_end(tmp_path: Path, m
     assert any(m.startswith("stellar-nodrain-") for m in modes)
     text = (tmp_path / "report.md").read_text()
     assert "Left out of this matrix: everything else." in text and "## Flow level" in text
+    # the oracle (the fluid optimum of the same transfers) sits in the table, never as a baseline
+    assert "| oracle | 1 |" in text and "oracle (best baseline)" not in text
     assert (tmp_path / "headline_ratio_to_ecmp.png").exists()
