@@ -4,8 +4,16 @@ Each baseline is configured as fairly as the literature configures it:
 
 * ``ecmp``: 5-tuple hash with a per-seed salt (so the seeds draw different hash placements, as
   different fabrics or reboots would), one slot per next hop;
-* ``wcmp``: the same hash, next hops repeated in proportion to their capacity (WCMP, Zhou et al.
-  EuroSys'14);
+* ``wcmp``: the same hash, next hops repeated in proportion to the capacity of the whole path
+  through them (WCMP, Zhou et al. EuroSys'14): a leaf weighs an uplink by min(uplink, the spine's
+  link to the destination leaf), so a degraded spine downlink lowers the weight at every leaf,
+  not only at the leaf it is attached to;
+* ``drill``: DRILL (Ghorbani et al., SIGCOMM'17), per packet, the shortest local queue among two
+  random members and the last best (d=2, m=1);
+* ``least``: least loaded at start: a flow's first packet takes the member whose port carries the
+  least recent load (a DRE scaled by the path capacity), then the flow stays;
+* ``conga`` / ``conga-T``: CONGA (Alizadeh et al., SIGCOMM'14): leaf-to-leaf congestion feedback in
+  a shim header, flowlets with timeout T µs (default ``CONGA_TIMEOUT_US``);
 * ``ecmp-em``: ECMP plus elephant/mouse queues (a flow past ``EM_THRESHOLD_BYTES`` since it was
   last idle moves to the lower-priority queue): separates the queueing effect from routing;
 * ``letflow-T``: flowlet switching with timeout T µs and a uniformly random member at each gap
@@ -22,8 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-MODE_ECMP, MODE_FLOWLET, MODE_SPRAY = 0, 1, 2
+MODE_ECMP, MODE_FLOWLET, MODE_SPRAY, MODE_DRILL, MODE_LEAST, MODE_CONGA = 0, 1, 2, 3, 4, 5
+ADAPTIVE = (MODE_DRILL, MODE_LEAST, MODE_CONGA)  # members come with the group entry (<= 4)
+ADAPTIVE_MEMBERS = 4
 MAX_SLOTS = 16
+CONGA_TIMEOUT_US = 100  # the flowlet timeout ConWeave's evaluation runs LetFlow at
+DRE_SHIFT = 7  # DRE half-life 2^7 = 128 µs (CONGA: a time constant of about 160 µs)
+SCALE_REF_GBPS = 100.0  # a DRE scale of 65536 means a 100G port
 EM_THRESHOLD_BYTES = 100_000  # ~24 packets of 4 KB: a message bigger than this is an elephant
 EM_IDLE_US = 500  # idle this long and a flow is a mouse again (its old packets have drained)
 # ECN on every baseline: DCQCN's common RED ramp on the queue length at enqueue -- no marks up to
@@ -44,7 +57,8 @@ class Baseline:
 
 
 def baseline(name: str) -> Baseline:
-    """The baseline called ``name`` (ecmp, wcmp, ecmp-em, spray, letflow-<µs>)."""
+    """The baseline called ``name`` (ecmp, wcmp, ecmp-em, spray, letflow-<µs>, drill, least,
+    conga[-<µs>])."""
     if name == "ecmp":
         return Baseline(name, MODE_ECMP)
     if name == "wcmp":
@@ -53,6 +67,12 @@ def baseline(name: str) -> Baseline:
         return Baseline(name, MODE_ECMP, elephant_mouse=True)
     if name == "spray":
         return Baseline(name, MODE_SPRAY)
+    if name == "drill":
+        return Baseline(name, MODE_DRILL)
+    if name == "least":
+        return Baseline(name, MODE_LEAST)
+    if name == "conga" or name.startswith("conga-"):
+        return Baseline(name, MODE_CONGA, timeout_us=int(name.split("-", 1)[1]) if "-" in name else CONGA_TIMEOUT_US)
     if name.startswith("letflow-"):
         return Baseline(name, MODE_FLOWLET, timeout_us=int(name.split("-", 1)[1]))
     raise ValueError(f"unknown baseline {name!r}")
@@ -88,30 +108,39 @@ class BaselineFabric:
     def cap(self, switch: str, port: int) -> float:
         return self.capacity.get((switch, port), self.fabric.switches[switch].ports[port].capacity_gbps)
 
-    def _members(self, switch: str, dest_leaf: str) -> list[tuple[int, float]]:
+    def _members(self, switch: str, dest_leaf: str) -> list[tuple[int, float, float]]:
+        """(port, its capacity, the capacity of the whole path to ``dest_leaf`` through it)."""
         s = self.fabric.switches[switch]
         out = []
         for number, port in sorted(s.ports.items()):
             if port.peer_switch is None or (switch, number) in self.dead:
                 continue
+            here = self.cap(switch, number)
             if s.role == "spine":
                 if port.peer_switch == dest_leaf:
-                    out.append((number, self.cap(switch, number)))
+                    out.append((number, here, here))
             elif self.fabric.switches[port.peer_switch].role == "spine":
                 if (port.peer_switch, dest_leaf) not in self.unreachable:
-                    out.append((number, self.cap(switch, number)))
+                    out.append((number, here, min(here, self._downlink(port.peer_switch, dest_leaf))))
         return out
+
+    def _downlink(self, spine: str, leaf: str) -> float:
+        """The capacity of ``spine``'s (live) links to ``leaf``, taken together."""
+        return sum(self.cap(spine, n) for n, p in self.fabric.switches[spine].ports.items()
+                   if p.peer_switch == leaf and (spine, n) not in self.dead)
 
     def install(self) -> None:
         sp = self.spec
+        leaves = sorted(n for n, x in self.fabric.switches.items() if x.role == "leaf")
+        self.leaf_ids = {leaf: i + 1 for i, leaf in enumerate(leaves)}  # 0: not a leaf
         for name, s in self.fabric.switches.items():
             sw = self.sim.switch(name)
             sw.set_default_action("LbIngress.lb_config", "LbIngress.configure", {
                 "kmin": ECN_KMIN_PACKETS, "kmax": ECN_KMAX_PACKETS, "pmax256": ECN_PMAX256,
                 "em_threshold": EM_THRESHOLD_BYTES if sp.elephant_mouse else 0,
-                "em_window_us": EM_IDLE_US})
+                "em_window_us": EM_IDLE_US, "dre_shift": DRE_SHIFT, "leaf_id": self.leaf_ids.get(name, 0)})
             gid = 1
-            for leaf in sorted(n for n, x in self.fabric.switches.items() if x.role == "leaf"):
+            for leaf in leaves:
                 dest = self.fabric.switches[leaf]
                 if leaf == name:
                     for h in self.fabric.hosts.values():
@@ -129,9 +158,13 @@ class BaselineFabric:
     def _write_group(self, switch: str, leaf: str, insert: bool = False) -> None:
         sw = self.sim.switch(switch)
         gid = self.groups[(switch, leaf)]
-        slots = _slots(self._members(switch, leaf), self.spec.weighted)
+        members = self._members(switch, leaf)
+        slots = _slots([(p, path) for p, _, path in members], self.spec.weighted)
         params = {"mode": self.spec.mode, "count": len(slots), "salt": self.salt,
-                  "timeout_us": self.spec.timeout_us}
+                  "timeout_us": self.spec.timeout_us, "dst_leaf": self.leaf_ids[leaf]}
+        params.update(_adaptive_params(members, self.spec.mode))
+        if self.spec.mode in ADAPTIVE:
+            params["count"] = len(members)
         (sw.insert_entry if insert else sw.modify_entry)("LbIngress.group", {"meta.group": gid},
                                                           "LbIngress.set_group", params)
         for slot in range(MAX_SLOTS):
@@ -170,6 +203,21 @@ class BaselineFabric:
 
     def counter(self, name: str, index: int = 0) -> int:
         return sum(self.sim.switch(s).counter_read(name, index)[0] for s in self.fabric.switches)
+
+
+def _adaptive_params(members: list[tuple[int, float, float]], mode: int) -> dict:
+    """The group entry's own member list (p0..p3) and rate scales (s0..s3) for the adaptive
+    modes: CONGA scales its local DRE by the port's rate (the path's far links report through
+    feedback), least-loaded by the whole path's capacity (what WCMP weighs by)."""
+    if mode in ADAPTIVE and len(members) > ADAPTIVE_MEMBERS:
+        raise ValueError(f"adaptive baselines take at most {ADAPTIVE_MEMBERS} members, got {len(members)}")
+    out = {}
+    for i in range(ADAPTIVE_MEMBERS):
+        port, here, path = members[i] if i < len(members) and mode in ADAPTIVE else (0, 0.0, 0.0)
+        gbps = here if mode == MODE_CONGA else path
+        out[f"p{i}"] = port
+        out[f"s{i}"] = round(65536 * SCALE_REF_GBPS / gbps) if gbps > 0 else 0
+    return out
 
 
 def salt_for(seed: int) -> int:

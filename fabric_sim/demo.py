@@ -395,28 +395,32 @@ def _fmt(v) -> str:
     return str(v)
 
 
+# What each scenario's panel shows (lower is better for all of them), by the report's keys.
+PLOT_METRICS = {
+    "congestion": ("job completion (us)", "mice p50 FCT (us)", "mice p99 FCT (us)",
+                   "go-back-N retransmissions", "PSN regressions at receivers"),
+    "together (all QPs at t=0)": ("job completion (us)", "go-back-N retransmissions"),
+    "failure": ("  longest stall leaving leaf1, local failure (us)",
+                "  longest stall entering leaf1, remote failure (us)", "go-back-N retransmissions",
+                "retransmission timeouts"),
+}
+
+
 def plot(results: list[ModeResult], path: Path) -> None:
-    import matplotlib
+    """One panel per scenario, every metric as a ratio to ECMP (``fabric_sim.plots``)."""
+    from fabric_sim.plots import ratio_panels
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cong = [r for r in results if r.scenario == "congestion"]
-    fail = [r for r in results if r.scenario == "failure"]
-    panels = [("job completion (us)", cong), ("mice p99 FCT (us)", cong),
-              ("PSN regressions at receivers", cong), ("go-back-N retransmissions", fail)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
-    colours = {"ecmp": "#999999", "stellar": "#1f77b4", "no-drain": "#d62728"}
-    for ax, (key, rows) in zip(axes, panels):
-        vals = [r.metrics.get(key) or 0 for r in rows]
-        ax.bar([r.mode for r in rows], vals, color=[colours.get(r.mode, "#555") for r in rows])
-        ax.set_title(f"{key}\n({rows[0].scenario})" if rows else key, fontsize=9)
-        for i, v in enumerate(vals):
-            ax.text(i, v, _fmt(v), ha="center", va="bottom", fontsize=8)
-    fig.suptitle("Stellar vs RoCEv2+ECMP on the lab fabric (p4sim, virtual time)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    panels = []
+    for scenario in dict.fromkeys(r.scenario for r in results):
+        rows = [r for r in results if r.scenario == scenario]
+        metrics = {}
+        for key in PLOT_METRICS.get(scenario, ()):
+            values = {r.mode: r.metrics.get(key) for r in rows if key in r.metrics}
+            if values:
+                metrics[key.strip().replace(", local failure", "").replace(", remote failure", "")] = values
+        panels.append((scenario, metrics))
+    ratio_panels(panels, path, "Stellar vs RoCEv2+ECMP on the lab fabric (p4sim, virtual time): "
+                               "each metric over ECMP's, lower is better")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

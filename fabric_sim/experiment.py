@@ -7,8 +7,9 @@ transfers, applies the topology's events, and runs until every transfer complete
 horizon).  Every run is independent and deterministic given its spec, so sweeps parallelise.
 
 Modes:
-* baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp, ecmp-em,
-  letflow-<timeout µs>, spray;
+* baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp (path
+  capacity), ecmp-em, letflow-<timeout µs>, spray, drill, least (least loaded at start),
+  conga[-<timeout µs>]; ``oracle`` is no run: every row's ``ideal_us`` is the fluid optimum;
 * ``stellar``: ``p4src/v1model/stellar.p4`` with the fabric's rendered entries, adaptive path
   choice with drain detection, adaptive ECN, elephant/mouse queues, failover through the controller-written
   ``failover.liveness0..7`` tables, and the
@@ -18,6 +19,9 @@ Modes:
   ablation that separates Stellar's ECN effect from its routing effect): the DCQCN RED ramp of
   ``fabric_sim.baselines`` (Kmin 25, Kmax 100 packets, Pmax 0.2) turned into queue delay at each
   port's (possibly degraded) rate, since Stellar's ECN block compares sojourn time, not length.
+
+A degraded link (``deg70``/``deg40``/``deg10``) runs at its fraction of the rate on the wire, and
+every mode is told that rate the same way, through the fabric model (``with_capacities``).
 
 Timing that matters: failures are detected by the switch that owns the port at once (both
 baselines and Stellar); the rest of the fabric learns after ``REACTION_US``, the controller's
@@ -47,6 +51,43 @@ HORIZON_US = 200_000.0
 SHORT_PACKETS = 4  # a "short" flow: at most 4 packets (16 KB)
 
 _programs: dict[str, object] = {}
+
+# Every key of a run's row (``run``), with its meaning.  Slowdown = FCT / the unloaded FCT of the
+# same transfer (``_ideal_fct``); buckets by packets of 4 KB: short <= 4 (16 KB), medium <= 64
+# (256 KB), long above.  Times are µs of virtual time.
+ROW_KEYS: dict[str, str] = {
+    "workload": "RunSpec.workload", "topo": "RunSpec.topo", "mode": "RunSpec.mode", "seed": "RunSpec.seed",
+    "fabric": "RunSpec.fabric", "nbytes": "RunSpec.nbytes (bytes per QP of a collective)",
+    "duration_us": "RunSpec.duration_us (arrival window of Poisson workloads)",
+    "scenario": "workload/topo",
+    "transfers": "RDMA messages (QPs) in the run", "incomplete": "transfers not done at the horizon",
+    "completion_us": "the collective's last completion minus its first start (None if unfinished)",
+    "ideal_us": "fluid lower bound of the collective (perfect balancing, real link rates)",
+    "completion_over_ideal": "completion_us / ideal_us (the oracle: 1.0)",
+    "iterations": "measured iterations of the collective (warm-up excluded; 1 without iterations)",
+    "iteration_us_p50": "median per-iteration time", "iteration_us_max": "slowest iteration",
+    "busbw_gbps": "NCCL bus bandwidth at the median iteration time (AllReduce algbw*2(n-1)/n, "
+                  "AlltoAll algbw*(n-1)/n)",
+    **{f"fct_slowdown_{b}_{q}": f"{q} FCT slowdown of {b} transfers" for b in ("short", "medium", "long")
+       for q in ("p50", "p99")},
+    "short_fct_p99_us": "p99 FCT of short transfers", "short_fcts": "every short FCT (CDFs; not in the CSV)",
+    "latency_p50_us": "median one-way latency of first transmissions", "latency_p99_us": "its p99",
+    "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers",
+    "retransmits": "go-back-N retransmitted packets", "reorders": "first transmissions that arrived "
+                   "behind a later PSN at the responder", "naks": "NAKs sent", "timeouts": "RTO expiries",
+    "ce_marks": "CE-marked data packets received", "cnps": "CNPs sent",
+    "link_packets": "frames sent per switch-to-switch port (sorted by switch, port; not in the CSV)",
+    "link_util_max": "busiest switch-to-switch port: bytes serialised at its real rate within "
+                     "[first start, last completion] / the window (<= 1)",
+    "link_util_mean": "mean of the same over the switch-to-switch ports",
+    "uplink_imbalance": "worst leaf's (max - min) / mean of its uplinks' utilisation",
+    "failover_us": "failure to the last affected flow's recovery (fail topology only)",
+    "moves_gap": "path changes at a flowlet gap (Stellar, LetFlow, CONGA)",
+    "moves_drain": "Stellar path changes at a drain point", "moves_failover": "Stellar path changes by failover",
+    "wall_s": "wall time of the run (s)", "traversals": "frames taken in by a switch",
+    "drops_tail": "frames dropped at a full queue", "drops_gray": "frames dropped by a gray failure",
+    "drops_wire": "frames sent on a dead port",
+}
 
 
 def program(path: Path):
@@ -126,6 +167,18 @@ def static_ecn_document(doc: dict, port_gbps: dict[int, float], fb: int) -> dict
     return dict(doc, entries=entries)
 
 
+def with_capacities(fabric, capacity: dict):
+    """``fabric`` with the ports in ``capacity`` ((switch, port) -> Gb/s) at that rate.  A
+    degraded link's real rate reaches every mode through the fabric model, as a port's reported
+    speed would: Stellar's rendered port rates and the controller's path capacities, the
+    baselines' WCMP weights and DRE scales all read it from there."""
+    switches = dict(fabric.switches)
+    for (name, number), gbps in capacity.items():
+        s = switches[name]
+        switches[name] = replace(s, ports={**s.ports, number: replace(s.ports[number], capacity_gbps=gbps)})
+    return replace(fabric, switches=switches)
+
+
 def _capacity_fraction(topo: str) -> Optional[float]:
     return {"deg70": 0.7, "deg40": 0.4, "deg10": 0.1}.get(topo)
 
@@ -153,6 +206,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
             cap = fabric.switches[ref.switch].ports[ref.port].capacity_gbps * frac
             capacity[(ref.switch, ref.port)] = cap
             sim.devices[ref.switch].set_queue_rate(int(cap * 1e9 / (8 * fb)), ref.port)
+        fabric = with_capacities(fabric, capacity)  # every mode learns the real rate the same way
     if spec.topo == "gray":
         sim.gray_fail(*DEGRADED, 0.01)
 
@@ -184,6 +238,10 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         bf = BaselineFabric(sim, fabric, baseline(spec.mode), salt_for(spec.seed), capacity)
         bf.install()
 
+    from fabric_sim.baselines import MODE_CONGA, MODE_FLOWLET
+    from fabric_sim.metrics import LinkMeter
+
+    meter = LinkMeter(sim)
     net = RdmaNetwork(sim, fabric, params)
     members = W.hosts_of(fabric)
     kind, _, arg = spec.workload.partition("-")
@@ -234,12 +292,12 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     sim.run(until_us=HORIZON_US)
     if keep is not None:
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
-    row = metrics(spec, net, sim, fabric, base, capacity, fb)
+    row = metrics(spec, net, sim, fabric, base, capacity, fb, meter)
     if stellar:
         reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
                    for i in range(4)]
         row["moves_gap"], row["moves_drain"], row["moves_failover"] = reasons[1], reasons[2], reasons[3]
-    elif bf is not None and bf.spec.mode == 1:
+    elif bf is not None and bf.spec.mode in (MODE_FLOWLET, MODE_CONGA):
         row["moves_gap"] = bf.counter("LbIngress.flowlet_moves")
     row["wall_s"] = round(time.perf_counter() - started, 2)
     row["traversals"] = sim.traversals
@@ -313,7 +371,8 @@ def _ideal_collective(spec: RunSpec, fabric, transfers, fb: int, capacity: dict)
     return fluid_bound(fabric, jobs, fb, capacity)
 
 
-def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int) -> dict:
+def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int, meter=None) -> dict:
+    """The row of one run; every key is listed in ``ROW_KEYS`` (with its meaning)."""
     import numpy as np
 
     ts = net.transfers
@@ -356,18 +415,40 @@ def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int) -> d
     row["timeouts"] = sum(t.timeouts for t in ts)
     row["ce_marks"] = sum(t.ce for t in ts)
     row["cnps"] = sum(t.cnps for t in ts)
-    # link utilisation over the run (switch-to-switch ports)
-    end = max((t.done_us for t in done), default=0.0) or 1.0  # the last completion
-    utils = []
-    for ref in sim.peer:
-        if fabric.switches[ref.switch].role == "leaf" or fabric.switches[ref.switch].role == "spine":
-            gbps = capacity.get((ref.switch, ref.port), fabric.switches[ref.switch].ports[ref.port].capacity_gbps)
-            utils.append(sim.tx_packets.get(ref, 0) * _ser_us(fb, gbps) / end)
+    # link utilisation over the measured window: the first start to the last completion
+    from fabric_sim.metrics import iteration_times, link_utils, uplink_imbalance
+
+    first = min((t.started_us for t in ts if t.started_us is not None), default=0.0)
+    end = max((t.done_us for t in done), default=0.0)
     row["link_packets"] = [sim.tx_packets.get(ref, 0) for ref in sorted(sim.peer, key=lambda r: (r.switch, r.port))]
-    row["link_util_max"] = max(utils) if utils else None
-    row["link_util_mean"] = statistics.fmean(utils) if utils else None
+    utils = link_utils(meter, fabric, capacity, first, end) if meter is not None and end > first else {}
+    row["link_util_max"] = max(utils.values()) if utils else None
+    row["link_util_mean"] = statistics.fmean(utils.values()) if utils else None
+    row["uplink_imbalance"] = uplink_imbalance(utils, fabric) if utils else None
+    iters = iteration_times(ts)
+    row["iterations"] = len(iters)
+    row["iteration_us_p50"] = float(np.percentile(iters, 50)) if iters else None
+    row["iteration_us_max"] = max(iters) if iters else None
+    row["busbw_gbps"] = _busbw(spec, jobs, iters)
     row["failover_us"] = _failover_us(ts) if spec.topo == "fail" else None
     return row
+
+
+_COLLECTIVE = {"a2a": "alltoall", "a2a-jit": "alltoall", "ring": "allreduce"}
+
+
+def _busbw(spec: RunSpec, jobs, iters: list[float]) -> Optional[float]:
+    """NCCL bus bandwidth (Gb/s) of the run's collective at its median iteration time.  The
+    per-rank buffer (nccl-tests' "size") is ``nbytes`` x ranks for both: an AlltoAll sends
+    ``nbytes`` to each peer (own slice included in the size), the ring AllReduce reduces a
+    buffer of ``nbytes`` x ranks."""
+    from fabric_sim.metrics import busbw_gbps
+
+    coll = _COLLECTIVE.get(spec.workload)
+    if coll is None or not iters or not jobs:
+        return None
+    ranks = len({t.src for t in jobs})
+    return busbw_gbps(coll, ranks, spec.nbytes * ranks, statistics.median(iters) / 1e6)
 
 
 def _failover_us(ts) -> Optional[float]:

@@ -17,7 +17,43 @@
  *   MODE_FLOWLET LetFlow (Vanini et al., NSDI'17): a flow keeps its member
  *                until it has been idle for `timeout_us`, then takes a member
  *                uniformly at random;
- *   MODE_SPRAY   a member uniformly at random for every packet.
+ *   MODE_SPRAY   a member uniformly at random for every packet;
+ *   MODE_DRILL   DRILL (Ghorbani et al., SIGCOMM'17), per packet: the member with
+ *                the shortest local queue among d = 2 random members and the
+ *                m = 1 best of the group's previous packet (power of two choices);
+ *   MODE_LEAST   least loaded at start: a flow's first packet takes the member
+ *                whose port carries the least recent load (its DRE, below) and
+ *                the flow stays there (no later moves);
+ *   MODE_CONGA   CONGA (Alizadeh et al., SIGCOMM'14): at each flowlet (idle gap
+ *                > timeout_us) the member with the least congested path to the
+ *                destination leaf, max(local DRE, the path's metric fed back by
+ *                that leaf), from leaf-to-leaf feedback in a shim header (below).
+ * DRILL, LEAST and CONGA take their (at most 4) distinct members from the
+ * group entry itself (p0..p3), with each member's rate scale s0..s3, so that
+ * one packet can compare them.
+ *
+ * Load and capacity (the same for every scheme): a DRE per port, bytes
+ * assigned to the port at ingress (so flows starting together see each other),
+ * halved every 2^dre_shift us; its metric is DRE x the member's scale (65536 x
+ * 100G / the port's real rate, written by the control plane from the rate it
+ * learned), so a port degraded to 40% looks 2.5x as loaded.  The local queue
+ * of a port (DRILL) is packets taken in at ingress minus packets seen leaving at
+ * egress (top-level registers, shared by both blocks, as stellar.p4 does).
+ *
+ * CONGA feedback: the source leaf pushes a `conga_h` shim between Ethernet and
+ * IPv4 (ethertype 0x88B5, IEEE local experimental) on packets to a remote leaf:
+ * its leaf id, the path (member index) and the congestion field CE, set to
+ * its own uplink's metric; each switch on the way raises CE to its egress
+ * port's metric; the destination leaf stores CE per (source leaf, path) and
+ * strips the shim before the host.  Every shim also carries one feedback
+ * value, round robin over the paths, from the sender leaf's table for the
+ * destination leaf (fb_path, fb_metric); the destination leaf stores it as the
+ * congestion of its own path fb_path towards the sender.  RoCE's ACKs and CNPs
+ * make the reverse traffic that carries it.
+ *
+ * Every mode puts ACKs, NAKs and CNPs (BTH opcode) in the highest-priority
+ * queue, as production RoCE fabrics (and Stellar's control class) do.
+ *
  * A dead next hop is removed by rewriting the group's slots (what ECMP
  * hardware's local link-down handling does); the program keeps no liveness
  * state of its own.
@@ -42,12 +78,49 @@
 const bit<8> MODE_ECMP    = 0;
 const bit<8> MODE_FLOWLET = 1;
 const bit<8> MODE_SPRAY   = 2;
+const bit<8> MODE_DRILL   = 3;
+const bit<8> MODE_LEAST   = 4;
+const bit<8> MODE_CONGA   = 5;
+
+const bit<16> ETHERTYPE_CONGA = 0x88B5;
+const bit<8>  BTH_OP_ACK = 0x11;
+const bit<8>  BTH_OP_CNP = 0x81;
+const bit<8>  CONGA_PATHS = 16;     /* feedback cells per leaf */
+const bit<8>  DRE_UNIT_SHIFT = 13;  /* metric unit: 8 KB at 100G */
 
 #define LB_GROUPS 1024
 #define LB_MEMBER_SLOTS 16384   /* groups x up to 16 slots each */
 #define LB_FLOW_SLOTS 8192      /* flowlet and elephant state, hashed per flow */
+#define LB_PORTS 512            /* v1model ports */
+#define LB_LEAVES 256           /* leaf ids */
 
-const bit<3> QUEUE_MOUSE    = 1;  /* served first (strict priority) */
+header conga_h {
+    bit<8>  src_leaf;
+    bit<8>  path;        /* member index at the source leaf */
+    bit<8>  ce;          /* max metric along the path so far */
+    bit<8>  fb_path;     /* feedback: a path of the receiver's towards the sender */
+    bit<8>  fb_metric;   /* ... and its congestion as the sender last measured it */
+    bit<8>  reserved;
+    bit<16> ether_type;  /* what follows (IPv4) */
+}
+
+struct lb_headers_t {
+    ethernet_h ethernet;
+    conga_h    conga;
+    ipv4_h     ipv4;
+    udp_h      udp;
+    bth_h      bth;
+}
+
+/* Load and queue per port, shared by ingress (writes load, counts packets
+ * in) and egress (counts packets out). */
+register<bit<32>>(LB_PORTS) dre_bytes;
+register<bit<32>>(LB_PORTS) dre_stamp_us;
+register<bit<32>>(LB_PORTS) queue_in;
+register<bit<32>>(LB_PORTS) queue_out;
+
+const bit<3> QUEUE_CONTROL  = 7;  /* ACK, NAK, CNP: before everything */
+const bit<3> QUEUE_MOUSE    = 1;  /* served before elephants (strict priority) */
 const bit<3> QUEUE_ELEPHANT = 0;
 
 struct lb_metadata_t {
@@ -65,13 +138,56 @@ struct lb_metadata_t {
     bit<32> pmax256;        /* marking probability at kmax, in 1/256 */
     bit<32> em_threshold;   /* bytes per window; 0 = one queue for all */
     bit<32> em_window_us;
+    bit<8>  dre_shift;      /* DRE half-life = 2^dre_shift us */
+    bit<8>  leaf_id;        /* this switch's leaf id (0: a spine) */
+    bit<8>  dst_leaf;       /* the group's destination leaf */
+    bit<32> now;
+    bit<32> p0; bit<32> p1; bit<32> p2; bit<32> p3;        /* adaptive members' ports */
+    bit<32> s0; bit<32> s1; bit<32> s2; bit<32> s3;        /* their rate scales */
+    bit<32> l0; bit<32> l1; bit<32> l2; bit<32> l3;        /* their load metric */
+    bit<32> q0; bit<32> q1; bit<32> q2; bit<32> q3;        /* their queues (packets) */
+    bit<32> c0; bit<32> c1; bit<32> c2; bit<32> c3;        /* their CONGA path score */
 }
 
-parser LbParser(packet_in pkt, out headers_t hdr, inout lb_metadata_t meta,
+/* One of four values by index (member index -> its port, scale or score). */
+bit<32> pick4(in bit<8> i, in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3) {
+    return i == 0 ? v0 : (i == 1 ? v1 : (i == 2 ? v2 : v3));
+}
+
+/* The index of the lowest of the first `count` values; `first` wins ties
+ * (the flow's hash member, so equal loads leave it where ECMP would put it). */
+bit<8> argmin4(in bit<8> first, in bit<8> count,
+               in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3) {
+    bit<8> at = first;
+    bit<32> best = pick4(first, v0, v1, v2, v3);
+    if (count > 0 && v0 < best) { at = 0; best = v0; }
+    if (count > 1 && v1 < best) { at = 1; best = v1; }
+    if (count > 2 && v2 < best) { at = 2; best = v2; }
+    if (count > 3 && v3 < best) { at = 3; }
+    return at;
+}
+
+/* The metric of a DRE holding `bytes`, `periods` half-lives ago, at a port
+ * with rate scale `scale`: 8 KB units at 100G, saturated to 8 bits (CONGA's
+ * field).  Expressions only, so it can be used inside an action. */
+bit<32> metric_of(in bit<32> bytes, in bit<32> periods, in bit<32> scale) {
+    bit<32> m = (((bytes >> (bit<8>)(periods > 31 ? 32w31 : periods)) >> DRE_UNIT_SHIFT) * scale) >> 16;
+    return m > 255 ? 32w255 : m;
+}
+
+parser LbParser(packet_in pkt, out lb_headers_t hdr, inout lb_metadata_t meta,
                 inout standard_metadata_t sm) {
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_CONGA: parse_conga;
+            default: accept;
+        }
+    }
+    state parse_conga {
+        pkt.extract(hdr.conga);
+        transition select(hdr.conga.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
@@ -97,20 +213,20 @@ parser LbParser(packet_in pkt, out headers_t hdr, inout lb_metadata_t meta,
     }
 }
 
-control LbVerifyChecksum(inout headers_t hdr, inout lb_metadata_t meta) {
+control LbVerifyChecksum(inout lb_headers_t hdr, inout lb_metadata_t meta) {
     apply { }
 }
 
-control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
+control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                   inout standard_metadata_t sm) {
     /* Packets dropped by reason: 0 no route, 1 not IPv4 / IP options,
      * 2 TTL expired, 3 empty group. */
     counter(4, CounterType.packets) drops;
-    /* Member changes at flowlet gaps (LetFlow), for the report. */
+    /* Member changes at flowlet gaps (LetFlow, CONGA), for the report. */
     counter(1, CounterType.packets) flowlet_moves;
-    /* LetFlow state per hashed flow: time of its last packet (us) and its
-     * member slot; LB_FLOW_SLOTS cells (two flows may share one, as on a
-     * switch ASIC; then they move together). */
+    /* LetFlow / CONGA / least-loaded state per hashed flow: time of its last
+     * packet (us, plus 1: 0 = never seen) and its member slot; LB_FLOW_SLOTS cells (two flows may share
+     * one, as on a switch ASIC; then they move together). */
     register<bit<32>>(LB_FLOW_SLOTS) flowlet_last_us;
     register<bit<8>>(LB_FLOW_SLOTS) flowlet_slot;
     /* Elephant/mouse state per hashed flow: bytes since the flow was last idle
@@ -119,24 +235,35 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
     register<bit<32>>(LB_FLOW_SLOTS) em_bytes;
     register<bit<32>>(LB_FLOW_SLOTS) em_last_us;
     register<bit<1>>(LB_FLOW_SLOTS) em_elephant;
+    /* DRILL's memory (m = 1): the member index chosen last, per group. */
+    register<bit<8>>(LB_GROUPS) drill_best;
+    /* CONGA: congestion from each source leaf per path (filled as packets
+     * arrive), congestion to each destination leaf per own path (filled by
+     * feedback), and the next path to feed back per destination leaf. */
+    register<bit<8>>(LB_LEAVES * 16) conga_from_leaf;
+    register<bit<8>>(LB_LEAVES * 16) conga_to_leaf;
+    register<bit<8>>(LB_LEAVES) conga_fb_next;
 
     action configure(bit<32> kmin, bit<32> kmax, bit<32> pmax256,
-                     bit<32> em_threshold, bit<32> em_window_us) {
+                     bit<32> em_threshold, bit<32> em_window_us,
+                     bit<8> dre_shift, bit<8> leaf_id) {
         meta.kmin = kmin;
         meta.kmax = kmax;
         meta.pmax256 = pmax256;
         meta.em_threshold = em_threshold;
         meta.em_window_us = em_window_us;
+        meta.dre_shift = dre_shift;
+        meta.leaf_id = leaf_id;
     }
     /* The switch's ECN ramp (used by egress: v1model carries user metadata
-     * through the traffic manager) and elephant threshold.  Keyless: its
-     * default action is set per switch by the eval harness.  The defaults are
-     * DCQCN's common deployment values for 4 KB packets: Kmin 100 KB = 25,
-     * Kmax 400 KB = 100 packets, Pmax 0.2 = 51/256. */
+     * through the traffic manager), elephant threshold, DRE half-life and leaf
+     * id.  Keyless: its default action is set per switch by the eval harness.
+     * The defaults are DCQCN's common deployment values for 4 KB packets: Kmin
+     * 100 KB = 25, Kmax 400 KB = 100 packets, Pmax 0.2 = 51/256. */
     table lb_config {
         key = { }
         actions = { configure; }
-        default_action = configure(25, 100, 51, 0, 1000);
+        default_action = configure(25, 100, 51, 0, 1000, 7, 0);
         size = 1;
     }
 
@@ -160,14 +287,21 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
         size = ROUTING_LPM_SIZE;
     }
 
-    action set_group(bit<8> mode, bit<8> count, bit<32> salt, bit<32> timeout_us) {
+    action set_group(bit<8> mode, bit<8> count, bit<32> salt, bit<32> timeout_us,
+                     bit<8> dst_leaf, bit<32> p0, bit<32> p1, bit<32> p2, bit<32> p3,
+                     bit<32> s0, bit<32> s1, bit<32> s2, bit<32> s3) {
         meta.mode = mode;
         meta.count = count;
         meta.salt = salt;
         meta.timeout_us = timeout_us;
+        meta.dst_leaf = dst_leaf;
+        meta.p0 = p0; meta.p1 = p1; meta.p2 = p2; meta.p3 = p3;
+        meta.s0 = s0; meta.s1 = s1; meta.s2 = s2; meta.s3 = s3;
     }
-    /* Group -> how a member is chosen and how many member slots it has.
-     * One entry per group; rewritten when a next hop dies. */
+    /* Group -> how a member is chosen, how many member slots it has, its
+     * destination leaf and (adaptive modes) its distinct members with their
+     * rate scales.  One entry per group; rewritten when a next hop dies or a
+     * rate is learned. */
     table group {
         key = { meta.group: exact; }
         actions = { set_group; drop; }
@@ -179,12 +313,30 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
         sm.egress_spec = port;
     }
     /* (group, slot) -> egress port.  ECMP: one slot per live next hop; WCMP:
-     * slots in proportion to each next hop's capacity (up to 16 per group). */
+     * slots in proportion to each next hop's path capacity (up to 16). */
     table member {
         key = { meta.group: exact; meta.slot: exact; }
         actions = { set_member; drop; }
         default_action = drop(3);
         size = LB_MEMBER_SLOTS;
+    }
+
+    /* Load, queue and CONGA score of one adaptive member (port, scale, index). */
+    action member_state(in bit<32> port, in bit<32> scale, in bit<8> i,
+                        out bit<32> load, out bit<32> queue, out bit<32> score) {
+        bit<32> bytes;
+        bit<32> stamp;
+        bit<32> qin;
+        bit<32> qout;
+        bit<8> remote;
+        dre_bytes.read(bytes, port);
+        dre_stamp_us.read(stamp, port);
+        queue_in.read(qin, port);
+        queue_out.read(qout, port);
+        conga_to_leaf.read(remote, (bit<32>)meta.dst_leaf * 16 + (bit<32>)i);
+        load = metric_of(bytes, (meta.now - stamp) >> meta.dre_shift, scale);
+        queue = qin - qout;
+        score = (bit<32>)remote > load ? (bit<32>)remote : load;
     }
 
     apply {
@@ -204,7 +356,7 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
             meta.l4_dport = hdr.udp.dst_port;
         }
         lb_config.apply();
-        bit<32> now = (bit<32>)sm.ingress_global_timestamp;
+        meta.now = (bit<32>)sm.ingress_global_timestamp;
         hash(meta.flow_idx, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                meta.l4_sport, meta.l4_dport },
@@ -217,7 +369,7 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
             em_bytes.read(bytes, meta.flow_idx);
             em_last_us.read(seen, meta.flow_idx);
             em_elephant.read(big, meta.flow_idx);
-            if (now - seen > meta.em_window_us) {
+            if (meta.now - seen > meta.em_window_us) {
                 bytes = 0;   /* idle long enough: its old packets have left */
                 big = 0;
             }
@@ -226,44 +378,32 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
                 big = 1;
             }
             em_bytes.write(meta.flow_idx, bytes);
-            em_last_us.write(meta.flow_idx, now);
+            em_last_us.write(meta.flow_idx, meta.now);
             em_elephant.write(meta.flow_idx, big);
             if (big == 0) {
                 sm.priority = QUEUE_MOUSE;
             }
         }
+        if (hdr.bth.isValid() && (hdr.bth.opcode == BTH_OP_ACK || hdr.bth.opcode == BTH_OP_CNP)) {
+            sm.priority = QUEUE_CONTROL;
+        }
         route.apply();
+        if (meta.group != 0) {
+            group.apply();
+        }
         if (meta.group == 0) {
-            return;   /* a local port, or dropped by route */
-        }
-        group.apply();
-        if (meta.count == 0) {
+            /* a local port, or dropped by route */
+            if (hdr.conga.isValid()) {
+                /* CONGA, destination leaf: what the path measured, and the
+                 * sender's feedback on our own path towards it; then strip. */
+                bit<32> cell = (bit<32>)hdr.conga.src_leaf * 16;
+                conga_from_leaf.write(cell + (bit<32>)(hdr.conga.path & 15), hdr.conga.ce);
+                conga_to_leaf.write(cell + (bit<32>)(hdr.conga.fb_path & 15), hdr.conga.fb_metric);
+                hdr.ethernet.ether_type = hdr.conga.ether_type;
+                hdr.conga.setInvalid();
+            }
+        } else if (meta.count == 0) {
             drop(3);
-            return;
-        }
-        if (meta.mode == MODE_SPRAY) {
-            random(meta.slot, 8w0, meta.count - 1);
-        } else if (meta.mode == MODE_FLOWLET) {
-            bit<32> last;
-            bit<8> slot;
-            flowlet_last_us.read(last, meta.flow_idx);
-            flowlet_slot.read(slot, meta.flow_idx);
-            if (last == 0 || now - last > meta.timeout_us || slot >= meta.count) {
-                bit<8> fresh;
-                random(fresh, 8w0, meta.count - 1);
-                if (last != 0 && fresh != slot) {
-                    flowlet_moves.count(0);
-                }
-                slot = fresh;
-                flowlet_slot.write(meta.flow_idx, slot);
-            }
-            /* 0 means "never seen": time 0 is stored as 1. */
-            if (now == 0) {
-                flowlet_last_us.write(meta.flow_idx, 32w1);
-            } else {
-                flowlet_last_us.write(meta.flow_idx, now);
-            }
-            meta.slot = slot;
         } else {
             /* The salt must enter non-linearly: CRC is affine over GF(2), so a
              * salt hashed with the 5-tuple only XORs one constant into every
@@ -276,17 +416,118 @@ control LbIngress(inout headers_t hdr, inout lb_metadata_t meta,
                    meta.l4_sport, meta.l4_dport },
                  64w0x100000000);
             bit<32> mixed = h * (meta.salt | 32w1);
-            hash(meta.slot, HashAlgorithm.crc16, 8w0, { mixed }, meta.count);
+            bit<8> hslot;
+            hash(hslot, HashAlgorithm.crc16, 8w0, { mixed }, meta.count);
+            meta.slot = hslot;
+            if (meta.mode >= MODE_DRILL) {
+                member_state(meta.p0, meta.s0, 0, meta.l0, meta.q0, meta.c0);
+                member_state(meta.p1, meta.s1, 1, meta.l1, meta.q1, meta.c1);
+                member_state(meta.p2, meta.s2, 2, meta.l2, meta.q2, meta.c2);
+                member_state(meta.p3, meta.s3, 3, meta.l3, meta.q3, meta.c3);
+            }
+            if (meta.mode == MODE_SPRAY) {
+                random(meta.slot, 8w0, meta.count - 1);
+            } else if (meta.mode == MODE_DRILL) {
+                /* d = 2 random members and m = 1 remembered best: the shortest
+                 * local queue wins (the remembered one on ties). */
+                bit<8> r1;
+                bit<8> r2;
+                bit<8> best;
+                random(r1, 8w0, meta.count - 1);
+                random(r2, 8w0, meta.count - 1);
+                drill_best.read(best, (bit<32>)meta.group);
+                if (best >= meta.count) {
+                    best = r1;
+                }
+                bit<32> q = pick4(best, meta.q0, meta.q1, meta.q2, meta.q3);
+                if (pick4(r1, meta.q0, meta.q1, meta.q2, meta.q3) < q) {
+                    best = r1;
+                    q = pick4(r1, meta.q0, meta.q1, meta.q2, meta.q3);
+                }
+                if (pick4(r2, meta.q0, meta.q1, meta.q2, meta.q3) < q) {
+                    best = r2;
+                }
+                drill_best.write((bit<32>)meta.group, best);
+                meta.slot = best;
+            } else if (meta.mode != MODE_ECMP) {
+                /* Per-flow state: LetFlow and CONGA re-choose at a flowlet
+                 * gap, least-loaded only at the flow's first packet. */
+                bit<32> last;
+                bit<8> slot;
+                flowlet_last_us.read(last, meta.flow_idx);
+                flowlet_slot.read(slot, meta.flow_idx);
+                /* `last` holds the time + 1, so 0 means "never seen" */
+                bool gap = meta.mode != MODE_LEAST && meta.now + 1 - last > meta.timeout_us;
+                if (last == 0 || gap || slot >= meta.count) {
+                    bit<8> fresh;
+                    if (meta.mode == MODE_FLOWLET) {
+                        random(fresh, 8w0, meta.count - 1);
+                    } else if (meta.mode == MODE_CONGA) {
+                        fresh = argmin4(hslot, meta.count, meta.c0, meta.c1, meta.c2, meta.c3);
+                    } else {
+                        fresh = argmin4(hslot, meta.count, meta.l0, meta.l1, meta.l2, meta.l3);
+                    }
+                    if (last != 0 && fresh != slot) {
+                        flowlet_moves.count(0);
+                    }
+                    slot = fresh;
+                    flowlet_slot.write(meta.flow_idx, slot);
+                }
+                flowlet_last_us.write(meta.flow_idx, meta.now + 1);
+                meta.slot = slot;
+            }
+            if (meta.mode >= MODE_DRILL) {
+                sm.egress_spec = (port_t)pick4(meta.slot, meta.p0, meta.p1, meta.p2, meta.p3);
+            } else {
+                member.apply();
+            }
+            /* The DRE of the chosen port takes this packet. */
+            bit<32> port = (bit<32>)sm.egress_spec;
+            bit<32> bytes;
+            bit<32> stamp;
+            dre_bytes.read(bytes, port);
+            dre_stamp_us.read(stamp, port);
+            bit<32> periods = (meta.now - stamp) >> meta.dre_shift;
+            dre_bytes.write(port, (bytes >> (bit<8>)(periods > 31 ? 32w31 : periods)) + sm.packet_length);
+            dre_stamp_us.write(port, stamp + (periods << meta.dre_shift));
+            if (meta.mode == MODE_CONGA) {
+                bit<32> load = pick4(meta.slot, meta.l0, meta.l1, meta.l2, meta.l3);
+                if (!hdr.conga.isValid()) {
+                    /* source leaf: the shim, with one feedback value for the
+                     * destination leaf (its paths round robin) */
+                    bit<8> k;
+                    bit<8> fb;
+                    conga_fb_next.read(k, (bit<32>)meta.dst_leaf);
+                    conga_from_leaf.read(fb, (bit<32>)meta.dst_leaf * 16 + (bit<32>)k);
+                    conga_fb_next.write((bit<32>)meta.dst_leaf, (k + 1) & 3);
+                    hdr.conga.setValid();
+                    hdr.conga.src_leaf = meta.leaf_id;
+                    hdr.conga.path = meta.slot;
+                    hdr.conga.ce = (bit<8>)load;
+                    hdr.conga.fb_path = k;
+                    hdr.conga.fb_metric = fb;
+                    hdr.conga.reserved = 0;
+                    hdr.conga.ether_type = hdr.ethernet.ether_type;
+                    hdr.ethernet.ether_type = ETHERTYPE_CONGA;
+                } else if ((bit<32>)hdr.conga.ce < load) {
+                    hdr.conga.ce = (bit<8>)load;   /* a later hop: raise CE */
+                }
+            }
         }
-        member.apply();
+        bit<32> qin;
+        queue_in.read(qin, (bit<32>)sm.egress_spec);
+        queue_in.write((bit<32>)sm.egress_spec, qin + 1);
     }
 }
 
-control LbEgress(inout headers_t hdr, inout lb_metadata_t meta,
+control LbEgress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                  inout standard_metadata_t sm) {
     /* CE marks applied, for the report. */
     counter(1, CounterType.packets) ce_marks;
     apply {
+        bit<32> qout;
+        queue_out.read(qout, (bit<32>)sm.egress_port);
+        queue_out.write((bit<32>)sm.egress_port, qout + 1);
         if (!hdr.ipv4.isValid()) {
             return;
         }
@@ -308,7 +549,7 @@ control LbEgress(inout headers_t hdr, inout lb_metadata_t meta,
     }
 }
 
-control LbComputeChecksum(inout headers_t hdr, inout lb_metadata_t meta) {
+control LbComputeChecksum(inout lb_headers_t hdr, inout lb_metadata_t meta) {
     apply {
         update_checksum(hdr.ipv4.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
@@ -319,9 +560,10 @@ control LbComputeChecksum(inout headers_t hdr, inout lb_metadata_t meta) {
     }
 }
 
-control LbDeparser(packet_out pkt, in headers_t hdr) {
+control LbDeparser(packet_out pkt, in lb_headers_t hdr) {
     apply {
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.conga);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.bth);
