@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from control_plane import archnames, arches, contract, p4consts, params, render_tna
-from control_plane.model import load_fabric, load_fabric_text
+from control_plane.model import CLASSES, load_fabric, load_fabric_text
 from control_plane.params import P4, ControlPlane, Fixed, Refused
 from control_plane.render import RenderError, render_fabric
 
@@ -63,6 +63,7 @@ def test_declarations_restate_no_other_source() -> None:
     """The few values params.py holds that another file also owns agree with it."""
     assert params.ECN_PROB_ONE == p4consts.constant(_define_file("v1model"), "ECN_PROB_ONE")
     assert params.param("dataplane.tna_profile").choices == tuple(contract.TNA_PROFILES)
+    assert params.param("dataplane.default_class").choices == CLASSES
     assert contract.PLACEMENT_DEFAULTS == {n: p4consts.constant(_define_file("v1model"), f"DEFAULT_{n.upper()}")
                                            for n in contract.PLACEMENT_DEFAULTS}
 
