@@ -331,9 +331,9 @@ TNA_DRE_WINDOW_NS = 1 << 14    # dre.p4: a group's window is bits 31:14 of the n
 TNA_DRE_SCORE_SCALE = p4consts.constant(TNA_DRE_P4, "DRE_SCORE_SCALE")
 # A level's width: the 64 levels span what the estimate (bytes of this and the previous window)
 # holds for a port at line rate, 2 windows x rate = 409.6 KB at 100 Gbps, so a 100 Gbps port's
-# level is 25 units (6.4 KB) wide.  (It was 1 KiB: the top level then began at 64 KiB,
-# 16 % of that span, and every member of a loaded group read the same capped level, so the
-# feedback penalty alone chose: bench/tna_congestion_probe.py, p4src/tna/README.md.)
+# level is 100 units (6.4 KB) wide.  Narrower levels (1 KiB) top out at 64 KiB, 16 % of that
+# span: every member of a loaded group then reads the same capped level and the feedback
+# penalty alone chooses (bench/tna_congestion_probe.py, p4src/tna/README.md).
 TNA_DRE_UNITS_PER_LEVEL = round(2 * TNA_DRE_WINDOW_NS * TNA_DRE_REFERENCE_GBPS / 8
                                 / TNA_DRE_UNIT_BYTES / TNA_DRE_LEVELS)
 # ecn.p4/telemetry.p4: the range key is the queue delay in 8 ns units, 16 bits (0xFFFF at and

@@ -367,15 +367,15 @@ class _Builder:
                       tenants=tenants, jobs=jobs, dataplane=dataplane, dataplane_keys=self._dataplane_keys())
 
     def _dataplane_keys(self) -> tuple[tuple[str, int, object], ...]:
-        """Every scalar the file set under ``dataplane`` as (dotted key, line, value); list items
-        count as their list's key."""
+        """Every scalar the file set under ``dataplane`` as (dotted key, line, value); the items of
+        a list (a class's DSCPs) count as the list's key."""
         found: dict[str, tuple[str, int, object]] = {}
         for path in self.doc.raw:
             if len(path) < 2 or path[0] != "dataplane":
                 continue
             keys = tuple(p for p in path if isinstance(p, str))
             if keys[:len(path)] != path[:len(keys)]:
-                continue   # a list item: its list is reported through its own key path
+                continue   # a key inside a list of mappings: the data plane has none
             value: object = self.doc.data
             for part in keys:
                 value = value[part]

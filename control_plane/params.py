@@ -21,10 +21,7 @@ v1model render writes (contract.PLACEMENT_DEFAULTS), docs/parameters.md (``markd
 keeps the committed file current) and a test that every P4 ``#define`` default equals its
 declaration on both architectures (tests/control_plane/test_params.py).
 
-Adding a parameter: append one ``Param`` to ``PARAMS`` below (with a ``P4``/``Fixed``/
-``Refused``/``ControlPlane`` for every architecture in ``ARCHES``), read it in model.py with
-``read(reader, "<key>")`` if it is a YAML key, write it in the template, and regenerate the docs
-(``python -m control_plane.params > docs/parameters.md``).
+Adding a parameter: see ``HOW_TO_ADD`` (also printed in docs/parameters.md).
 """
 from __future__ import annotations
 
@@ -33,6 +30,23 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from .errors import Problem
+
+HOW_TO_ADD = """\
+1. `#define` its default in the program's define.p4 (v1model: `DEFAULT_<NAME>` in
+   p4src/include/define.p4; TNA: `TNA_<NAME>` in p4src/tna/include/define.p4) and add the
+   action parameter to the P4 table and to control_plane/contract.py.
+2. Append one `Param` to `PARAMS` in control_plane/params.py: name (the fabric key, e.g.
+   `dataplane.flowlet.<key>`, or a bare name with `yaml=False`), kind, unit, default, meaning,
+   range, and for every architecture `P4(field="<action>.<param>", define="<NAME>", scale=...)`,
+   `Fixed(value, reason)`, `Refused(reason)` or `ControlPlane(note)`.
+3. A fabric key: add the field to its section's dataclass in control_plane/model.py (the
+   section is read field by field through the declarations) and pass it in the template
+   (`templates/common.j2`, `templates/tna/common.j2`); a parameter of config.params /
+   ecn.config / the TNA set_params reaches the template through `params.action_values`.
+4. `python -m control_plane.params > docs/parameters.md`, then
+   `pytest tests/control_plane/test_params.py` (it checks the #define against the declaration,
+   the contract's action parameter, the rendered value and the docs).
+"""
 
 ARCHES = ("v1model", "tna")
 # The define.p4 that holds each architecture's defaults (relative to the repository).
@@ -124,7 +138,7 @@ class Param:
 
     def range_text(self) -> str:
         if self.kind == "choice":
-            return " \\| ".join(self.choices)
+            return " | ".join(self.choices)
         if self.kind in ("bool", "section"):
             return ""
         low = "" if self.minimum is None else (f"> {self.minimum:g}" if self.exclusive_minimum else f">= {self.minimum:g}")
@@ -413,7 +427,7 @@ def markdown() -> str:
              "program's default (x the scale from the YAML unit), a value the program has compiled in",
              "(`fixed`: a fabric may state that value only), a key the program does not implement",
              "(`refused`: a fabric that sets it is refused at render time with file:line:key), or what the",
-             "control plane does with it.", ""]
+             "control plane does with it.", "", "## Adding a parameter", "", HOW_TO_ADD]
     for title, yaml in (("Fabric keys", True), ("Without a fabric key (the control plane writes the default)", False)):
         lines += [f"## {title}", "", "| name | unit | default | range | meaning | " + " | ".join(ARCHES) + " |",
                   "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in ARCHES) + " |"]
@@ -423,7 +437,7 @@ def markdown() -> str:
             cells = [f"`{p.name}`", p.unit, "" if p.default is None else _show(p.default), p.range_text(),
                      p.doc + (f" (minimum: {p.why_minimum})" if p.why_minimum else "")]
             cells += [p.implementation(a).describe() for a in ARCHES]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") if "\\|" not in c else c for c in cells) + " |")
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
     return "\n".join(lines)
 

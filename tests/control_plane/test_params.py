@@ -1,10 +1,9 @@
 """The parameter declarations (control_plane/params.py) against everything that derives from them:
 the P4 defaults of both programs, the contract's action parameters, what the render writes, the
 render-time refusal of keys an architecture does not implement, docs/parameters.md, and the
-architecture registry (arches.py) that replaced the import circles."""
+architecture registry (arches.py; tests/test_structure.py checks that no import circles remain)."""
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from control_plane import archnames, arches, contract, p4consts, params, render_tna
-from control_plane.model import load_fabric, load_fabric_text
+from control_plane.model import CLASSES, load_fabric, load_fabric_text
 from control_plane.params import P4, ControlPlane, Fixed, Refused
 from control_plane.render import RenderError, render_fabric
 
@@ -64,6 +63,7 @@ def test_declarations_restate_no_other_source() -> None:
     """The few values params.py holds that another file also owns agree with it."""
     assert params.ECN_PROB_ONE == p4consts.constant(_define_file("v1model"), "ECN_PROB_ONE")
     assert params.param("dataplane.tna_profile").choices == tuple(contract.TNA_PROFILES)
+    assert params.param("dataplane.default_class").choices == CLASSES
     assert contract.PLACEMENT_DEFAULTS == {n: p4consts.constant(_define_file("v1model"), f"DEFAULT_{n.upper()}")
                                            for n in contract.PLACEMENT_DEFAULTS}
 
@@ -229,67 +229,3 @@ def test_one_registry_names_the_architectures() -> None:
     assert arches.get("tna").controller_class().__name__ == "TnaController"
     with pytest.raises(ValueError, match="unknown architecture 'psa'"):
         arches.get("psa")
-
-
-def _imports(path: Path) -> list[tuple[str, str]]:
-    """(control_plane module, imported name) for every import of a control_plane module in
-    ``path``, wherever it stands (function-level imports count)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level == 1 or module.startswith("control_plane"):
-                base = module.split(".")[-1] if module and module != "control_plane" else ""
-                for alias in node.names:
-                    found.append((base or alias.name, alias.name if base else ""))
-        elif isinstance(node, ast.Import):
-            found += [(a.name.split(".")[1], "") for a in node.names if a.name.startswith("control_plane.")]
-    return found
-
-
-# ops.py <-> cli.py (ops borrows cli._load) belong to the command-line split of issue 29, not here
-KNOWN_ELSEWHERE = {frozenset({"cli", "ops"})}
-
-
-def _circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
-    """The strongly connected components of more than one file (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: set[frozenset[str]] = set()
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = set()
-            while not component or member != node:
-                member = stack.pop()
-                component.add(member)
-            if len(component) > 1:
-                found.add(frozenset(component))
-
-    for start in sorted(graph):
-        if start not in index:
-            visit(start)
-    return found
-
-
-def test_control_plane_has_no_import_circles_and_no_private_imports() -> None:
-    files = {p.stem: p for p in (ROOT / "control_plane").glob("*.py")}
-    graph = {name: {m for m, _ in _imports(path) if m in files and m != name} for name, path in files.items()}
-    circles = _circles(graph)
-    assert circles <= KNOWN_ELSEWHERE, [sorted(c) for c in circles - KNOWN_ELSEWHERE]
-    private = [(n, m, name) for n, p in files.items() for m, name in _imports(p)
-               if name.startswith("_") and frozenset({n, m}) not in KNOWN_ELSEWHERE]
-    assert not private, private
-    # negative control: the old dispatch (render -> render_tna -> render) is a circle this finds
-    graph["render"].add("render_tna")
-    graph["render_tna"].add("render")
-    assert any({"render", "render_tna"} <= circle for circle in _circles(graph))
