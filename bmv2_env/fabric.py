@@ -178,7 +178,7 @@ def up(fabric_path: str | Path, state_dir: Path, target: str = "p4sim", transpor
     check_target(target, transport)
     if target == "bmv2" and transport == "nn":
         raise EnvError("--target bmv2 runs over --transport veth (simple_switch_grpc's ports are interfaces)")
-    run_dir = path.parent
+    run_dir = path.parent.resolve()  # the switches run in the checkout: every path they get is absolute
     run_dir.mkdir(parents=True, exist_ok=True)
     state = FabricState(str(Path(fabric_path).resolve()), target, transport, {})
     if transport == "veth":
