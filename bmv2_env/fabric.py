@@ -206,7 +206,7 @@ def up(fabric_path: str | Path, state_dir: Path, target: str = "p4sim", transpor
         if transport == "nn":
             state.hosts_ipc = f"ipc://{(run_dir / 'hosts.ipc').resolve()}"
             with open(run_dir / "wires.log", "w") as out:
-                wires = subprocess.Popen([python, "-m", "bmv2_env.wires", str(path)], cwd=REPO, stdout=out,
+                wires = subprocess.Popen([python, "-m", "bmv2_env.wires", str(path.resolve())], cwd=REPO, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True)
             state.wires_pid = wires.pid
             state.save(path)
