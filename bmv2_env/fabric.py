@@ -178,7 +178,7 @@ def up(fabric_path: str | Path, state_dir: Path, target: str = "p4sim", transpor
     check_target(target, transport)
     if target == "bmv2" and transport == "nn":
         raise EnvError("--target bmv2 runs over --transport veth (simple_switch_grpc's ports are interfaces)")
-    run_dir = path.parent
+    run_dir = path.parent.resolve()  # the switches run in the checkout: every path they get is absolute
     run_dir.mkdir(parents=True, exist_ok=True)
     state = FabricState(str(Path(fabric_path).resolve()), target, transport, {})
     if transport == "veth":
@@ -206,7 +206,7 @@ def up(fabric_path: str | Path, state_dir: Path, target: str = "p4sim", transpor
         if transport == "nn":
             state.hosts_ipc = f"ipc://{(run_dir / 'hosts.ipc').resolve()}"
             with open(run_dir / "wires.log", "w") as out:
-                wires = subprocess.Popen([python, "-m", "bmv2_env.wires", str(path)], cwd=REPO, stdout=out,
+                wires = subprocess.Popen([python, "-m", "bmv2_env.wires", str(path.resolve())], cwd=REPO, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True)
             state.wires_pid = wires.pid
             state.save(path)

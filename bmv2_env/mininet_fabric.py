@@ -273,7 +273,7 @@ def push(fabric_path: str, program, switches: tuple[str, ...] = ()) -> tuple[int
     and reads back, so no Thrift side channel is needed."""
     config, p4info = program.files()
     extra = [a for s in switches for a in ("--switch", s)]
-    return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), "-q", *extra)
+    return stellarctl("push", fabric_path, "--program-json", str(config), "--p4info", str(p4info), *extra)
 
 
 def diff(fabric_path: str) -> tuple[int, str]:

@@ -36,6 +36,9 @@ class TrafficReport:
                  + (f", {self.stray} stray" if self.stray else "")]
         for pair in self.pairs:
             lines.append(f"  {pair[0]:>6} -> {pair[1]:<6} sent {self.sent[pair]:6d}  delivered {self.received[pair]:6d}")
+        if self.sent and not self.received:
+            lines.append("nothing arrived: do the switches run the program? (stellarctl push FABRIC; "
+                         "stellarctl stats FABRIC shows where the frames stopped)")
         return "\n".join(lines) + "\n"
 
 

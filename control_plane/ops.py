@@ -69,9 +69,10 @@ def failed_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model
 
 def state_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model") -> dict[str, dict[str, Any]]:
     """What the switches hold after ``fail-link`` recorded ``failed``: the intact fabric's
-    documents, with the tables that follow the topology rendered without the failed links and
-    (v1model) both ends of each failed link marked down in the liveness tables -- exactly what
-    fail-link writes, nothing more (it leaves the dead ports' other rows and the meters alone).
+    documents, with the tables that follow the topology (and the rest of the document fail-link
+    reconciles: path sets, clone sessions) rendered without the failed links and (v1model) both
+    ends of each failed link marked down in the liveness tables -- exactly what fail-link
+    writes, nothing more (it leaves the dead ports' other rows and the meters alone).
     ``diff --state`` and ``push --state`` render this, so they agree with fail-link."""
     intact = render_documents(fabric, arch)
     if not failed.links:
@@ -90,7 +91,10 @@ def state_documents(fabric: Fabric, failed: "FailedLinks", arch: str = "v1model"
         entries = [marked.pop(entry_identity(e), e) for e in doc["entries"] if e["table"] not in topology]
         entries += list(marked.values())
         entries += [e for e in after[name]["entries"] if e["table"] in topology]
-        docs[name] = {**doc, "entries": entries, "path_sets": after[name].get("path_sets", doc.get("path_sets"))}
+        # the rest (path sets, TNA clone sessions) as fail-link's reconcile leaves it: rendered
+        # without the links; the meters and registers as the intact render has them
+        docs[name] = {**after[name], "entries": entries, "meters": doc.get("meters", []),
+                      "registers": doc.get("registers", [])}
     return docs
 
 

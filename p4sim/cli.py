@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Sequence
+from typing import Sequence
 
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 

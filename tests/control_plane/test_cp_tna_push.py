@@ -186,7 +186,7 @@ def test_a_no_dre_fabric_pushes_the_tofino1_profile_and_its_entries(tmp_path, se
     code, out, err = run("diff", str(lite), "--arch", "tna", "--switch", "leaf1")
     assert code == 0 and "in sync" in out, out + err
     code, out, err = run("push", str(full), "--arch", "tna", "--switch", "leaf1", "--no-pipeline", "--quiet")
-    assert code == 1 and "no table named 'pipe.StellarIngress.dre.level0' in the switch's P4Info" in out, out + err
+    assert code == 1 and "no table named 'pipe.StellarIngress.dre.level0' in the switch's P4Info" in out + err, out + err
     # leaf1 forwards a packet up a spine (routing, path choice and the flowlet state run)
     devices["leaf1"].inject(1, raw(Ether() / IP(src="10.0.1.1", dst="10.0.2.1") / UDP(sport=1, dport=4791)
                                    / Raw(b"\x00" * 64)))

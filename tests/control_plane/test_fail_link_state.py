@@ -129,10 +129,11 @@ def test_successive_failures_compose_and_restore_brings_a_link_back(lab, arch) -
     assert 9 not in member_ports(fabric, "leaf1", arch) and 9 not in member_ports(fabric, "leaf2", arch)
     assert {"10.0.1.0", "10.0.2.0"}.isdisjoint(routes(fabric, "spine1", arch))
     assert {"10.0.3.0", "10.0.4.0"} <= routes(fabric, "spine1", arch)
-    # diff --state renders the fabric without both links: its topology tables are in sync (what
-    # differs is the dead ports' own rows and meter shares, which fail-link leaves alone)
+    # diff --state renders what fail-link wrote: the fabric without both links, the dead ports
+    # marked down, their other rows and the meters as they were
     code, out, err = run("diff", str(path), "--arch", arch, "--state", str(state))
     assert "2 failed link(s)" in err and not topology_lines(out, arch), out
+    assert code == 0, out                     # and nothing else differs: diff agrees with fail-link
     code, out, err = run("diff", str(path), "--arch", arch, "--ignore-state")  # negative control: the YAML's
     assert topology_lines(out, arch), out
     # a link already failed is refused, nothing changes
