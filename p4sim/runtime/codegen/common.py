@@ -47,6 +47,17 @@ def indented(lines: list[str]) -> list[str]:
     return ["    " + line for line in lines]
 
 
+def unpack_fields(obj: str, layout: list[tuple[str, int, int, bool]], shifted: Callable[[int], str]) -> list[str]:
+    """Lines setting every field of ``obj`` from one packed value: ``layout`` is
+    ``objects.header_layout``'s (attr, width, shift, is_bool) and ``shifted(shift)`` the packed
+    value shifted so that the field is in the low bits."""
+    lines = []
+    for attr, width, s, is_bool in layout:
+        v = f"{shifted(s)} & {bitmask(width)}"
+        lines.append(f"{obj}.{attr} = {'bool(' + v + ')' if is_bool else v}")
+    return lines
+
+
 def enum_member(lit: ir.Expr) -> str:
     """The member name of an enum Literal (HashAlgorithm.crc16 -> "crc16")."""
     t = lit.type

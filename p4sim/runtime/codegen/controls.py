@@ -118,11 +118,7 @@ class ControlCompiler(CompilerBase):
         if is_dep:
             w("_acc = 0")
             w("_nb = 0")
-        for loc in c.locals:
-            if isinstance(loc, ir.VarDecl):
-                self.declare(loc, sc, w)
-            else:
-                self.extern_name(loc)
+        self.declare_locals(c.locals, sc, w)
         avars, binds = self.aliased(c, fvars)
         sc.vars.update(avars)
         sc.roots = {alias for alias, _ in binds}
@@ -241,16 +237,23 @@ class ControlCompiler(CompilerBase):
             a, c = self.pending_actions.pop(0)
             self.compile_action(a, fvars if c is not None else {}, c)
 
+    @staticmethod
+    def bind_params(params: list[ir.Var], sc: Scope) -> tuple[list[str], list[str]]:
+        """The Python names of an action's or function's parameters (bound in ``sc``), and those
+        of its scalar out/inout parameters, which it returns for the caller to copy out."""
+        names = []
+        for p in params:
+            nm = f"a_{pyattr(p.name)}"
+            sc.vars[id(p)] = nm
+            names.append(nm)
+        outs = [sc.vars[id(p)] for p in params if p.direction in ("out", "inout") and not is_composite(p.type)]
+        return names, outs
+
     def compile_action(self, a: ir.ActionDecl, fvars: dict[int, str], control: Optional[ir.ControlDecl] = None) -> None:
         fn = self.action_fn[id(a)]
         avars, binds = self.aliased(control, fvars)
         sc = Scope(vars=avars, frame="F", kind="action", roots={alias for alias, _ in binds})
-        params = []
-        for p in a.params:
-            nm = f"a_{pyattr(p.name)}"
-            sc.vars[id(p)] = nm
-            params.append(nm)
-        outs = [sc.vars[id(p)] for p in a.params if p.direction in ("out", "inout") and not is_composite(p.type)]
+        params, outs = self.bind_params(a.params, sc)
         sc.returns = (lambda v: f"return ({', '.join(outs)},)") if outs else (lambda v: "return")
         w = Writer()
         w(f"def {fn}(F{''.join(', ' + p for p in params)}):")
@@ -278,12 +281,7 @@ class ControlCompiler(CompilerBase):
     def compile_function(self, f: ir.FunctionDecl) -> None:
         fn = self.gname(f, "FN", f.name)
         sc = Scope(vars={}, kind="function")
-        params = []
-        for p in f.params:
-            nm = f"a_{pyattr(p.name)}"
-            sc.vars[id(p)] = nm
-            params.append(nm)
-        outs = [sc.vars[id(p)] for p in f.params if p.direction in ("out", "inout") and not is_composite(p.type)]
+        params, outs = self.bind_params(f.params, sc)
         has_value = not isinstance(f.return_type, ir.VoidT)
         if outs:
             sc.returns = lambda v: f"return ({v + ', ' if has_value else ''}{', '.join(outs)},)"

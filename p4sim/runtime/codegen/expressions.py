@@ -8,7 +8,8 @@ from typing import Optional
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
-from p4sim.runtime.codegen.common import STABLE_CODE, Pinned, Scope, bitmask, bits_of, gress_of, indented
+from p4sim.runtime.codegen.common import (STABLE_CODE, Pinned, Scope, bitmask, bits_of, gress_of, indented,
+                                          unpack_fields)
 from p4sim.runtime.objects import default_scalar, header_layout, is_composite, pyattr, scalar_width
 
 
@@ -402,9 +403,7 @@ class ExpressionCompiler(CompilerBase):
                 tmp, x = sc.new_tmp(), sc.new_tmp()
                 pre.append(f"{x} = _look(data, pos, nbits, {total})")
                 pre.append(f"{tmp} = {self.classes.name(t)}()")
-                for a, fw, s, b in lay:
-                    v = f"({x} >> {s}) & {bitmask(fw)}"
-                    pre.append(f"{tmp}.{a} = {'bool(' + v + ')' if b else v}")
+                pre += unpack_fields(tmp, lay, lambda s: f"({x} >> {s})")
                 return tmp
             w = t.width if isinstance(t, ir.HeaderT) else scalar_width(t)
             val = f"_look(data, pos, nbits, {w})"

@@ -27,11 +27,7 @@ class ParserCompiler(CompilerBase):
         w.indent()
         w('"""Returns (bit position where parsing stopped, error code or None)."""')
         w("pos = 0")
-        for loc in p.locals:
-            if isinstance(loc, ir.VarDecl):
-                self.declare(loc, sc, w)
-            else:
-                self.extern_name(loc)
+        self.declare_locals(p.locals, sc, w)
         states = list(p.states.values())
         sid = {s.name: i for i, s in enumerate(states)}
         w(f"st = {sid['start']}")

@@ -7,7 +7,7 @@ from typing import Any, Optional
 from p4sim.errors import Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
-from p4sim.runtime.codegen.common import Scope, Writer, bitmask
+from p4sim.runtime.codegen.common import Scope, Writer, bitmask, unpack_fields
 from p4sim.runtime.objects import default_scalar, header_layout, is_composite, pyattr, varbit_split
 
 
@@ -114,6 +114,14 @@ class StatementCompiler(CompilerBase):
             self.flush(pre, w)
             w(f"{name} = {v}")
 
+    def declare_locals(self, local_decls: list[Any], sc: Scope, w: Writer) -> None:
+        """A block's local declarations: variables declared, extern instances named."""
+        for loc in local_decls:
+            if isinstance(loc, ir.VarDecl):
+                self.declare(loc, sc, w)
+            else:
+                self.extern_name(loc)
+
     def call_stmt(self, c: ir.Expr, sc: Scope, w: Writer) -> None:
         pre: list[str] = []
         if isinstance(c, ir.PacketCall):
@@ -211,9 +219,8 @@ class StatementCompiler(CompilerBase):
                 w(f"if _e > nbits: raise _ParserError({self.error_code('PacketTooShort')})")
                 w(f"_h = {obj}")
                 w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & {bitmask(W)}")
-                for a, fw, s, b in header_layout(t):
-                    v = f"(_x >> {s}) & {bitmask(fw)}" if s else f"_x & {bitmask(fw)}"
-                    w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+                for line in unpack_fields("_h", header_layout(t), lambda s: f"(_x >> {s})" if s else "_x"):
+                    w(line)
             w("_h._v = True")
             if union is not None:
                 w(f"{uobj}._only(_h)")
@@ -272,13 +279,11 @@ class StatementCompiler(CompilerBase):
         w(f"if _n > {mx}: raise _ParserError({self.error_code('HeaderTooShort')})")
         w(f"_h = {obj}")
         w(f"_x = (int.from_bytes(data[pos >> 3:(_e + 7) >> 3], 'big') >> ((-_e) & 7)) & ((1 << ({t.width} + _n)) - 1)")
-        for a, fw, s, b in header_layout(after):
-            v = f"(_x >> {s}) & {bitmask(fw)}" if s else f"_x & {bitmask(fw)}"
-            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+        for line in unpack_fields("_h", header_layout(after), lambda s: f"(_x >> {s})" if s else "_x"):
+            w(line)
         w(f"_h.{va} = (_n, (_x >> {after.width}) & ((1 << _n) - 1))")
-        for a, fw, s, b in header_layout(before):
-            v = f"(_x >> ({s + after.width} + _n)) & {bitmask(fw)}"
-            w(f"_h.{a} = {'bool(' + v + ')' if b else v}")
+        for line in unpack_fields("_h", header_layout(before), lambda s: f"(_x >> ({s + after.width} + _n))"):
+            w(line)
 
     def emit_items(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, ir.HeaderT]]:
         code = self.ex(e, sc, pre)
