@@ -7,8 +7,7 @@ Three rules keep the layers one-directional and each module's private names priv
   ties the two files together; an architecture plugs in through a registry instead);
 * no private name (one leading underscore) imported from, or read off, another module of those
   packages: a helper two modules share is a public function in a module of its own;
-* ``bench/`` and ``tests/`` do not import each other: harness code both use lives in ``testkit/``,
-  which imports neither.
+* ``bench/`` and ``tests/`` do not import each other: harness code both use lives in ``testkit/``.
 
 ``KNOWN_*`` lists what other branches fix; each entry must still exist, so a fixed one is
 removed from the list rather than left to hide a new violation.
@@ -33,8 +32,7 @@ KNOWN_CIRCLES: set[frozenset[str]] = {
     frozenset({"p4sim.cli", "p4sim.p4rt", "p4sim.p4rt.embedded"}),  # operator engineer
 }
 
-# Private names imported across modules in files other branches own: (importer, source, name);
-# the lead empties this list too when merging those branches.
+# Private names imported across modules in files other branches own: (importer, source, name).
 KNOWN_PRIVATE: set[tuple[str, str, str]] = {
     ("control_plane.ops", "control_plane.cli", "_load"),  # operator engineer
     ("p4sim.p4rt.embedded", "p4sim.cli", "_p4info_proto"),  # operator engineer
@@ -43,6 +41,7 @@ KNOWN_PRIVATE: set[tuple[str, str, str]] = {
     ("control_plane.render_tna", "control_plane.render", "_tenants"),  # parameter engineer
     ("p4sim.frontend.check_base", "p4sim.frontend.symbols", "_ANNOT_RE"),  # front end (unowned)
 }
+
 
 
 @dataclass
@@ -225,8 +224,7 @@ def test_known_circles_still_exist(repo):
 
 def test_no_private_names_across_modules(repo):
     found = private_imports(repo)
-    new = sorted(found - KNOWN_PRIVATE)
-    assert not new, f"private names imported across modules (importer, module, name): {new}"
+    assert not sorted(found - KNOWN_PRIVATE), "private names imported across modules"
     gone = sorted(KNOWN_PRIVATE - found)
     assert not gone, f"fixed: remove them from KNOWN_PRIVATE: {gone}"
 
@@ -234,7 +232,7 @@ def test_no_private_names_across_modules(repo):
 @pytest.mark.parametrize("importer, forbidden", [("bench", "tests"), ("tests", "bench"), ("testkit", "tests"),
                                                 ("testkit", "bench")])
 def test_bench_and_tests_do_not_import_each_other(importer, forbidden):
-    """Neither imports the other, and the shared harness (testkit/) imports neither."""
+    """Neither imports the other, and the harness both share (testkit/) imports neither."""
     found = cross_imports(ROOT, importer, forbidden)
     assert not sorted(found), f"{importer}/ imports {forbidden}/"
 
