@@ -166,8 +166,10 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
     ipc = f"ipc://{(work / 'ports.ipc').resolve()}"
     from bmv2_env.commands import SwitchOptions, switch_command
 
+    # each its own Thrift port: BMv2 serves one, and p4sim holds one the same way (default 9090,
+    # which another switch on this machine may have)
     opts = SwitchOptions(grpc_addr, device_id=1, packet_in=ipc, cpu_port=255, priority_queues=8, quiet=True,
-                         thrift_port=free_port() if target == "bmv2" else None)
+                         thrift_port=free_port())
     cmd = switch_command(target, opts, binary=_which("simple_switch_grpc") or "simple_switch_grpc")
     log = work / "switch.log"
     with open(log, "w") as logf:

@@ -199,8 +199,10 @@ def test_no_private_names_across_modules(repo):
     assert not found, f"private names imported across modules: {sorted(found)}"
 
 
-@pytest.mark.parametrize("importer, forbidden", [("bench", "tests"), ("tests", "bench")])
+@pytest.mark.parametrize("importer, forbidden", [("bench", "tests"), ("tests", "bench"), ("testkit", "tests"),
+                                                ("testkit", "bench")])
 def test_bench_and_tests_do_not_import_each_other(importer, forbidden):
+    """Neither imports the other, and the harness both share (testkit/) imports neither."""
     found = cross_imports(ROOT, importer, forbidden)
     assert not sorted(found), f"{importer}/ imports {forbidden}/"
 

@@ -2,7 +2,8 @@
 
 Modules, one job each:
 
-* ``codegen``  -- compiles the IR once into Python source (parser, controls, actions, functions);
+* ``codegen``  -- compiles the IR once into Python source (parser, controls, actions, functions):
+  one ``ProgramCompiler`` assembled from a module per kind of construct;
 * ``objects``  -- the generated classes for headers, structs and header stacks;
 * ``support``  -- helpers the generated code calls (runtime shifts, signed saturation, ...);
 * ``tables``   -- table entries (P4Runtime validation rules) and exact/LPM/priority lookup;

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
+from p4sim.runtime.codegen.common import unpack_fields
 from p4sim.runtime.objects import header_layout, scalar_width
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,10 +32,6 @@ CONTROL_ONLY = {"Register", "RegisterAction", "DirectRegister", "DirectRegisterA
                 "Random"}
 
 
-def _mask(w: int) -> int:
-    return (1 << w) - 1
-
-
 def struct_layout(t: ir.StructT) -> list[tuple[str, int, int, bool]]:
     """(attr, width, shift, is_bool) of a register's struct value packed first field high."""
     return header_layout(ir.HeaderT(t.name, t.fields))
@@ -44,12 +41,6 @@ def value_width(t: ir.Type) -> int:
     if isinstance(t, ir.StructT):
         return sum(w for _, w, _, _ in struct_layout(t))
     return scalar_width(t)
-
-
-def _gress(role: Optional[str]) -> Optional[str]:
-    if role is None:
-        return None
-    return "ingress" if role.startswith("ingress") else "egress"
 
 
 def _own(comp: "ProgramCompiler", reg: ir.ExternInstance, pos: Any) -> None:
@@ -100,9 +91,7 @@ def extern_call(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre: lis
         if isinstance(T, ir.StructT):
             obj = sc.new_tmp()
             pre.append(f"{obj} = {comp.classes.name(T)}()")
-            for attr, w, s, b in struct_layout(T):
-                v = f"({cur} >> {s}) & {_mask(w)}" if s else f"{cur} & {_mask(w)}"
-                pre.append(f"{obj}.{attr} = {'bool(' + v + ')' if b else v}")
+            pre += unpack_fields(obj, struct_layout(T), lambda s: f"({cur} >> {s})" if s else cur)
             args = obj + (", 0" if has_rv else "")
             pre.append(f"{res} = {fn}({sc.frame or 'None'}, {args})")
             pack = " | ".join((f"(int({obj}.{attr}) << {s})" if s else f"int({obj}.{attr})")
@@ -264,9 +253,7 @@ def _direct_execute(comp: "ProgramCompiler", e: ir.ExternCall, sc: "Scope", pre:
     if isinstance(T, ir.StructT):
         obj = sc.new_tmp()
         pre.append(f"{obj} = {comp.classes.name(T)}()")
-        for attr, w, s, b in struct_layout(T):
-            v = f"({cur} >> {s}) & {_mask(w)}" if s else f"{cur} & {_mask(w)}"
-            pre.append(f"{obj}.{attr} = {'bool(' + v + ')' if b else v}")
+        pre += unpack_fields(obj, struct_layout(T), lambda s: f"({cur} >> {s})" if s else cur)
         pre.append(f"{res} = {fn}({sc.frame or 'None'}, {obj}{', 0' if has_rv else ''})")
         pack = " | ".join((f"(int({obj}.{attr}) << {s})" if s else f"int({obj}.{attr})")
                           for attr, _, s, _ in struct_layout(T))
@@ -304,9 +291,7 @@ def builtin_call(comp: "ProgramCompiler", e: ir.BuiltinCall, sc: "Scope", pre: l
         pre.append(f"{x} = _look(data, pos, nbits, X.port_md_bits) >> (X.port_md_bits - {total})")
         pre.append("pos += X.port_md_bits")
         pre.append(f"{tmp} = {comp.classes.name(t)}()")
-        for attr, w, s, b in lay:
-            v = f"({x} >> {s}) & {_mask(w)}"
-            pre.append(f"{tmp}.{attr} = {'bool(' + v + ')' if b else v}")
+        pre += unpack_fields(tmp, lay, lambda s: f"({x} >> {s})")
         if isinstance(t, ir.HeaderT):
             pre.append(f"{tmp}._v = True")
         return tmp

@@ -1,0 +1,105 @@
+"""Parsers: one Python function per parser, its states selected by binary search, its
+transitions and select expressions."""
+from __future__ import annotations
+
+from typing import Any
+
+from p4sim.frontend import ir
+from p4sim.runtime.codegen.base import CompilerBase
+from p4sim.runtime.codegen.common import Scope, Writer
+from p4sim.runtime.objects import pyattr
+
+
+class ParserCompiler(CompilerBase):
+    # ------------------------------------------------------------------ blocks
+    def compile_parser(self, p: ir.ParserDecl) -> str:
+        fn = self.gname(p, "PRS", p.name)
+        sc = Scope(vars={}, kind="parser", in_parser=True)
+        params = []
+        for v in p.params:
+            if isinstance(v.type, ir.ExternT) and v.type.name == "packet_in":
+                continue
+            nm = f"p_{pyattr(v.name)}"
+            sc.vars[id(v)] = nm
+            params.append(nm)
+        w = Writer()
+        w(f"def {fn}(data, nbits, {', '.join(params)}):")
+        w.indent()
+        w('"""Returns (bit position where parsing stopped, error code or None)."""')
+        w("pos = 0")
+        self.declare_locals(p.locals, sc, w)
+        states = list(p.states.values())
+        sid = {s.name: i for i, s in enumerate(states)}
+        w(f"st = {sid['start']}")
+        w("try:")
+        w.indent()
+        w("while True:")
+        w.indent()
+        self.dispatch(states, 0, len(states), sid, sc, w)
+        w.dedent()
+        w.dedent()
+        w("except _ParserError as err:")
+        w("    return pos, err.code")
+        w.dedent()
+        self.w.lines += w.lines
+        self.w("")
+        return fn
+
+    def dispatch(self, states: list[ir.ParserState], lo: int, hi: int, sid: dict[str, int], sc: Scope,
+                 w: Writer) -> None:
+        """Select state ``st`` among states[lo:hi] by binary search on its number, so a parser
+        with many states pays a few comparisons per transition rather than a linear chain."""
+        if hi - lo <= 3:
+            for i in range(lo, hi):
+                w(f"{'if' if i == lo else 'elif'} st == {i}:" if i < hi - 1 else ("else:" if i > lo else "if True:"))
+                w.indent()
+                for x in states[i].stmts:
+                    self.stmt(x, sc, w)
+                self.transition(states[i].transition, sid, sc, w)
+                w.dedent()
+            return
+        mid = (lo + hi) // 2
+        w(f"if st < {mid}:")
+        w.indent()
+        self.dispatch(states, lo, mid, sid, sc, w)
+        w.dedent()
+        w("else:")
+        w.indent()
+        self.dispatch(states, mid, hi, sid, sc, w)
+        w.dedent()
+
+    def transition(self, t: Any, sid: dict[str, int], sc: Scope, w: Writer) -> None:
+        def goto(name: str) -> str:
+            if name == "accept":
+                return "return pos, None"
+            if name == "reject":
+                return "return pos, -1"
+            return f"st = {sid[name]}"
+
+        if isinstance(t, str):
+            w(goto(t))
+            return
+        pre: list[str] = []
+        keys = []
+        for k in t.keys:
+            tmp = sc.new_tmp()
+            pre.append(f"{tmp} = {self.ex(k, sc, pre)}")
+            keys.append(tmp)
+        self.flush(pre, w)
+        first = True
+        for case in t.cases:
+            conds = []
+            for key, ks in zip(keys, case.keysets):
+                if isinstance(ks, ir.KsDefault):
+                    continue
+                if isinstance(ks, ir.KsValue):
+                    conds.append(f"{key} == {ks.value}")
+                elif isinstance(ks, ir.KsMask):
+                    conds.append(f"({key} & {ks.mask}) == {ks.value & ks.mask}")
+                elif isinstance(ks, ir.KsRange):
+                    conds.append(f"{ks.lo} <= {key} <= {ks.hi}")
+            w(f"{'if' if first else 'elif'} {' and '.join(conds) or 'True'}:")
+            w(f"    {goto(case.next_state)}")
+            first = False
+        w(f"{'else:' if not first else 'if True:'}")
+        w(f"    raise _ParserError({self.error_code('NoMatch')})")
