@@ -37,6 +37,17 @@ const bit<2> ECN_ECT1    = 1;
 const bit<2> ECN_ECT0    = 2;
 const bit<2> ECN_CE      = 3;
 
+/* BTH opcode fields (InfiniBand spec. vol. 1, table 38): transport in bits
+ * 7..5, operation in bits 4..0.  Data operations are SEND first .. SEND only
+ * with immediate (0x00-0x05), RDMA WRITE first .. WRITE only with immediate
+ * (0x06-0x0B) and RDMA READ response first .. only (0x0D-0x10); ACK is 0x11
+ * and the RoCEv2 CNP 0x81 (transport 0b100). */
+const bit<3> BTH_TRANSPORT_RC       = 0;
+const bit<3> BTH_TRANSPORT_UC       = 1;
+const bit<5> BTH_OP_WRITE_ONLY_IMM  = 0x0B;
+const bit<5> BTH_OP_READ_RESP_FIRST = 0x0D;
+const bit<5> BTH_OP_READ_RESP_ONLY  = 0x10;
+
 /* RoCEv2 PSN is 24 bits; comparisons are modulo 2^24 (half window). */
 const bit<24> PSN_HALF_RANGE = 0x800000;
 /* Bit 24 of StellarEgress.reorder.max_psn marks a used slot. */

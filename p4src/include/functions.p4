@@ -118,4 +118,25 @@ bit<32> member_rank(in bit<4> position, in bit<4> count, in bit<1> alive,
     return rank;
 }
 
+/*
+ * A RoCEv2 data packet, by BTH opcode (InfiniBand spec. vol. 1, 9.2.2 and
+ * table 38): transport RC (0b000) or UC (0b001) in bits 7..5, and in bits
+ * 4..0 a SEND (0x00-0x05), an RDMA WRITE (0x06-0x0B) or an RDMA READ
+ * response (0x0D-0x10).  Not: READ requests (0x0C), ACK (0x11), atomic ACK
+ * (0x12), atomics (0x13, 0x14), CNP (0x81), UD and vendor opcodes.  These
+ * are the packets whose PSNs a responder checks in order.
+ */
+bool bth_is_data(in bit<8> opcode) {
+    bit<3> transport = opcode[7:5];
+    bit<5> op = opcode[4:0];
+    bool data = false;
+    if (transport == BTH_TRANSPORT_RC || transport == BTH_TRANSPORT_UC) {
+        if (op <= BTH_OP_WRITE_ONLY_IMM ||
+            (op >= BTH_OP_READ_RESP_FIRST && op <= BTH_OP_READ_RESP_ONLY)) {
+            data = true;
+        }
+    }
+    return data;
+}
+
 #endif  /* _STELLAR_FUNCTIONS_P4_ */

@@ -116,13 +116,19 @@ class Departure:
         return self.pkt[IP].tos & 3
 
 
+# BTH opcodes (InfiniBand spec. vol. 1, table 38).
+OP_SEND_ONLY, OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST, OP_WRITE_ONLY = 0x04, 0x06, 0x07, 0x08, 0x0A
+OP_READ_REQUEST, OP_ACK, OP_CNP = 0x0C, 0x11, 0x81
+
+
 def roce(src: str, dst: str, qp: int, psn: int, *, ecn: int = ECN_ECT0, dscp: int = 26,
-         payload: int = 64, ttl: int = 64, sport: int = 49152) -> bytes:
-    """A RoCEv2 RC SEND-only packet (what a NIC would put on the wire, ICRC by Scapy)."""
+         payload: int = 64, ttl: int = 64, sport: int = 49152, opcode: int = OP_SEND_ONLY) -> bytes:
+    """A RoCEv2 RC packet, SEND-only unless ``opcode`` says otherwise (what a NIC would put on the
+    wire, ICRC by Scapy)."""
     pkt = (Ether(src="02:00:00:00:09:09", dst="02:00:00:00:00:01")
            / IP(src=src, dst=dst, tos=(dscp << 2) | ecn, ttl=ttl)
            / UDP(sport=sport, dport=4791)
-           / BTH(opcode=4, dqpn=qp, psn=psn & 0xFFFFFF)
+           / BTH(opcode=opcode, dqpn=qp, psn=psn & 0xFFFFFF)
            / Raw(b"\x00" * payload))
     return raw(pkt)
 

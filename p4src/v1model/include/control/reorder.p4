@@ -10,6 +10,14 @@
  * benchmarks use.  An equal PSN (retransmission or a duplicate) is not a
  * reorder.  A CRC-16 signature per slot keeps two flows that share a slot
  * from being compared with each other; the newer flow takes the slot over.
+ *
+ * Only data packets count (bth_is_data, functions.p4: RC/UC SEND, RDMA WRITE
+ * and RDMA READ response opcodes).  ACKs, NAKs and CNPs share the data's key
+ * (src, dst, dest QP) on the reverse direction of a bidirectional QP, but
+ * their PSNs belong to another sequence (an ACK names the PSN it acknowledges,
+ * a CNP carries PSN 0): compared with the data stream they read as
+ * regressions that no receiver ever sees.  The key is directional (src, dst),
+ * so the two directions of a QP are tracked apart.
  */
 #ifndef _STELLAR_CONTROL_REORDER_P4_
 #define _STELLAR_CONTROL_REORDER_P4_
@@ -30,7 +38,7 @@ control Reorder(inout headers_t hdr,
     counter(PORT_SLOTS, CounterType.packets_and_bytes) events;
 
     apply {
-        if (hdr.bth.isValid()) {
+        if (hdr.bth.isValid() && bth_is_data(hdr.bth.opcode)) {
             hash(meta.reorder_slot, HashAlgorithm.crc32, 32w0,
                  { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp },
                  (bit<32>)REORDER_SLOTS);
