@@ -100,6 +100,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
         "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
     }, "PORT_SLOTS", 512),
+    Table("StellarIngress.path_choice.prior", (KeyField("meta.route.path_set_id", "exact", 16),), {
+        "StellarIngress.path_choice.set_prior": _params(("slot", 32), *[(f"ps{i}", 32) for i in range(8)],
+                                                        *[(f"first{i}", 32) for i in range(8)]),
+        "StellarIngress.path_choice.no_prior": (),
+    }, "PATH_PRIOR_SIZE", 1024),
     *(Table(f"StellarIngress.failover.liveness{i}", (KeyField(f"meta.route.port{i}", "exact", 9),), {
         "StellarIngress.failover.port_up": (),
         "StellarIngress.failover.port_down": (),

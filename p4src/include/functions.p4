@@ -65,6 +65,22 @@ bit<32> dre_decay(in bit<32> dre_ps, in bit<32> age) {
 }
 
 /*
+ * The utilisation a member's score uses: the larger of its port's DRE and its
+ * path's DRE (the capacity prior, at the end-to-end bottleneck rate), each
+ * decayed to the current window.  Returned for window now_window (age 0), so
+ * member_score's own decay leaves it as it is.
+ */
+bit<32> member_util(in bit<32> port_dre, in bit<32> port_window, in bit<32> path_dre,
+                    in bit<32> path_window, in bit<32> now_window) {
+    bit<32> local = dre_decay(port_dre, now_window - port_window);
+    bit<32> path = dre_decay(path_dre, now_window - path_window);
+    if (path > local) {
+        local = path;
+    }
+    return local;
+}
+
+/*
  * Congestion score of one path-set member, in score ticks (WEIGHT_ONE ticks
  * = 1 us at weight 1.0, so a tick is ~1 ns):
  *   qdelay_weight x the queue delay of its (port, queue) (queue_delay; a

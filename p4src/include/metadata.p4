@@ -54,6 +54,30 @@ struct route_md_t {
     bit<8>  measured;           /* bit i: level i comes from a measurement (else unknown, not 0) */
 }
 
+/* Capacity prior of the packet's path set (StellarIngress.path_choice.prior):
+ * the set's prior slot and each member's end-to-end bottleneck rate as ps per
+ * byte (0: no prior for that member). */
+struct prior_md_t {
+    bit<1>  valid;
+    bit<32> slot;
+    bit<32> ps0;
+    bit<32> ps1;
+    bit<32> ps2;
+    bit<32> ps3;
+    bit<32> ps4;
+    bit<32> ps5;
+    bit<32> ps6;
+    bit<32> ps7;
+    bit<32> first0;             /* first position holding member i's port (repeated members share one estimate) */
+    bit<32> first1;
+    bit<32> first2;
+    bit<32> first3;
+    bit<32> first4;
+    bit<32> first5;
+    bit<32> first6;
+    bit<32> first7;
+}
+
 /* Flow identity and the flow's stored state. */
 struct flow_md_t {
     bit<1>      is_roce;
@@ -170,6 +194,7 @@ struct path_change_digest_t {
 struct metadata_t {
     config_md_t   cfg;
     route_md_t    route;
+    prior_md_t    prior;
     flow_md_t     flow;
     path_md_t     path;
     elephant_md_t eleph;

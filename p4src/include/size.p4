@@ -26,6 +26,12 @@
  * jobs.  1024 covers a 256-leaf fabric with three reserved sets per leaf. */
 #define PATH_SET_SIZE 1024
 
+/* path_choice.prior: one entry per multi-member path set (a leaf's sets to
+ * the other leaves and its job sets), like routing.path_set.  Each entry
+ * names a prior slot; the path utilisation registers hold 8 members per slot. */
+#define PATH_PRIOR_SIZE 1024
+#define PATH_DRE_SLOTS 8192
+
 /* Per-flow state (flowlet, drain, elephant flags): a hash-indexed array.
  * A training job has on the order of (GPUs x QPs) flows through a leaf;
  * 8192 slots keeps collisions rare for a few thousand active flows (a

@@ -36,6 +36,18 @@ register<timestamp_t>(PORT_QUEUE_SLOTS) queue_pending_since;
 register<bit<32>>(PORT_SLOTS) port_dre_ps;
 register<bit<32>>(PORT_SLOTS) port_dre_window;
 
+/* --- per (prior slot, member position) (index = slot << 3 | position) ------- */
+
+/* Path utilisation estimator: the wire time of the bytes this switch sent on
+ * each member of a path set, at the member's end-to-end bottleneck rate
+ * (path_choice.prior), halved per 2^dre_shift us like port_dre_ps.  It is the
+ * capacity prior: before any measurement of the remote links a path whose
+ * bottleneck is slower fills up sooner, so new flows spread by capacity
+ * (WCMP's split) instead of by the local ports' rates alone.  Written by
+ * ingress Placement, read by ingress PathChoice. */
+register<bit<32>>(PATH_DRE_SLOTS) path_dre_ps;
+register<bit<32>>(PATH_DRE_SLOTS) path_dre_window;
+
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
 /* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */
