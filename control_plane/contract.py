@@ -56,6 +56,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
             ("level_weight", 16)),
     }, None, 1),
+    Table("StellarIngress.config.adapt", (), {
+        "StellarIngress.config.set_adapt": _params(
+            ("drain_any", 1), ("move_guards", 4), ("explore_signals", 32), ("explore_window_us", 32)),
+    }, None, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
         "StellarIngress.routing.drop_no_route": (),
@@ -137,6 +141,9 @@ ORDER_GUARDS_ALL = 0xF  # config.params order_guards: every ORDER_GUARD_* bit of
 ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flowlet switching)
 # config.params path-choice parameters (define.p4 DEFAULT_*): DRE halved every 2^5 us; weights of
 # utilisation, local queue delay and controller level, 1024 = 1.0.
+# config.adapt (define.p4 DEFAULT_*): drain moves for every tracked flow, every move guard on,
+# exploration after 4 CNPs within 200 us.
+ADAPT_DEFAULTS = {"drain_any": 1, "move_guards": 0xF, "explore_signals": 4, "explore_window_us": 200}
 PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
 
 

@@ -169,6 +169,7 @@ def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
     dp = fabric.dataplane
     return {
         "params": _switch_params(fabric),
+        "adapt": dict(contract.ADAPT_DEFAULTS),
         **class_context(dp),
         "tenants": _tenants(fabric, switch),
         "ports": _ports(fabric, switch),

@@ -42,6 +42,7 @@ const bit<2> ECN_CE      = 3;
  * with immediate (0x00-0x05), RDMA WRITE first .. WRITE only with immediate
  * (0x06-0x0B) and RDMA READ response first .. only (0x0D-0x10); ACK is 0x11
  * and the RoCEv2 CNP 0x81 (transport 0b100). */
+const bit<8> BTH_OP_CNP             = 0x81;
 const bit<3> BTH_TRANSPORT_RC       = 0;
 const bit<3> BTH_TRANSPORT_UC       = 1;
 const bit<5> BTH_OP_WRITE_ONLY_IMM  = 0x0B;
@@ -96,6 +97,7 @@ const bit<8> CHANGE_GAP        = 1;
 const bit<8> CHANGE_DRAIN      = 2;
 const bit<8> CHANGE_FAILOVER   = 3;
 const bit<8> CHANGE_MEMBERSHIP = 4;
+const bit<8> CHANGE_EXPLORE    = 5;   /* congestion signals on a locally best path */
 
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
@@ -179,6 +181,26 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
 #define DEFAULT_LEVEL_WEIGHT 1024
 /* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
 #define DEFAULT_PS_PER_BYTE 80
+
+/* ------------------------------------------- default tunables (config.adapt) */
+/* Drain moves for every tracked flow (1), not only elephants (0).  DCQCN-paced
+ * RoCE flows rarely pause for a flowlet timeout; a drain point (every packet
+ * of the flow has left this switch, plus the downstream margin) is the move
+ * point they do have, and it is as safe for a mouse as for an elephant. */
+#define DEFAULT_DRAIN_ANY 1
+/* Move guards (config.adapt move_guards), all on by default; the tests clear
+ * one for their negative control.
+ *   DRAIN_PROOF  drain and explore moves need the drain proof (departed_seq
+ *                = last_seq, + margin + the old member's downstream delay) */
+const bit<4> MOVE_GUARD_DRAIN_PROOF = 1;
+#define DEFAULT_MOVE_GUARDS 15
+/* Exploration under pressure: a flow whose host pair received at least this
+ * many congestion signals (CNPs on the reverse path) within explore_window_us
+ * while its member scores best here tries the next best member at its next
+ * safe point.  0 turns exploration off.  DCQCN's NIC sends at most one CNP per
+ * QP per 50 us; 4 in 200 us is a flow cut back again and again. */
+#define DEFAULT_EXPLORE_SIGNALS 4
+#define DEFAULT_EXPLORE_WINDOW_US 200
 
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us: 8 us as in the design.  The control plane

@@ -30,6 +30,20 @@ struct config_md_t {
     bit<16> level_weight;
 }
 
+/* Adaptation parameters, copied from StellarIngress.config.adapt. */
+struct adapt_md_t {
+    bit<1>  drain_any;
+    bit<4>  move_guards;        /* MOVE_GUARD_* bits (define.p4) */
+    bit<32> explore_signals;
+    bit<32> explore_window_us;
+}
+
+/* Congestion signals of the packet's host pair (StellarIngress.pressure). */
+struct pressure_md_t {
+    bit<32> slot;               /* index of the forward direction (src, dst) */
+    bit<1>  hot;                /* >= explore_signals within explore_window_us */
+}
+
 /* Routing result: the path set and its members. */
 struct route_md_t {
     path_set_id_t path_set_id;
@@ -128,6 +142,8 @@ struct path_md_t {
     port_t  best_port;
     port_t  hash_port;          /* plain hash choice among live members (untracked flows) */
     bit<32> best_score;
+    bit<32> alt_rank;           /* best member on another port than the flow's current one */
+    port_t  alt_port;
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;
     bit<32> cur_level;          /* controller level of the current member: remote queue delay (us) */
@@ -193,6 +209,8 @@ struct path_change_digest_t {
 
 struct metadata_t {
     config_md_t   cfg;
+    adapt_md_t    adapt;
+    pressure_md_t pressure;
     route_md_t    route;
     prior_md_t    prior;
     flow_md_t     flow;

@@ -47,6 +47,10 @@
  * egress; sized like the flow table. */
 #define REORDER_SLOTS 8192
 
+/* Congestion signals per host pair (pressure_*): hashed (src, dst) of the
+ * forward direction; a few thousand active host pairs per leaf. */
+#define PRESSURE_SLOTS 4096
+
 /* qos.tenant: one prefix per tenant subnet; tenant ids are 8 bits, so the
  * per-tenant meter and counters have 256 entries. */
 #define TENANT_SIZE 256

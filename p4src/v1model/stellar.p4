@@ -43,6 +43,7 @@
 #include "include/control/elephant.p4"
 #include "include/control/failover.p4"
 #include "include/control/path_choice.p4"
+#include "include/control/pressure.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
 #include "include/control/rewrite.p4"
@@ -59,6 +60,7 @@ control StellarIngress(inout headers_t hdr,
     Elephant() elephant;
     Failover() failover;
     PathChoice() path_choice;
+    Pressure() pressure;
     Flowlet() flowlet;
     Queueing() queueing;
     Placement() placement;
@@ -90,6 +92,9 @@ control StellarIngress(inout headers_t hdr,
         }
         if (meta.drop == 0) {
             path_choice.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
+            pressure.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
             flowlet.apply(hdr, meta, standard_metadata);

@@ -48,6 +48,15 @@ register<bit<32>>(PORT_SLOTS) port_dre_window;
 register<bit<32>>(PATH_DRE_SLOTS) path_dre_ps;
 register<bit<32>>(PATH_DRE_SLOTS) path_dre_window;
 
+/* --- per host pair (index = crc32(src, dst of the forward direction)) ------ */
+
+/* Congestion signals for the host pair's forward direction: CNPs travelling
+ * back (dst -> src) counted by ingress Pressure, and when the count started.
+ * Read by Pressure for the forward flows, cleared by Flowlet when one of
+ * them explores another member. */
+register<bit<32>>(PRESSURE_SLOTS) pressure_signals;
+register<timestamp_t>(PRESSURE_SLOTS) pressure_since;
+
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
 /* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */

@@ -388,6 +388,42 @@ control PathChoice(inout headers_t hdr,
         } else {
             meta.path.cur_member = 0;
         }
+
+        /* The best member on another port than the flow's current one: where
+         * exploration (flowlet.p4, CHANGE_EXPLORE) goes. */
+        meta.path.alt_rank = RANK_UNUSABLE;
+        if (meta.route.port0 != cur && meta.path.rank0 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank0;
+            meta.path.alt_port = meta.route.port0;
+        }
+        if (meta.route.port1 != cur && meta.path.rank1 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank1;
+            meta.path.alt_port = meta.route.port1;
+        }
+        if (meta.route.port2 != cur && meta.path.rank2 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank2;
+            meta.path.alt_port = meta.route.port2;
+        }
+        if (meta.route.port3 != cur && meta.path.rank3 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank3;
+            meta.path.alt_port = meta.route.port3;
+        }
+        if (meta.route.port4 != cur && meta.path.rank4 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank4;
+            meta.path.alt_port = meta.route.port4;
+        }
+        if (meta.route.port5 != cur && meta.path.rank5 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank5;
+            meta.path.alt_port = meta.route.port5;
+        }
+        if (meta.route.port6 != cur && meta.path.rank6 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank6;
+            meta.path.alt_port = meta.route.port6;
+        }
+        if (meta.route.port7 != cur && meta.path.rank7 < meta.path.alt_rank) {
+            meta.path.alt_rank = meta.path.rank7;
+            meta.path.alt_port = meta.route.port7;
+        }
     }
 }
 
