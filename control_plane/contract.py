@@ -56,6 +56,19 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
             ("level_weight", 16)),
     }, None, 1),
+    Table("StellarIngress.feedback_lookup.params", (), {
+        "StellarIngress.feedback_lookup.set_feedback": _params(
+            ("enabled", 1), ("leaf_id", 8), ("max_age_us", 32), ("suspect_silence_us", 32),
+            ("retx_threshold", 32), ("retx_window_us", 32), ("suspect_hold_us", 32)),
+    }, None, 1),
+    Table("StellarIngress.feedback_lookup.dest_leaf", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        "StellarIngress.feedback_lookup.set_dest_leaf": _params(("leaf_id", 8)),
+        "NoAction": (),
+    }, "DEST_LEAF_SIZE", 1024),
+    Table("StellarIngress.feedback.port_kind", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
+        "StellarIngress.feedback.fabric_port": (),
+        "NoAction": (),
+    }, "PORT_SLOTS", 512),
     Table("StellarIngress.config.adapt", (), {
         "StellarIngress.config.set_adapt": _params(
             ("drain_any", 1), ("move_guards", 4), ("explore_signals", 32), ("explore_window_us", 32)),
@@ -144,6 +157,11 @@ ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flow
 # config.adapt (define.p4 DEFAULT_*): drain moves for every tracked flow, every move guard on,
 # exploration after 4 CNPs within 200 us.
 ADAPT_DEFAULTS = {"drain_any": 1, "move_guards": 0xF, "explore_signals": 4, "explore_window_us": 200}
+# feedback_lookup.params as rendered for a leaf (define.p4 DEFAULT_*, enabled): feedback younger
+# than 500 us is a measurement; 300 us of silence or 8 retransmissions in 1 ms make a path suspect
+# for 2 ms.
+FEEDBACK_DEFAULTS = {"enabled": 1, "max_age_us": 500, "suspect_silence_us": 300, "retx_threshold": 8,
+                     "retx_window_us": 1000, "suspect_hold_us": 2000}
 PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
 
 

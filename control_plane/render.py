@@ -39,7 +39,7 @@ from typing import Any, Optional
 
 import jinja2
 
-from . import contract, prior
+from . import contract, feedback, prior
 from .model import CLASSES, ECN_WINDOW_MIN_US, Fabric, Switch
 from .paths import Assignment, assign_jobs
 from .plan import SwitchPlan, known_downstream_mask, plan_fabric
@@ -180,6 +180,7 @@ def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "path_set": r.path_set, "purpose": r.purpose} for r in plan.routes],
         "priors": prior.prior_entries(fabric, plan),
+        "feedback": feedback.feedback_entries(fabric, switch),
         "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),
                           "dst_mask": str(r.dst.netmask), "prefix_len": r.dst.prefixlen, "path_set": r.path_set,
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],

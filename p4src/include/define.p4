@@ -24,6 +24,8 @@ typedef bit<48> timestamp_t;      /* v1model global timestamps, us */
 /* ------------------------------------------------------ protocol numbers */
 const bit<16> ETHERTYPE_IPV4  = 0x0800;
 const bit<16> ETHERTYPE_VLAN  = 0x8100;
+/* IEEE 802 local experimental EtherType 1: the path-feedback shim. */
+const bit<16> ETHERTYPE_STELLAR_FB = 0x88B5;
 const bit<8>  IP_PROTO_TCP    = 6;
 const bit<8>  IP_PROTO_UDP    = 17;
 const bit<16> UDP_PORT_ROCEV2 = 4791;   /* IANA port of RoCEv2 */
@@ -98,6 +100,7 @@ const bit<8> CHANGE_DRAIN      = 2;
 const bit<8> CHANGE_FAILOVER   = 3;
 const bit<8> CHANGE_MEMBERSHIP = 4;
 const bit<8> CHANGE_EXPLORE    = 5;   /* congestion signals on a locally best path */
+const bit<8> CHANGE_SUSPECT    = 6;   /* the current path went silent (feedback.p4) */
 
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
@@ -201,6 +204,26 @@ const bit<4> MOVE_GUARD_DRAIN_PROOF = 1;
  * QP per 50 us; 4 in 200 us is a flow cut back again and again. */
 #define DEFAULT_EXPLORE_SIGNALS 4
 #define DEFAULT_EXPLORE_WINDOW_US 200
+
+/* ---------------------------------------- default tunables (feedback.params) */
+/* Path feedback between leaves: off until the controller names the leaf. */
+#define DEFAULT_FEEDBACK_ENABLED 0
+/* Feedback younger than this is a measurement ("measured"), us: a few RTTs of
+ * a loaded two-tier fabric. */
+#define DEFAULT_FEEDBACK_MAX_AGE_US 500
+/* A path on which this leaf sent traffic and got no feedback for this long is
+ * suspect, us (0: off).  Above the feedback's own round trip under load. */
+#define DEFAULT_SUSPECT_SILENCE_US 300
+/* Retransmitted data packets (PSN not ahead of the flow's highest) on one
+ * path within retx_window_us that make it suspect (0: off). */
+#define DEFAULT_RETX_THRESHOLD 8
+#define DEFAULT_RETX_WINDOW_US 1000
+/* How long a path stays suspect after its last evidence, us. */
+#define DEFAULT_SUSPECT_HOLD_US 2000
+/* fb_metric is 13 bits. */
+const bit<32> FB_METRIC_MAX = 8191;
+/* Shim's congestion field is 16 bits. */
+const bit<32> FB_CONGESTION_MAX = 0xFFFF;
 
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us: 8 us as in the design.  The control plane

@@ -111,6 +111,18 @@ bit<32> member_score(in bit<32> qdelay_us, in bit<16> level, in bit<32> dre_ps,
 }
 
 /*
+ * A suspect member (feedback.p4: silent or lossy) scores worst among the
+ * usable ones, like a stalled queue: chosen only when nothing else is left.
+ */
+bit<32> suspect_score(in bit<1> suspect, in bit<32> score) {
+    bit<32> s = score;
+    if (suspect == 1) {
+        s = SCORE_CLAMP;
+    }
+    return s;
+}
+
+/*
  * Rank of one path-set member; the lowest rank wins.
  *
  * rank = score << 3 | tiebreak, score from member_score (0 in ECMP mode).

@@ -44,6 +44,25 @@ struct pressure_md_t {
     bit<1>  hot;                /* >= explore_signals within explore_window_us */
 }
 
+/* Path feedback (StellarIngress.feedback_lookup / feedback). */
+struct fb_md_t {
+    bit<1>  enabled;
+    bit<8>  leaf_id;            /* this switch's leaf id */
+    bit<32> max_age_us;
+    bit<32> suspect_silence_us;
+    bit<32> retx_threshold;
+    bit<32> retx_window_us;
+    bit<32> suspect_hold_us;
+    bit<1>  dest_known;         /* the destination is behind another leaf */
+    bit<8>  dest_leaf;
+    bit<1>  fabric_port;        /* the egress port faces a switch */
+    bit<1>  tagged_in;          /* the packet arrived with the shim */
+    bit<1>  raise;              /* egress raises the shim's congestion */
+    bit<8>  suspect;            /* bit i: member i of this destination is suspect */
+    bit<8>  silent;             /* bit i: ... because its feedback stopped (dead path) */
+    bit<8>  fresh;              /* bit i: member i's level is fresh feedback */
+}
+
 /* Routing result: the path set and its members. */
 struct route_md_t {
     path_set_id_t path_set_id;
@@ -144,10 +163,13 @@ struct path_md_t {
     bit<32> best_score;
     bit<32> alt_rank;           /* best member on another port than the flow's current one */
     port_t  alt_port;
+    bit<3>  chosen_pos;         /* first position of the chosen port in the set */
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;
     bit<32> cur_level;          /* controller level of the current member: remote queue delay (us) */
     bit<1>  cur_measured;       /* ... and that level was measured (0: unknown, no drain proof) */
+    bit<1>  cur_fresh;          /* ... by fresh path feedback (the margin is that delay) */
+    bit<1>  cur_silent;         /* the current member's path went silent (feedback.p4) */
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;
@@ -211,6 +233,7 @@ struct metadata_t {
     config_md_t   cfg;
     adapt_md_t    adapt;
     pressure_md_t pressure;
+    fb_md_t       fb;
     route_md_t    route;
     prior_md_t    prior;
     flow_md_t     flow;

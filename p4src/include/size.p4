@@ -51,6 +51,12 @@
  * forward direction; a few thousand active host pairs per leaf. */
 #define PRESSURE_SLOTS 4096
 
+/* Path feedback, per (leaf id, member position): 256 leaf ids x 8 members. */
+#define FB_SLOTS 2048
+#define LEAF_SLOTS 256
+/* feedback.dest_leaf: one prefix per leaf subnet. */
+#define DEST_LEAF_SIZE 1024
+
 /* qos.tenant: one prefix per tenant subnet; tenant ids are 8 bits, so the
  * per-tenant meter and counters have 256 entries. */
 #define TENANT_SIZE 256

@@ -57,6 +57,24 @@ register<bit<32>>(PATH_DRE_SLOTS) path_dre_window;
 register<bit<32>>(PRESSURE_SLOTS) pressure_signals;
 register<timestamp_t>(PRESSURE_SLOTS) pressure_since;
 
+/* --- per (leaf id, member position) (index = leaf << 3 | position) -------- */
+
+/* Path feedback (feedback.p4).  At a destination leaf: the congestion the
+ * last tagged packet from (source leaf, path) carried, and whether it changed
+ * since it was last returned (a bitmap per source leaf, bit = path) and the
+ * round-robin pointer of the entry returned next.  At a source leaf: the
+ * congestion-to-leaf entries returned to it and when they arrived (their
+ * age); the first send on a path not yet answered by feedback; retransmitted
+ * data packets sent on it in the current window and when it started. */
+register<bit<32>>(FB_SLOTS) fb_from_metric;
+register<bit<8>>(LEAF_SLOTS) fb_from_new;
+register<bit<3>>(LEAF_SLOTS) fb_rr;
+register<bit<32>>(FB_SLOTS) fb_to_metric;
+register<timestamp_t>(FB_SLOTS) fb_to_stamp;
+register<timestamp_t>(FB_SLOTS) fb_sent_since;
+register<bit<32>>(FB_SLOTS) fb_retx;
+register<timestamp_t>(FB_SLOTS) fb_retx_since;
+
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
 /* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */
@@ -81,6 +99,9 @@ register<timestamp_t>(FLOW_SLOTS) flow_departed_stamp;
  * untracked packets of several flows leave on different ports. */
 register<bit<32>>(FLOW_SLOTS) flow_untracked_in;
 register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
+/* PSN_SLOT_VALID | the highest data PSN the flow sent (source leaf, feedback.p4:
+ * a PSN not ahead of it is a retransmission). */
+register<bit<32>>(FLOW_SLOTS) flow_max_psn;
 /* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 

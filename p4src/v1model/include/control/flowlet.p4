@@ -158,6 +158,11 @@ control Flowlet(inout headers_t hdr,
             choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
             choose_best(CHANGE_FAILOVER);
+        } else if (meta.path.cur_silent == 1 && (meta.path.best_rank >> 3) < SCORE_CLAMP) {
+            /* The current path went silent (feedback.p4): what the flow sent
+             * there since is lost, not queued; leave it now for a member
+             * that is not suspect. */
+            choose_best(CHANGE_SUSPECT);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
@@ -166,10 +171,19 @@ control Flowlet(inout headers_t hdr,
              * level was measured (an unmeasured member's downstream queue is
              * unknown: its rendered level 0 proves nothing). */
             bit<1> drained = 0;
+            /* The margin: the old path's downstream delay as fresh feedback
+             * measured it (at least 1 us), else the configured margin plus
+             * the controller's level. */
+            bit<32> margin = meta.cfg.drain_margin_us + meta.path.cur_level;
+            if (meta.path.cur_fresh == 1) {
+                margin = meta.path.cur_level;
+                if (margin == 0) {
+                    margin = 1;
+                }
+            }
             if (meta.path.cur_measured == 1 &&
                 meta.flow.departed_seq == meta.flow.last_seq &&
-                now - meta.flow.departed_stamp >=
-                    (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
+                now - meta.flow.departed_stamp >= (timestamp_t)margin) {
                 drained = 1;
             }
             if (meta.cfg.gap_moves == 1 &&

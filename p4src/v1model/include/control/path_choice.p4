@@ -125,8 +125,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank0 = member_rank(0, n, meta.path.alive0, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level0, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[0:0],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level0, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank1 = RANK_UNUSABLE;
         if (n > 1) {
@@ -145,8 +146,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank1 = member_rank(1, n, meta.path.alive1, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level1, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[1:1],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level1, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank2 = RANK_UNUSABLE;
         if (n > 2) {
@@ -165,8 +167,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank2 = member_rank(2, n, meta.path.alive2, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level2, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[2:2],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level2, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank3 = RANK_UNUSABLE;
         if (n > 3) {
@@ -185,8 +188,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank3 = member_rank(3, n, meta.path.alive3, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level3, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[3:3],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level3, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank4 = RANK_UNUSABLE;
         if (n > 4) {
@@ -205,8 +209,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank4 = member_rank(4, n, meta.path.alive4, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level4, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[4:4],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level4, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank5 = RANK_UNUSABLE;
         if (n > 5) {
@@ -225,8 +230,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank5 = member_rank(5, n, meta.path.alive5, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level5, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[5:5],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level5, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank6 = RANK_UNUSABLE;
         if (n > 6) {
@@ -245,8 +251,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank6 = member_rank(6, n, meta.path.alive6, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level6, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[6:6],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level6, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
         meta.path.rank7 = RANK_UNUSABLE;
         if (n > 7) {
@@ -265,8 +272,9 @@ control PathChoice(inout headers_t hdr,
                 dre_win = now_win;
             }
             meta.path.rank7 = member_rank(7, n, meta.path.alive7, meta.route.ecmp,
-                member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
-                             meta.route.level7, dre, dre_win, now_win, wu, wq, wl), rot);
+                suspect_score(meta.fb.suspect[7:7],
+                    member_score(queue_delay(qdelay, stamp, qin - qout, pending, now, age),
+                                 meta.route.level7, dre, dre_win, now_win, wu, wq, wl)), rot);
         }
 
         /* Best member: the lowest rank (ranks of usable members differ). */
@@ -343,47 +351,65 @@ control PathChoice(inout headers_t hdr,
         meta.path.cur_member = 1;
         meta.path.cur_level = 0;
         meta.path.cur_measured = 0;
+        meta.path.cur_fresh = 0;
+        meta.path.cur_silent = 0;
         if (meta.flow.known == 0) {
             meta.path.cur_member = 0;
         } else if (n > 0 && meta.route.port0 == cur) {
             meta.path.cur_score = meta.path.rank0 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level0;
             meta.path.cur_measured = meta.route.measured[0:0];
+            meta.path.cur_fresh = meta.fb.fresh[0:0];
+            meta.path.cur_silent = meta.fb.silent[0:0];
             meta.path.cur_alive = meta.path.alive0;
         } else if (n > 1 && meta.route.port1 == cur) {
             meta.path.cur_score = meta.path.rank1 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level1;
             meta.path.cur_measured = meta.route.measured[1:1];
+            meta.path.cur_fresh = meta.fb.fresh[1:1];
+            meta.path.cur_silent = meta.fb.silent[1:1];
             meta.path.cur_alive = meta.path.alive1;
         } else if (n > 2 && meta.route.port2 == cur) {
             meta.path.cur_score = meta.path.rank2 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level2;
             meta.path.cur_measured = meta.route.measured[2:2];
+            meta.path.cur_fresh = meta.fb.fresh[2:2];
+            meta.path.cur_silent = meta.fb.silent[2:2];
             meta.path.cur_alive = meta.path.alive2;
         } else if (n > 3 && meta.route.port3 == cur) {
             meta.path.cur_score = meta.path.rank3 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level3;
             meta.path.cur_measured = meta.route.measured[3:3];
+            meta.path.cur_fresh = meta.fb.fresh[3:3];
+            meta.path.cur_silent = meta.fb.silent[3:3];
             meta.path.cur_alive = meta.path.alive3;
         } else if (n > 4 && meta.route.port4 == cur) {
             meta.path.cur_score = meta.path.rank4 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level4;
             meta.path.cur_measured = meta.route.measured[4:4];
+            meta.path.cur_fresh = meta.fb.fresh[4:4];
+            meta.path.cur_silent = meta.fb.silent[4:4];
             meta.path.cur_alive = meta.path.alive4;
         } else if (n > 5 && meta.route.port5 == cur) {
             meta.path.cur_score = meta.path.rank5 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level5;
             meta.path.cur_measured = meta.route.measured[5:5];
+            meta.path.cur_fresh = meta.fb.fresh[5:5];
+            meta.path.cur_silent = meta.fb.silent[5:5];
             meta.path.cur_alive = meta.path.alive5;
         } else if (n > 6 && meta.route.port6 == cur) {
             meta.path.cur_score = meta.path.rank6 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level6;
             meta.path.cur_measured = meta.route.measured[6:6];
+            meta.path.cur_fresh = meta.fb.fresh[6:6];
+            meta.path.cur_silent = meta.fb.silent[6:6];
             meta.path.cur_alive = meta.path.alive6;
         } else if (n > 7 && meta.route.port7 == cur) {
             meta.path.cur_score = meta.path.rank7 >> 3;
             meta.path.cur_level = (bit<32>)meta.route.level7;
             meta.path.cur_measured = meta.route.measured[7:7];
+            meta.path.cur_fresh = meta.fb.fresh[7:7];
+            meta.path.cur_silent = meta.fb.silent[7:7];
             meta.path.cur_alive = meta.path.alive7;
         } else {
             meta.path.cur_member = 0;
@@ -484,37 +510,39 @@ control Placement(inout headers_t hdr,
         }
         port_dre_ps.write(port, dre);
         port_dre_window.write(port, now_win);
+        /* The chosen member's first position (path feedback, the prior) and
+         * its bottleneck rate. */
+        port_t chosen = standard_metadata.egress_spec;
+        bit<32> pos = 0;
+        bit<32> ps = meta.prior.ps0;
+        if (meta.route.port0 == chosen) {
+            pos = 0;
+        } else if (meta.route.port1 == chosen) {
+            pos = 1;
+            ps = meta.prior.ps1;
+        } else if (meta.route.port2 == chosen) {
+            pos = 2;
+            ps = meta.prior.ps2;
+        } else if (meta.route.port3 == chosen) {
+            pos = 3;
+            ps = meta.prior.ps3;
+        } else if (meta.route.port4 == chosen) {
+            pos = 4;
+            ps = meta.prior.ps4;
+        } else if (meta.route.port5 == chosen) {
+            pos = 5;
+            ps = meta.prior.ps5;
+        } else if (meta.route.port6 == chosen) {
+            pos = 6;
+            ps = meta.prior.ps6;
+        } else if (meta.route.port7 == chosen) {
+            pos = 7;
+            ps = meta.prior.ps7;
+        } else {
+            ps = 0;
+        }
+        meta.path.chosen_pos = (bit<3>)pos;
         if (meta.prior.valid == 1) {
-            /* The chosen member's first position and bottleneck rate. */
-            port_t chosen = standard_metadata.egress_spec;
-            bit<32> pos = 0;
-            bit<32> ps = meta.prior.ps0;
-            if (meta.route.port0 == chosen) {
-                pos = 0;
-            } else if (meta.route.port1 == chosen) {
-                pos = 1;
-                ps = meta.prior.ps1;
-            } else if (meta.route.port2 == chosen) {
-                pos = 2;
-                ps = meta.prior.ps2;
-            } else if (meta.route.port3 == chosen) {
-                pos = 3;
-                ps = meta.prior.ps3;
-            } else if (meta.route.port4 == chosen) {
-                pos = 4;
-                ps = meta.prior.ps4;
-            } else if (meta.route.port5 == chosen) {
-                pos = 5;
-                ps = meta.prior.ps5;
-            } else if (meta.route.port6 == chosen) {
-                pos = 6;
-                ps = meta.prior.ps6;
-            } else if (meta.route.port7 == chosen) {
-                pos = 7;
-                ps = meta.prior.ps7;
-            } else {
-                ps = 0;
-            }
             bit<32> pi = (meta.prior.slot << 3) | pos;
             bit<32> pdre;
             bit<32> pwin;
