@@ -110,6 +110,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("step_us", 32), ("pmax", 32), ("idle_bytes", 32), ("adapt", 1)),
         "StellarEgress.ecn.ecn_off": (),
     }, "PORT_SLOTS", 512),
+    Table("StellarEgress.ecn.floor", (), {
+        "StellarEgress.ecn.set_floor": _params(("kfloor_bytes", 32)),
+    }, None, 1),
     Table("StellarEgress.rewrite.port_mac", (KeyField("standard_metadata.egress_port", "exact", 9),), {
         "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
@@ -162,6 +165,8 @@ ADAPT_DEFAULTS = {"drain_any": 1, "move_guards": 0xF, "explore_signals": 4, "exp
 # for 2 ms.
 FEEDBACK_DEFAULTS = {"enabled": 1, "max_age_us": 500, "suspect_silence_us": 300, "retx_threshold": 8,
                      "retx_window_us": 1000, "suspect_hold_us": 2000}
+# ecn.floor (define.p4 DEFAULT_ECN_KFLOOR_BYTES): DCQCN's static Kmin, 100 KB at the measured rate.
+ECN_KFLOOR_BYTES = 100000
 PLACEMENT_DEFAULTS = {"dre_shift": 5, "util_weight": 1024, "qdelay_weight": 1024, "level_weight": 1024}
 
 

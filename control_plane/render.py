@@ -170,6 +170,7 @@ def _context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
     return {
         "params": _switch_params(fabric),
         "adapt": dict(contract.ADAPT_DEFAULTS),
+        "kfloor_bytes": contract.ECN_KFLOOR_BYTES,
         **class_context(dp),
         "tenants": _tenants(fabric, switch),
         "ports": _ports(fabric, switch),

@@ -247,6 +247,9 @@ const bit<32> FB_CONGESTION_MAX = 0xFFFF;
 #define DEFAULT_ECN_IDLE_BYTES 50000
 /* 1 = adapt K per window, 0 = static K (= k_init). */
 #define DEFAULT_ECN_ADAPT 1
+/* K's floor, bytes at the queue's measured drain rate (ecn.floor): DCQCN's
+ * static Kmin of 100 KB, i.e. 8 us at 100 Gb/s and 20 us at 40 Gb/s. */
+#define DEFAULT_ECN_KFLOOR_BYTES 100000
 /* Probability scale: pmax = ECN_PROB_ONE means certainty. */
 #define ECN_PROB_ONE 65536
 /* Weight of the queue-delay running mean: new = old - old/8 + sample/8. */

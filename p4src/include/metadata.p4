@@ -198,6 +198,7 @@ struct ecn_md_t {
     bit<32> pmax;
     bit<32> idle_bytes;
     bit<1>  adapt;
+    bit<32> kfloor_bytes;       /* StellarEgress.ecn.floor */
     bit<32> rand;               /* random(0..65535) for the marking ramp */
 }
 

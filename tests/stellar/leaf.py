@@ -178,6 +178,7 @@ class Leaf:
         self.set_params()
         self.set_adapt()
         self.set_ecn_default(enabled=False)
+        self.set_ecn_floor(0)   # K's rate floor off unless a test studies it
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": REMOTE_SUBNET},
                         f"{ING}.routing.set_path_set", {"path_set_id": UPLINK_PATH_SET})
         self.set_path_set(UPLINK_PATH_SET, UPLINKS)
@@ -223,6 +224,10 @@ class Leaf:
                                        dict(self.ecn_default))
         else:
             self.sw.set_default_action(f"{EGR}.ecn.config", f"{EGR}.ecn.ecn_off")
+
+    def set_ecn_floor(self, kfloor_bytes: int) -> None:
+        """ecn.floor: K's floor as bytes at the queue's measured drain rate (0 = none)."""
+        self.sw.set_default_action(f"{EGR}.ecn.floor", f"{EGR}.ecn.set_floor", {"kfloor_bytes": kfloor_bytes})
 
     def set_ecn_port(self, port: int, **changes: int) -> None:
         params = dict(BASE_ECN)
