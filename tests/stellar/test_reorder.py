@@ -109,3 +109,9 @@ def test_the_two_directions_of_a_qp_are_tracked_apart(leaf):
     _send_ops(leaf, 11, [(OP_WRITE_FIRST, 900), (OP_WRITE_LAST, 901)])
     _send_ops(leaf, 11, [(OP_WRITE_FIRST, 5), (OP_WRITE_LAST, 6)], src="10.0.2.90", dst="10.0.1.1")
     assert leaf.reorder_total() == 0
+
+
+def test_a_go_back_n_resend_of_a_range_is_one_event(leaf):
+    # PSNs 1..10 left, then the sender resends from 5 (go-back-N) and goes on: one backward jump.
+    _send_psns(leaf, 12, list(range(1, 11)) + list(range(5, 14)))
+    assert leaf.reorder_total() == 1

@@ -2,9 +2,14 @@
  * reorder.p4 -- receiver-side reordering detector (egress).
  *
  * Per RoCEv2 flow (src IP, dst IP, dest QP, hashed to REORDER_SLOTS) the
- * highest PSN that has left this switch.  A departing packet whose PSN is
- * lower (modulo 2^24, half-range comparison) is a reorder event: counted per
- * egress port and in a total register.  On the destination leaf this sees
+ * PSN of the last packet that left this switch, as long as PSNs only rise.
+ * A departing packet whose PSN is lower (modulo 2^24, half-range
+ * comparison) is a backward jump, a reorder event: counted per egress port
+ * and in a total register, and the tracked PSN follows it.  A late packet is
+ * one event; so is a go-back-N resend of a whole range (the receiver does not
+ * count a retransmission as reordering, and the switch cannot tell one from
+ * a late first transmission: a resend shows as one event, not one per
+ * resent packet).  On the destination leaf this sees
  * exactly what the receiving NIC would; on a single switch it checks the
  * merged departure order of all ports -- the metric ordering tests and
  * benchmarks use.  An equal PSN (retransmission or a duplicate) is not a
@@ -59,6 +64,10 @@ control Reorder(inout headers_t hdr,
                 if (ahead != 0 && ahead < PSN_HALF_RANGE) {
                     max_psn.write(meta.reorder_slot, current);
                 } else if (ahead >= PSN_HALF_RANGE) {
+                    /* A backward jump: counted once, and the detector follows
+                     * the stream from there, so a go-back-N resend of a range
+                     * is one event, not one per resent packet. */
+                    max_psn.write(meta.reorder_slot, current);
                     bit<32> events_so_far;
                     total.read(events_so_far, 0);
                     total.write(0, events_so_far + 1);
