@@ -150,15 +150,15 @@ control FeedbackLookup(inout headers_t hdr,
             meta.fb.dest_known = 0;
         }
         if (meta.fb.enabled == 1 && meta.fb.dest_known == 1) {
-        timestamp_t now = standard_metadata.ingress_global_timestamp;
-        bit<4> n = meta.route.count;
-        bit<32> base = (bit<32>)meta.fb.dest_leaf << 3;
-        bit<32> fi;
-        bit<32> metric;
-        timestamp_t stamp;
-        timestamp_t sent;
-        bit<32> retx;
-        timestamp_t retx_since;
+            timestamp_t now = standard_metadata.ingress_global_timestamp;
+            bit<4> n = meta.route.count;
+            bit<32> base = (bit<32>)meta.fb.dest_leaf << 3;
+            bit<32> fi;
+            bit<32> metric;
+            timestamp_t stamp;
+            timestamp_t sent;
+            bit<32> retx;
+            timestamp_t retx_since;
             if (n > 0) {
                 fi = base | 0;
                 fb_to_metric.read(metric, fi);
