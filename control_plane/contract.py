@@ -62,6 +62,23 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("order_guards", 4), ("dre_shift", 8), ("util_weight", 16), ("qdelay_weight", 16),
             ("level_weight", 16)),
     }, 1),
+    Table("StellarIngress.feedback_lookup.params", (), {
+        "StellarIngress.feedback_lookup.set_feedback": _params(
+            ("enabled", 1), ("leaf_id", 8), ("max_age_us", 32), ("suspect_silence_us", 32),
+            ("retx_threshold", 32), ("retx_window_us", 32), ("suspect_hold_us", 32)),
+    }, 1),
+    Table("StellarIngress.feedback_lookup.dest_leaf", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        "StellarIngress.feedback_lookup.set_dest_leaf": _params(("leaf_id", 8)),
+        "NoAction": (),
+    }, "DEST_LEAF_SIZE"),
+    Table("StellarIngress.feedback.port_kind", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
+        "StellarIngress.feedback.fabric_port": (),
+        "NoAction": (),
+    }, "PORT_SLOTS"),
+    Table("StellarIngress.config.adapt", (), {
+        "StellarIngress.config.set_adapt": _params(
+            ("drain_any", 1), ("move_guards", 4), ("explore_signals", 32), ("explore_window_us", 32)),
+    }, 1),
     Table("StellarIngress.routing.lpm", (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
         "StellarIngress.routing.set_path_set": _params(("path_set_id", 16)),
         "StellarIngress.routing.drop_no_route": (),
@@ -99,6 +116,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
             ("step_us", 32), ("pmax", 32), ("idle_bytes", 32), ("adapt", 1)),
         "StellarEgress.ecn.ecn_off": (),
     }, "PORT_SLOTS"),
+    Table("StellarEgress.ecn.floor", (), {
+        "StellarEgress.ecn.set_floor": _params(("kfloor_bytes", 32)),
+    }, 1),
     Table("StellarEgress.rewrite.port_mac", (KeyField("standard_metadata.egress_port", "exact", 9),), {
         "StellarEgress.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
@@ -106,6 +126,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("StellarIngress.placement.port_rate", (KeyField("standard_metadata.egress_spec", "exact", 9),), {
         "StellarIngress.placement.set_rate": _params(("ps_per_byte", 32)),
     }, "PORT_SLOTS"),
+    Table("StellarIngress.path_choice.prior", (KeyField("meta.route.path_set_id", "exact", 16),), {
+        "StellarIngress.path_choice.set_prior": _params(("slot", 32), *[(f"ps{i}", 32) for i in range(8)],
+                                                        *[(f"first{i}", 32) for i in range(8)]),
+        "StellarIngress.path_choice.no_prior": (),
+    }, "PATH_PRIOR_SIZE"),
     *(Table(f"StellarIngress.failover.liveness{i}", (KeyField(f"meta.route.port{i}", "exact", 9),), {
         "StellarIngress.failover.port_up": (),
         "StellarIngress.failover.port_down": (),
@@ -140,6 +165,12 @@ ORDER_GUARD_GAP_DRAIN = 0x1  # a gap move also proves the drain (off: plain flow
 # weights of utilisation, local queue delay and controller level, 1024 = 1.0.
 PLACEMENT_DEFAULTS = {name: params.default(name) for name in ("dre_shift", "util_weight", "qdelay_weight",
                                                               "level_weight")}
+# config.adapt, feedback_lookup.params (as rendered for a leaf: enabled) and ecn.floor, from their
+# declarations in params.py.
+ADAPT_DEFAULTS = params.action_values("v1model", "StellarIngress.config.set_adapt", None)
+FEEDBACK_DEFAULTS = {**params.action_values("v1model", "StellarIngress.feedback_lookup.set_feedback", None),
+                     "enabled": 1}
+ECN_KFLOOR_BYTES = params.default("ecn_kfloor_bytes")
 
 
 # StellarEgress.telemetry.qdelay_hist: index port * 16 + bucket; the buckets' lower edges (us).

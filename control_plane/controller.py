@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
-from control_plane import arches, archnames, contract
+from control_plane import arches, archnames, contract, prior
 from control_plane.model import Fabric, Link, Port, Switch
 from control_plane.plan import (JOB_SET_BASE, Member, PathSet, SwitchPlan, known_downstream_mask,
                                 weighted_slots)
@@ -371,6 +371,23 @@ class Controller:
         cmap = self.poll(now_us, only=remote)
         self.push_levels(cmap)
         return cmap
+
+    # ------------------------------------------------------------------ operating rates
+    def port_rates(self, rates: "prior.Rates") -> int:
+        """Port status reported these operating rates ((switch, port) -> Gb/s): rewrite the
+        ports' utilisation rate (placement.port_rate) and every leaf's capacity prior
+        (path_choice.prior), so scores count load against what the links really carry.
+        Returns the entries written."""
+        written = 0
+        for name, plan in self.plans.items():
+            entries = prior.port_rate_entries(self.fabric, name, rates)
+            if plan.switch.role == "leaf":
+                entries += prior.prior_entries(self.fabric, plan, rates)
+            if entries:
+                self.ops[name].modify_entries(entries)
+                written += len(entries)
+        self.writes += written
+        return written
 
     # ------------------------------------------------------------------ failures
     def mark_ports_down(self, ports: list[tuple[str, int]]) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import jinja2
 
-from . import context, contract, document, params
+from . import context, contract, document, feedback, params, prior
 from .model import Fabric, Switch
 from .plan import SwitchPlan, known_downstream_mask
 
@@ -45,6 +45,8 @@ def switch_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
     dp = fabric.dataplane
     return {
         "params": switch_params(fabric),
+        "adapt": dict(contract.ADAPT_DEFAULTS),
+        "kfloor_bytes": contract.ECN_KFLOOR_BYTES,
         **context.class_context(dp),
         "tenants": context.tenants(fabric, switch),
         "ports": ports(fabric, switch),
@@ -54,6 +56,8 @@ def switch_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
                        "purpose": p.purpose} for p in plan.path_sets],
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "path_set": r.path_set, "purpose": r.purpose} for r in plan.routes],
+        "priors": prior.prior_entries(fabric, plan),
+        "feedback": feedback.feedback_entries(fabric, switch),
         "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),
                           "dst_mask": str(r.dst.netmask), "prefix_len": r.dst.prefixlen, "path_set": r.path_set,
                           "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],

@@ -41,7 +41,7 @@ QUEUE_MAP = {  # (class, elephant) -> queue
 }
 DSCP_CLASSES = {46: CLASS_CRITICAL, 48: CLASS_CONTROL, 8: CLASS_BACKGROUND, 26: CLASS_ELASTIC}
 
-CHANGE_NEW, CHANGE_GAP, CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_MEMBERSHIP = 0, 1, 2, 3, 4
+CHANGE_NEW, CHANGE_GAP, CHANGE_DRAIN, CHANGE_FAILOVER, CHANGE_MEMBERSHIP, CHANGE_EXPLORE, CHANGE_SUSPECT = range(7)
 DROP_MALFORMED, DROP_BAD_CHECKSUM, DROP_TTL_EXPIRED, DROP_NO_ROUTE = 1, 2, 3, 4
 DROP_NO_PATH_SET, DROP_NO_LIVE_MEMBER, DROP_TENANT_RED, DROP_NOT_IPV4 = 5, 6, 7, 8
 (MALFORMED_TRUNC_ETHERNET, MALFORMED_TRUNC_IPV4, MALFORMED_BAD_VERSION, MALFORMED_BAD_IHL,
@@ -68,6 +68,14 @@ BASE_PARAMS: dict[str, int] = {
     "qdelay_weight": 1024,
     "level_weight": 1024,
 }
+# How flows adapt after they started (config.adapt); every test states what it changes.
+BASE_ADAPT: dict[str, int] = {
+    "drain_any": 1,                 # drain moves for every tracked flow, not only elephants
+    "move_guards": 15,              # MOVE_GUARD_* bits (define.p4)
+    "explore_signals": 0,           # exploration off unless a test turns it on
+    "explore_window_us": 200,
+}
+MOVE_GUARD_DRAIN_PROOF = 1
 # Bits of config.params order_guards (define.p4); a test clears one for its negative control.
 GUARD_GAP_DRAIN, GUARD_TAKEOVER, GUARD_DEMOTION, GUARD_UNTRACKED = 1, 2, 4, 8
 # ECN parameters (ecn.config); marking off by default in the tests that do not study it.
@@ -116,13 +124,19 @@ class Departure:
         return self.pkt[IP].tos & 3
 
 
+# BTH opcodes (InfiniBand spec. vol. 1, table 38).
+OP_SEND_ONLY, OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST, OP_WRITE_ONLY = 0x04, 0x06, 0x07, 0x08, 0x0A
+OP_READ_REQUEST, OP_ACK, OP_CNP = 0x0C, 0x11, 0x81
+
+
 def roce(src: str, dst: str, qp: int, psn: int, *, ecn: int = ECN_ECT0, dscp: int = 26,
-         payload: int = 64, ttl: int = 64, sport: int = 49152) -> bytes:
-    """A RoCEv2 RC SEND-only packet (what a NIC would put on the wire, ICRC by Scapy)."""
+         payload: int = 64, ttl: int = 64, sport: int = 49152, opcode: int = OP_SEND_ONLY) -> bytes:
+    """A RoCEv2 RC packet, SEND-only unless ``opcode`` says otherwise (what a NIC would put on the
+    wire, ICRC by Scapy)."""
     pkt = (Ether(src="02:00:00:00:09:09", dst="02:00:00:00:00:01")
            / IP(src=src, dst=dst, tos=(dscp << 2) | ecn, ttl=ttl)
            / UDP(sport=sport, dport=4791)
-           / BTH(opcode=4, dqpn=qp, psn=psn & 0xFFFFFF)
+           / BTH(opcode=opcode, dqpn=qp, psn=psn & 0xFFFFFF)
            / Raw(b"\x00" * payload))
     return raw(pkt)
 
@@ -153,6 +167,7 @@ class Leaf:
                  queue_map: bool = True) -> None:
         self.sw = p4sim_module.Switch(program, clock="virtual", priority_queues=priority_queues)
         self.params = dict(BASE_PARAMS)
+        self.adapt = dict(BASE_ADAPT)
         self.ecn_default = dict(BASE_ECN)
         self._liveness: set[int] = set()
         self._install_base(queue_map)
@@ -161,7 +176,9 @@ class Leaf:
     def _install_base(self, queue_map: bool) -> None:
         sw = self.sw
         self.set_params()
+        self.set_adapt()
         self.set_ecn_default(enabled=False)
+        self.set_ecn_floor(0)   # K's rate floor off unless a test studies it
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": REMOTE_SUBNET},
                         f"{ING}.routing.set_path_set", {"path_set_id": UPLINK_PATH_SET})
         self.set_path_set(UPLINK_PATH_SET, UPLINKS)
@@ -192,6 +209,13 @@ class Leaf:
         self.params.update(changes)
         self.sw.set_default_action(f"{ING}.config.params", f"{ING}.config.set_params", dict(self.params))
 
+    def set_adapt(self, **changes: int) -> None:
+        """Adaptation parameters: one default-action MODIFY of the keyless config.adapt table."""
+        unknown = set(changes) - set(BASE_ADAPT)
+        assert not unknown, f"not a config.adapt parameter: {unknown}"
+        self.adapt.update(changes)
+        self.sw.set_default_action(f"{ING}.config.adapt", f"{ING}.config.set_adapt", dict(self.adapt))
+
     def set_ecn_default(self, enabled: bool = True, **changes: int) -> None:
         """ECN parameters of every port without its own entry."""
         self.ecn_default.update(changes)
@@ -200,6 +224,10 @@ class Leaf:
                                        dict(self.ecn_default))
         else:
             self.sw.set_default_action(f"{EGR}.ecn.config", f"{EGR}.ecn.ecn_off")
+
+    def set_ecn_floor(self, kfloor_bytes: int) -> None:
+        """ecn.floor: K's floor as bytes at the queue's measured drain rate (0 = none)."""
+        self.sw.set_default_action(f"{EGR}.ecn.floor", f"{EGR}.ecn.set_floor", {"kfloor_bytes": kfloor_bytes})
 
     def set_ecn_port(self, port: int, **changes: int) -> None:
         params = dict(BASE_ECN)

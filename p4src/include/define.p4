@@ -27,6 +27,8 @@ typedef bit<48> timestamp_t;      /* v1model global timestamps, us */
 /* ------------------------------------------------------ protocol numbers */
 const bit<16> ETHERTYPE_IPV4  = 0x0800;
 const bit<16> ETHERTYPE_VLAN  = 0x8100;
+/* IEEE 802 local experimental EtherType 1: the path-feedback shim. */
+const bit<16> ETHERTYPE_STELLAR_FB = 0x88B5;
 const bit<8>  IP_PROTO_TCP    = 6;
 const bit<8>  IP_PROTO_UDP    = 17;
 const bit<16> UDP_PORT_ROCEV2 = 4791;   /* IANA port of RoCEv2 */
@@ -39,6 +41,18 @@ const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT1    = 1;
 const bit<2> ECN_ECT0    = 2;
 const bit<2> ECN_CE      = 3;
+
+/* BTH opcode fields (InfiniBand spec. vol. 1, table 38): transport in bits
+ * 7..5, operation in bits 4..0.  Data operations are SEND first .. SEND only
+ * with immediate (0x00-0x05), RDMA WRITE first .. WRITE only with immediate
+ * (0x06-0x0B) and RDMA READ response first .. only (0x0D-0x10); ACK is 0x11
+ * and the RoCEv2 CNP 0x81 (transport 0b100). */
+const bit<8> BTH_OP_CNP             = 0x81;
+const bit<3> BTH_TRANSPORT_RC       = 0;
+const bit<3> BTH_TRANSPORT_UC       = 1;
+const bit<5> BTH_OP_WRITE_ONLY_IMM  = 0x0B;
+const bit<5> BTH_OP_READ_RESP_FIRST = 0x0D;
+const bit<5> BTH_OP_READ_RESP_ONLY  = 0x10;
 
 /* RoCEv2 PSN is 24 bits; comparisons are modulo 2^24 (half window). */
 const bit<24> PSN_HALF_RANGE = 0x800000;
@@ -88,6 +102,8 @@ const bit<8> CHANGE_GAP        = 1;
 const bit<8> CHANGE_DRAIN      = 2;
 const bit<8> CHANGE_FAILOVER   = 3;
 const bit<8> CHANGE_MEMBERSHIP = 4;
+const bit<8> CHANGE_EXPLORE    = 5;   /* congestion signals on a locally best path */
+const bit<8> CHANGE_SUSPECT    = 6;   /* the current path went silent (feedback.p4) */
 
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
@@ -172,6 +188,46 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
 /* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
 #define DEFAULT_PS_PER_BYTE 80
 
+/* ------------------------------------------- default tunables (config.adapt) */
+/* Drain moves for every tracked flow (1), not only elephants (0).  DCQCN-paced
+ * RoCE flows rarely pause for a flowlet timeout; a drain point (every packet
+ * of the flow has left this switch, plus the downstream margin) is the move
+ * point they do have, and it is as safe for a mouse as for an elephant. */
+#define DEFAULT_DRAIN_ANY 1
+/* Move guards (config.adapt move_guards), all on by default; the tests clear
+ * one for their negative control.
+ *   DRAIN_PROOF  drain and explore moves need the drain proof (departed_seq
+ *                = last_seq, + margin + the old member's downstream delay) */
+const bit<4> MOVE_GUARD_DRAIN_PROOF = 1;
+#define DEFAULT_MOVE_GUARDS 15
+/* Exploration under pressure: a flow whose host pair received at least this
+ * many congestion signals (CNPs on the reverse path) within explore_window_us
+ * while its member scores best here tries the next best member at its next
+ * safe point.  0 turns exploration off.  DCQCN's NIC sends at most one CNP per
+ * QP per 50 us; 4 in 200 us is a flow cut back again and again. */
+#define DEFAULT_EXPLORE_SIGNALS 4
+#define DEFAULT_EXPLORE_WINDOW_US 200
+
+/* ---------------------------------------- default tunables (feedback.params) */
+/* Path feedback between leaves: off until the controller names the leaf. */
+#define DEFAULT_FEEDBACK_ENABLED 0
+/* Feedback younger than this is a measurement ("measured"), us: a few RTTs of
+ * a loaded two-tier fabric. */
+#define DEFAULT_FEEDBACK_MAX_AGE_US 500
+/* A path on which this leaf sent traffic and got no feedback for this long is
+ * suspect, us (0: off).  Above the feedback's own round trip under load. */
+#define DEFAULT_SUSPECT_SILENCE_US 300
+/* Retransmitted data packets (PSN not ahead of the flow's highest) on one
+ * path within retx_window_us that make it suspect (0: off). */
+#define DEFAULT_RETX_THRESHOLD 8
+#define DEFAULT_RETX_WINDOW_US 1000
+/* How long a path stays suspect after its last evidence, us. */
+#define DEFAULT_SUSPECT_HOLD_US 2000
+/* fb_metric is 13 bits. */
+const bit<32> FB_METRIC_MAX = 8191;
+/* Shim's congestion field is 16 bits. */
+const bit<32> FB_CONGESTION_MAX = 0xFFFF;
+
 /* --------------------------------------------- default tunables (ecn.config) */
 /* ECN adaptation window W, us: 8 us as in the design.  The control plane
  * refuses windows under 5 us (control_plane/params.py), which the design found
@@ -194,6 +250,9 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
 #define DEFAULT_ECN_IDLE_BYTES 50000
 /* 1 = adapt K per window, 0 = static K (= k_init). */
 #define DEFAULT_ECN_ADAPT 1
+/* K's floor, bytes at the queue's measured drain rate (ecn.floor): DCQCN's
+ * static Kmin of 100 KB, i.e. 8 us at 100 Gb/s and 20 us at 40 Gb/s. */
+#define DEFAULT_ECN_KFLOOR_BYTES 100000
 /* Probability scale: pmax = ECN_PROB_ONE means certainty. */
 #define ECN_PROB_ONE 65536
 /* Weight of the queue-delay running mean: new = old - old/8 + sample/8. */

@@ -65,6 +65,22 @@ bit<32> dre_decay(in bit<32> dre_ps, in bit<32> age) {
 }
 
 /*
+ * The utilisation a member's score uses: the larger of its port's DRE and its
+ * path's DRE (the capacity prior, at the end-to-end bottleneck rate), each
+ * decayed to the current window.  Returned for window now_window (age 0), so
+ * member_score's own decay leaves it as it is.
+ */
+bit<32> member_util(in bit<32> port_dre, in bit<32> port_window, in bit<32> path_dre,
+                    in bit<32> path_window, in bit<32> now_window) {
+    bit<32> local = dre_decay(port_dre, now_window - port_window);
+    bit<32> path = dre_decay(path_dre, now_window - path_window);
+    if (path > local) {
+        local = path;
+    }
+    return local;
+}
+
+/*
  * Congestion score of one path-set member, in score ticks (WEIGHT_ONE ticks
  * = 1 us at weight 1.0, so a tick is ~1 ns):
  *   qdelay_weight x the queue delay of its (port, queue) (queue_delay; a
@@ -95,6 +111,18 @@ bit<32> member_score(in bit<32> qdelay_us, in bit<16> level, in bit<32> dre_ps,
 }
 
 /*
+ * A suspect member (feedback.p4: silent or lossy) scores worst among the
+ * usable ones, like a stalled queue: chosen only when nothing else is left.
+ */
+bit<32> suspect_score(in bit<1> suspect, in bit<32> score) {
+    bit<32> s = score;
+    if (suspect == 1) {
+        s = SCORE_CLAMP;
+    }
+    return s;
+}
+
+/*
  * Rank of one path-set member; the lowest rank wins.
  *
  * rank = score << 3 | tiebreak, score from member_score (0 in ECMP mode).
@@ -116,6 +144,27 @@ bit<32> member_rank(in bit<4> position, in bit<4> count, in bit<1> alive,
         rank = (s << 3) | (bit<32>)(position[2:0] - rotation);
     }
     return rank;
+}
+
+/*
+ * A RoCEv2 data packet, by BTH opcode (InfiniBand spec. vol. 1, 9.2.2 and
+ * table 38): transport RC (0b000) or UC (0b001) in bits 7..5, and in bits
+ * 4..0 a SEND (0x00-0x05), an RDMA WRITE (0x06-0x0B) or an RDMA READ
+ * response (0x0D-0x10).  Not: READ requests (0x0C), ACK (0x11), atomic ACK
+ * (0x12), atomics (0x13, 0x14), CNP (0x81), UD and vendor opcodes.  These
+ * are the packets whose PSNs a responder checks in order.
+ */
+bool bth_is_data(in bit<8> opcode) {
+    bit<3> transport = opcode[7:5];
+    bit<5> op = opcode[4:0];
+    bool data = false;
+    if (transport == BTH_TRANSPORT_RC || transport == BTH_TRANSPORT_UC) {
+        if (op <= BTH_OP_WRITE_ONLY_IMM ||
+            (op >= BTH_OP_READ_RESP_FIRST && op <= BTH_OP_READ_RESP_ONLY)) {
+            data = true;
+        }
+    }
+    return data;
 }
 
 #endif  /* _STELLAR_FUNCTIONS_P4_ */

@@ -24,6 +24,25 @@ header vlan_h {
     bit<16> ether_type;
 }
 
+/* Stellar's path-feedback shim between leaves (p4src/README.md, "Path
+ * feedback"): after Ethernet, EtherType ETHERTYPE_STELLAR_FB, 8 bytes.  The
+ * source leaf adds it on a fabric port, every switch it crosses raises
+ * `congestion` to its egress (port, queue)'s, the destination leaf records it
+ * and removes the shim before the host port, so hosts see the original bytes.
+ * The same shim carries one piggybacked entry back: the congestion the sender
+ * of this packet measured for path `fb_path` of the packet's destination leaf. */
+header stellar_fb_h {
+    bit<16> next_type;      /* the EtherType the shim displaced (IPv4) */
+    bit<8>  src_leaf;       /* the leaf that added the shim */
+    bit<3>  path;           /* member position the source leaf chose */
+    bit<3>  path_count;     /* members of the source leaf's set, minus 1 */
+    bit<1>  fb_valid;       /* fb_path / fb_metric carry an entry */
+    bit<1>  reserved;
+    bit<16> congestion;     /* max over hops so far, us-equivalent */
+    bit<3>  fb_path;
+    bit<13> fb_metric;      /* us-equivalent, clamped to 8191 */
+}
+
 /* DSCP and ECN are separate fields so that classification and marking need
  * no masking. */
 header ipv4_h {
@@ -88,6 +107,7 @@ header bth_h {
 
 struct headers_t {
     ethernet_h         ethernet;
+    stellar_fb_h       fb;
     vlan_h             vlan;
     ipv4_h             ipv4;
     ipv4_option_word_h[IPV4_MAX_OPTION_WORDS] ipv4_options;

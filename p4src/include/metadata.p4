@@ -30,6 +30,39 @@ struct config_md_t {
     bit<16> level_weight;
 }
 
+/* Adaptation parameters, copied from StellarIngress.config.adapt. */
+struct adapt_md_t {
+    bit<1>  drain_any;
+    bit<4>  move_guards;        /* MOVE_GUARD_* bits (define.p4) */
+    bit<32> explore_signals;
+    bit<32> explore_window_us;
+}
+
+/* Congestion signals of the packet's host pair (StellarIngress.pressure). */
+struct pressure_md_t {
+    bit<32> slot;               /* index of the forward direction (src, dst) */
+    bit<1>  hot;                /* >= explore_signals within explore_window_us */
+}
+
+/* Path feedback (StellarIngress.feedback_lookup / feedback). */
+struct fb_md_t {
+    bit<1>  enabled;
+    bit<8>  leaf_id;            /* this switch's leaf id */
+    bit<32> max_age_us;
+    bit<32> suspect_silence_us;
+    bit<32> retx_threshold;
+    bit<32> retx_window_us;
+    bit<32> suspect_hold_us;
+    bit<1>  dest_known;         /* the destination is behind another leaf */
+    bit<8>  dest_leaf;
+    bit<1>  fabric_port;        /* the egress port faces a switch */
+    bit<1>  tagged_in;          /* the packet arrived with the shim */
+    bit<1>  raise;              /* egress raises the shim's congestion */
+    bit<8>  suspect;            /* bit i: member i of this destination is suspect */
+    bit<8>  silent;             /* bit i: ... because its feedback stopped (dead path) */
+    bit<8>  fresh;              /* bit i: member i's level is fresh feedback */
+}
+
 /* Routing result: the path set and its members. */
 struct route_md_t {
     path_set_id_t path_set_id;
@@ -52,6 +85,30 @@ struct route_md_t {
     bit<16> level6;
     bit<16> level7;
     bit<8>  measured;           /* bit i: level i comes from a measurement (else unknown, not 0) */
+}
+
+/* Capacity prior of the packet's path set (StellarIngress.path_choice.prior):
+ * the set's prior slot and each member's end-to-end bottleneck rate as ps per
+ * byte (0: no prior for that member). */
+struct prior_md_t {
+    bit<1>  valid;
+    bit<32> slot;
+    bit<32> ps0;
+    bit<32> ps1;
+    bit<32> ps2;
+    bit<32> ps3;
+    bit<32> ps4;
+    bit<32> ps5;
+    bit<32> ps6;
+    bit<32> ps7;
+    bit<32> first0;             /* first position holding member i's port (repeated members share one estimate) */
+    bit<32> first1;
+    bit<32> first2;
+    bit<32> first3;
+    bit<32> first4;
+    bit<32> first5;
+    bit<32> first6;
+    bit<32> first7;
 }
 
 /* Flow identity and the flow's stored state. */
@@ -104,10 +161,15 @@ struct path_md_t {
     port_t  best_port;
     port_t  hash_port;          /* plain hash choice among live members (untracked flows) */
     bit<32> best_score;
+    bit<32> alt_rank;           /* best member on another port than the flow's current one */
+    port_t  alt_port;
+    bit<3>  chosen_pos;         /* first position of the chosen port in the set */
     bit<1>  cur_member;         /* the current port is in the path set */
     bit<32> cur_score;
     bit<32> cur_level;          /* controller level of the current member: remote queue delay (us) */
     bit<1>  cur_measured;       /* ... and that level was measured (0: unknown, no drain proof) */
+    bit<1>  cur_fresh;          /* ... by fresh path feedback (the margin is that delay) */
+    bit<1>  cur_silent;         /* the current member's path went silent (feedback.p4) */
     port_t  chosen_port;
     bit<1>  changed;
     bit<8>  change_reason;
@@ -136,6 +198,7 @@ struct ecn_md_t {
     bit<32> pmax;
     bit<32> idle_bytes;
     bit<1>  adapt;
+    bit<32> kfloor_bytes;       /* StellarEgress.ecn.floor */
     bit<32> rand;               /* random(0..65535) for the marking ramp */
 }
 
@@ -169,7 +232,11 @@ struct path_change_digest_t {
 
 struct metadata_t {
     config_md_t   cfg;
+    adapt_md_t    adapt;
+    pressure_md_t pressure;
+    fb_md_t       fb;
     route_md_t    route;
+    prior_md_t    prior;
     flow_md_t     flow;
     path_md_t     path;
     elephant_md_t eleph;

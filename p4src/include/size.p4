@@ -26,6 +26,12 @@
  * jobs.  1024 covers a 256-leaf fabric with three reserved sets per leaf. */
 #define PATH_SET_SIZE 1024
 
+/* path_choice.prior: one entry per multi-member path set (a leaf's sets to
+ * the other leaves and its job sets), like routing.path_set.  Each entry
+ * names a prior slot; the path utilisation registers hold 8 members per slot. */
+#define PATH_PRIOR_SIZE 1024
+#define PATH_DRE_SLOTS 8192
+
 /* Per-flow state (flowlet, drain, elephant flags): a hash-indexed array.
  * A training job has on the order of (GPUs x QPs) flows through a leaf;
  * 8192 slots keeps collisions rare for a few thousand active flows (a
@@ -40,6 +46,16 @@
 /* Reorder detector: one slot per RoCE flow (src, dst, dest QP) seen on
  * egress; sized like the flow table. */
 #define REORDER_SLOTS 8192
+
+/* Congestion signals per host pair (pressure_*): hashed (src, dst) of the
+ * forward direction; a few thousand active host pairs per leaf. */
+#define PRESSURE_SLOTS 4096
+
+/* Path feedback, per (leaf id, member position): 256 leaf ids x 8 members. */
+#define FB_SLOTS 2048
+#define LEAF_SLOTS 256
+/* feedback.dest_leaf: one prefix per leaf subnet. */
+#define DEST_LEAF_SIZE 1024
 
 /* qos.tenant: one prefix per tenant subnet; tenant ids are 8 bits, so the
  * per-tenant meter and counters have 256 entries. */

@@ -43,6 +43,8 @@
 #include "include/control/elephant.p4"
 #include "include/control/failover.p4"
 #include "include/control/path_choice.p4"
+#include "include/control/pressure.p4"
+#include "include/control/feedback.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
 #include "include/control/rewrite.p4"
@@ -59,6 +61,9 @@ control StellarIngress(inout headers_t hdr,
     Elephant() elephant;
     Failover() failover;
     PathChoice() path_choice;
+    Pressure() pressure;
+    FeedbackLookup() feedback_lookup;
+    FeedbackTag() feedback;
     Flowlet() flowlet;
     Queueing() queueing;
     Placement() placement;
@@ -89,13 +94,22 @@ control StellarIngress(inout headers_t hdr,
             failover.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
+            feedback_lookup.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
             path_choice.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
+            pressure.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
             flowlet.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 0) {
             placement.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop == 0) {
+            feedback.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop == 1) {
             /* Blocks only record the reason; the drop itself happens once. */
@@ -112,6 +126,7 @@ control StellarEgress(inout headers_t hdr,
     DrainRecord() drain_record;
     Ecn() ecn;
     Reorder() reorder;
+    FeedbackEgress() feedback;
     Rewrite() rewrite;
     TelemetryEgress() telemetry;
 
@@ -119,6 +134,7 @@ control StellarEgress(inout headers_t hdr,
         qdelay_record.apply(hdr, meta, standard_metadata);
         drain_record.apply(hdr, meta, standard_metadata);
         ecn.apply(hdr, meta, standard_metadata);
+        feedback.apply(hdr, meta, standard_metadata);
         reorder.apply(hdr, meta, standard_metadata);
         rewrite.apply(hdr, meta, standard_metadata);
         telemetry.apply(hdr, meta, standard_metadata);

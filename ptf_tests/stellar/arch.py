@@ -126,6 +126,8 @@ class V1modelLeaf(Leaf):
         self.params = dict(base_params)
         t.set_default(f"{ING}.config.params", f"{ING}.config.set_params", self.params)
         t.set_default(f"{EGR}.ecn.config", f"{EGR}.ecn.ecn_off")
+        # K's rate floor off: the ECN tests study Kmin..Kmax on their own (tests/stellar covers it)
+        t.set_default(f"{EGR}.ecn.floor", f"{EGR}.ecn.set_floor", {"kfloor_bytes": 0})
 
     def port_macs(self, ports: dict[int, tuple[int, int]]) -> None:
         for port, (src, dst) in ports.items():

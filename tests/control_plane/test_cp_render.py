@@ -342,6 +342,10 @@ def test_failed_link_delta_is_small_and_avoids_the_link(lab: Fabric, lab_render)
                                  "StellarIngress.elephant.hint", "StellarEgress.ecn.config",
                                  "StellarEgress.rewrite.port_mac",
                                  "StellarIngress.placement.port_rate",
+                                 # the capacity prior follows the re-pointed sets' members
+                                 "StellarIngress.path_choice.prior",
+                                 # the dead link's port no longer faces a switch (like its port_mac)
+                                 "StellarIngress.feedback.port_kind",
                                  *(f"StellarIngress.failover.liveness{i}" for i in range(8))}, (leaf, changed[leaf])
     assert "StellarIngress.routing.lpm" not in changed["leaf2"]
     assert changed["spine2"] == set()  # nothing about spine2 changed

@@ -102,6 +102,9 @@ def test_parameter_tables_match_widths_and_program_defaults(stellar_program, p4i
     sw = p4sim.Switch(stellar_program)
     actions = _by_name(p4info.actions)
     for table, action in (("StellarIngress.config.params", "StellarIngress.config.set_params"),
+                          ("StellarIngress.config.adapt", "StellarIngress.config.set_adapt"),
+                          ("StellarIngress.feedback_lookup.params", "StellarIngress.feedback_lookup.set_feedback"),
+                          ("StellarEgress.ecn.floor", "StellarEgress.ecn.set_floor"),
                           ("StellarEgress.ecn.config", "StellarEgress.ecn.set_ecn_params")):
         body = _sections(contract, "###")[next(h for h in _sections(contract, "###")
                                                if h.startswith(f"`{table}`"))]

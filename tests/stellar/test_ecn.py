@@ -154,3 +154,51 @@ def test_adaptive_state_is_per_queue(leaf):
     leaf.drain_output()
     assert leaf.register(K_REG, elephant_qi) == 4          # down to Kmin
     assert leaf.register(K_REG, QI) >= 16                   # the mouse queue's K did not fall
+
+
+# ------------------------------------------------------------------------------------------------
+# K's floor relative to the measured rate (issue 32, item 5).  A port draining 1 packet per us
+# (~1.1 KB/us) holds a standing queue of ~16 packets (16 us) for 3 ms: the same departures, so
+# the same throughput, whatever K is.  Static K is 12 us.  Without a floor adaptive K walks down
+# to Kmin (4 us) and marks far more than static; with K's floor at 12 packets' bytes (12 us at
+# this port's measured rate) it never marks more than static.
+FLOOR_FRAME = len(roce(SRC, DST, qp=1, psn=0, payload=1024))
+
+
+def _standing_queue_marks(leaf, *, adapt: int, kfloor_bytes: int) -> tuple[int, int, int]:
+    _single_uplink(leaf, pps=1_000_000)
+    leaf.set_ecn_port(PORT, adapt=adapt, k_init_us=12, kmin_us=4, kmax_us=64, step_us=2, target_us=4,
+                      window_us=100, idle_bytes=1000)
+    leaf.set_ecn_floor(kfloor_bytes)
+    psn = 0
+    for _ in range(16):                       # the standing queue
+        leaf.send(1, roce(SRC, DST, qp=1, psn=psn, payload=1024))
+        psn += 1
+    sent = 0
+    for _ in range(3000):                     # then exactly the drain rate
+        leaf.advance(1)
+        leaf.send(1, roce(SRC, DST, qp=1, psn=psn, payload=1024))
+        psn += 1
+        sent += 1
+    out = leaf.drain_output(settle_us=200)
+    marks = sum(1 for d in out if d.ecn == ECN_CE)
+    return marks, len(out), leaf.register(K_REG, QI)
+
+
+def test_adaptive_with_the_rate_floor_marks_no_more_than_static(stellar_program):
+    import p4sim
+    from testkit.leaf import Leaf
+    static, n_static, _ = _standing_queue_marks(Leaf(p4sim, stellar_program), adapt=0, kfloor_bytes=0)
+    adaptive, n_adaptive, k = _standing_queue_marks(Leaf(p4sim, stellar_program), adapt=1,
+                                                    kfloor_bytes=12 * FLOOR_FRAME)
+    assert n_static == n_adaptive                  # equal throughput
+    assert static > 0 and adaptive <= static, (adaptive, static)
+    assert k >= 12
+
+
+def test_control_adaptive_without_the_floor_marks_more_than_static(stellar_program):
+    import p4sim
+    from testkit.leaf import Leaf
+    static, _, _ = _standing_queue_marks(Leaf(p4sim, stellar_program), adapt=0, kfloor_bytes=0)
+    adaptive, _, k = _standing_queue_marks(Leaf(p4sim, stellar_program), adapt=1, kfloor_bytes=0)
+    assert k == 4 and adaptive > 2 * static, (adaptive, static)

@@ -144,13 +144,34 @@ def test_hysteresis_blocks_a_move_that_gains_too_little(leaf):
     assert set(run.ports()) == {SLOW_PORT}
 
 
-def test_mice_are_not_moved_at_drain_points(leaf):
-    # Same traffic, but the flow is hinted as a mouse: pinned except at flowlet gaps.
+def test_a_mouse_moves_at_its_drain_point_without_reordering(leaf):
+    # A DCQCN-paced RoCE flow of any size: the drain point is its move point (config.adapt
+    # drain_any), with the same proof as an elephant's.
     leaf.set_params(flowlet_timeout_us=1000, drain_moves=1)
     leaf.hint("hint_mouse", SRC, DST, QP, priority=20)  # outranks the elephant hint in _run
     run = _run(leaf)
+    assert run.drain_moves == 1 and run.reorders == 0
+    assert run.psns == sorted(run.psns)
+    assert run.first_fast_send_us is not None and run.first_fast_send_us >= 300
+
+
+def test_control_mice_are_not_moved_at_drain_points_without_drain_any(leaf):
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1)
+    leaf.set_adapt(drain_any=0)
+    leaf.hint("hint_mouse", SRC, DST, QP, priority=20)
+    run = _run(leaf)
     assert run.drain_moves == 0
     assert set(run.ports()) == {SLOW_PORT}
+
+
+def test_control_a_mouse_drain_move_without_the_drain_proof_reorders(leaf):
+    from testkit.leaf import MOVE_GUARD_DRAIN_PROOF
+    leaf.set_params(flowlet_timeout_us=1000, drain_moves=1)
+    leaf.set_adapt(move_guards=0xF & ~MOVE_GUARD_DRAIN_PROOF)
+    leaf.hint("hint_mouse", SRC, DST, QP, priority=20)
+    run = _run(leaf)
+    assert run.drain_moves >= 1
+    assert run.reorders > 0 and run.psns != sorted(run.psns)
 
 
 def test_idle_gap_longer_than_the_timeout_moves_the_flow_safely(leaf):

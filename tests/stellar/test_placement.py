@@ -90,3 +90,85 @@ def test_dre_decays_per_window(leaf):
     leaf.send(1, roce(SRC, DST, 0x300, 0, payload=1000))
     [d] = leaf.drain_output()
     assert leaf.register("port_dre_ps", d.port) == (len(roce(SRC, DST, 0x300, 0, payload=1000))) * 80
+
+
+# ------------------------------------------------------------------------------------------------
+# Rate-true scores and the capacity prior (issue 32, item 2).  The leaf's two uplinks both run at
+# 100 Gb/s, but the path through port 4 ends on a link running at 40 Gb/s further on (a degraded
+# spine downlink).  Nothing has been measured yet: the only knowledge is the controller's prior,
+# each member's end-to-end bottleneck rate (path_choice.prior).  Twenty-eight equal flows start
+# together; the fluid share of each path is its flows' rate, so the split that finishes first is
+# the capacity split, 20:8 (WCMP's weights).
+
+def _prior(leaf: Leaf, path_set: int, gbps: list[float], slot: int = 0) -> None:
+    params = {"slot": slot}
+    for i in range(8):
+        params[f"ps{i}"] = round(8000 / gbps[i]) if i < len(gbps) else 0
+        params[f"first{i}"] = i
+    leaf.sw.insert_entry(f"{ING}.path_choice.prior", {"meta.route.path_set_id": path_set},
+                         f"{ING}.path_choice.set_prior", params)
+
+
+def _slowest_path_load(per_port: Counter, gbps: dict[int, float]) -> float:
+    """Flows per Gb/s on the most loaded path: what sets the finish time of equal flows."""
+    return max(per_port[p] / g for p, g in gbps.items())
+
+
+BOTTLENECK = {3: 100.0, 4: 40.0}
+
+
+def test_capacity_prior_spreads_new_flows_by_end_to_end_capacity(leaf):
+    _wide(leaf, (3, 4))
+    _prior(leaf, WIDE_SET, [BOTTLENECK[3], BOTTLENECK[4]])
+    per_port = Counter(_start_together(leaf, range(0x200, 0x200 + 28)).values())
+    assert 19 <= per_port[3] <= 21 and 7 <= per_port[4] <= 9, per_port
+    assert _slowest_path_load(per_port, BOTTLENECK) <= 0.23      # ~ 28 flows / 140 Gb/s = 0.2
+
+
+def test_control_without_the_prior_the_remote_40g_path_gets_half_the_flows(leaf):
+    _wide(leaf, (3, 4))
+    per_port = Counter(_start_together(leaf, range(0x200, 0x200 + 28)).values())
+    assert per_port[3] == per_port[4] == 14, per_port
+    assert _slowest_path_load(per_port, BOTTLENECK) >= 0.35      # 14 flows on 40 Gb/s
+
+
+def test_configured_rate_overloads_a_40g_uplink_that_the_operating_rate_spares(leaf, stellar_program):
+    """Rate-true: port 4 is configured 100G but runs at 40G.  With the configured rate in
+    placement.port_rate (what is rendered) the split is even and the 40G link carries half of the
+    flows; with the operating rate the controller writes from port status it carries its share."""
+    import p4sim
+    real = {3: 100.0, 4: 40.0}
+    biased = Leaf(p4sim, stellar_program)
+    _wide(biased, (3, 4))
+    _rate(biased, 3, 100)
+    _rate(biased, 4, 100)                                       # configured, not operating
+    per_biased = Counter(_start_together(biased, range(0x200, 0x200 + 28)).values())
+    _wide(leaf, (3, 4))
+    _rate(leaf, 3, real[3])
+    _rate(leaf, 4, real[4])
+    per_true = Counter(_start_together(leaf, range(0x200, 0x200 + 28)).values())
+    assert _slowest_path_load(per_biased, real) >= 0.35
+    assert _slowest_path_load(per_true, real) <= 0.23
+
+
+def _repeated(leaf: Leaf, first1: int) -> Counter:
+    """Set [3, 3, 4], port 3's path at 40 Gb/s end to end, port 4's at 100 Gb/s."""
+    _wide(leaf, (3, 3, 4))
+    params = {"slot": 1, "ps0": 200, "ps1": 200, "ps2": 80, "first0": 0, "first1": first1, "first2": 2}
+    params.update({f"ps{i}": 0 for i in range(3, 8)})
+    params.update({f"first{i}": i for i in range(3, 8)})
+    leaf.sw.insert_entry(f"{ING}.path_choice.prior", {"meta.route.path_set_id": WIDE_SET},
+                         f"{ING}.path_choice.set_prior", params)
+    return Counter(_start_together(leaf, range(0x200, 0x200 + 28)).values())
+
+
+def test_prior_shares_one_estimate_between_repeated_members(leaf):
+    # Weighted sets repeat a member: [3, 3, 4].  The repeated port's two positions read one
+    # estimate (first1 = 0), so the split follows capacity (port 4's 100G path takes ~20).
+    per_port = _repeated(leaf, first1=0)
+    assert 19 <= per_port[4] <= 21, per_port
+
+
+def test_control_repeated_member_with_its_own_estimate_draws_too_many_flows(leaf):
+    per_port = _repeated(leaf, first1=1)   # position 1 reads an estimate nothing ever fills
+    assert per_port[3] >= 14, per_port

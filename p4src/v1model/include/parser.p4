@@ -1,7 +1,7 @@
 /*
  * parser.p4 -- Stellar's v1model parser and deparser.
  *
- * Ethernet -> [802.1Q] -> IPv4 [options] -> UDP [-> BTH] | TCP.
+ * Ethernet -> [Stellar feedback shim | 802.1Q] -> IPv4 [options] -> UDP [-> BTH] | TCP.
  * Non-first fragments and other protocols stop after IPv4.  A packet that is
  * too short for a header stops with error.PacketTooShort; v1model still runs
  * ingress, where StellarIngress.sanity classifies and counts it.  IPv4
@@ -23,7 +23,17 @@ parser StellarParser(packet_in packet,
     state start {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_STELLAR_FB: parse_fb;
             ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    /* The path-feedback shim between leaves; IPv4 follows it. */
+    state parse_fb {
+        packet.extract(hdr.fb);
+        transition select(hdr.fb.next_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
@@ -150,6 +160,7 @@ parser StellarParser(packet_in packet,
 control StellarDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.ethernet);
+        packet.emit(hdr.fb);
         packet.emit(hdr.vlan);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options[0]);

@@ -36,6 +36,45 @@ register<timestamp_t>(PORT_QUEUE_SLOTS) queue_pending_since;
 register<bit<32>>(PORT_SLOTS) port_dre_ps;
 register<bit<32>>(PORT_SLOTS) port_dre_window;
 
+/* --- per (prior slot, member position) (index = slot << 3 | position) ------- */
+
+/* Path utilisation estimator: the wire time of the bytes this switch sent on
+ * each member of a path set, at the member's end-to-end bottleneck rate
+ * (path_choice.prior), halved per 2^dre_shift us like port_dre_ps.  It is the
+ * capacity prior: before any measurement of the remote links a path whose
+ * bottleneck is slower fills up sooner, so new flows spread by capacity
+ * (WCMP's split) instead of by the local ports' rates alone.  Written by
+ * ingress Placement, read by ingress PathChoice. */
+register<bit<32>>(PATH_DRE_SLOTS) path_dre_ps;
+register<bit<32>>(PATH_DRE_SLOTS) path_dre_window;
+
+/* --- per host pair (index = crc32(src, dst of the forward direction)) ------ */
+
+/* Congestion signals for the host pair's forward direction: CNPs travelling
+ * back (dst -> src) counted by ingress Pressure, and when the count started.
+ * Read by Pressure for the forward flows, cleared by Flowlet when one of
+ * them explores another member. */
+register<bit<32>>(PRESSURE_SLOTS) pressure_signals;
+register<timestamp_t>(PRESSURE_SLOTS) pressure_since;
+
+/* --- per (leaf id, member position) (index = leaf << 3 | position) -------- */
+
+/* Path feedback (feedback.p4).  At a destination leaf: the congestion the
+ * last tagged packet from (source leaf, path) carried, and whether it changed
+ * since it was last returned (a bitmap per source leaf, bit = path) and the
+ * round-robin pointer of the entry returned next.  At a source leaf: the
+ * congestion-to-leaf entries returned to it and when they arrived (their
+ * age); the first send on a path not yet answered by feedback; retransmitted
+ * data packets sent on it in the current window and when it started. */
+register<bit<32>>(FB_SLOTS) fb_from_metric;
+register<bit<8>>(LEAF_SLOTS) fb_from_new;
+register<bit<3>>(LEAF_SLOTS) fb_rr;
+register<bit<32>>(FB_SLOTS) fb_to_metric;
+register<timestamp_t>(FB_SLOTS) fb_to_stamp;
+register<timestamp_t>(FB_SLOTS) fb_sent_since;
+register<bit<32>>(FB_SLOTS) fb_retx;
+register<timestamp_t>(FB_SLOTS) fb_retx_since;
+
 /* --- per flow slot (index = crc32(flow key) mod FLOW_SLOTS) --------------- */
 
 /* FLOW_SIG_VALID | crc16(flow key) of the flow owning the slot. */
@@ -60,6 +99,9 @@ register<timestamp_t>(FLOW_SLOTS) flow_departed_stamp;
  * untracked packets of several flows leave on different ports. */
 register<bit<32>>(FLOW_SLOTS) flow_untracked_in;
 register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
+/* PSN_SLOT_VALID | the highest data PSN the flow sent (source leaf, feedback.p4:
+ * a PSN not ahead of it is a retransmission). */
+register<bit<32>>(FLOW_SLOTS) flow_max_psn;
 /* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 

@@ -69,8 +69,31 @@ control Config(inout headers_t hdr,
                                     DEFAULT_LEVEL_WEIGHT);
     }
 
+    action set_adapt(bit<1>  drain_any,
+                     bit<4>  move_guards,
+                     bit<32> explore_signals,
+                     bit<32> explore_window_us) {
+        meta.adapt.drain_any = drain_any;
+        meta.adapt.move_guards = move_guards;
+        meta.adapt.explore_signals = explore_signals;
+        meta.adapt.explore_window_us = explore_window_us;
+    }
+
+    /* One (default) entry: how flows adapt after they started (move points,
+     * exploration).  A table of its own so that params keeps its signature. */
+    table adapt {
+        actions = {
+            set_adapt;
+        }
+        default_action = set_adapt(DEFAULT_DRAIN_ANY,
+                                   DEFAULT_MOVE_GUARDS,
+                                   DEFAULT_EXPLORE_SIGNALS,
+                                   DEFAULT_EXPLORE_WINDOW_US);
+    }
+
     apply {
         params.apply();
+        adapt.apply();
     }
 }
 

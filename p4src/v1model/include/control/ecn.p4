@@ -9,7 +9,12 @@
  *     packet at all for a whole window                 -> K = min(K + step, Kmax).
  * An ECT packet whose own queue delay d is >= K is marked CE with
  * probability pmax * (d - K) / (Kmax - K), and always at d >= Kmax; not-ECT
- * packets are never marked.  adapt = 0 keeps K at k_init_us (static K, the
+ * packets are never marked.  K never falls below its floor, kfloor_bytes at
+ * the queue's measured drain rate (the window's bytes over its length while
+ * a standing queue kept the port busy): DCQCN's control loop runs at tens of
+ * microseconds, so a K of a few frames at a slow (or degraded) port marks
+ * flows the loop has not had time to slow down yet, and adaptive ECN then
+ * marks more than static ECN.  adapt = 0 keeps K at k_init_us (static K, the
  * comparison baseline).  The division is avoided by cross-multiplying:
  * mark iff rand * (Kmax - K) < pmax * (d - K), rand uniform in [0, 65535].
  */
@@ -71,8 +76,22 @@ control Ecn(inout headers_t hdr,
         size = PORT_SLOTS;
     }
 
+    action set_floor(bit<32> kfloor_bytes) {
+        meta.ecn.kfloor_bytes = kfloor_bytes;
+    }
+
+    /* One (default) entry: K's floor as bytes at the queue's measured drain
+     * rate (see the file comment).  0: no floor beyond kmin_us. */
+    table floor {
+        actions = {
+            set_floor;
+        }
+        default_action = set_floor(DEFAULT_ECN_KFLOOR_BYTES);
+    }
+
     apply {
         config.apply();
+        floor.apply();
         if (meta.ecn.enabled == 1 && hdr.ipv4.isValid()) {
             bit<32> port = (bit<32>)standard_metadata.egress_port;
             /* The adaptive state is per (port, queue): a queue's marking
@@ -109,10 +128,19 @@ control Ecn(inout headers_t hdr,
                         /* No packet for at least one whole window: idle link. */
                         k = k + meta.ecn.step_us;
                     } else if (wmin > meta.ecn.target_us) {
+                        bit<32> lower = 0;
                         if (k > meta.ecn.step_us) {
-                            k = k - meta.ecn.step_us;
-                        } else {
-                            k = 0;
+                            lower = k - meta.ecn.step_us;
+                        }
+                        /* The floor: a standing queue drains at the port's
+                         * real rate, wbytes per (now - opened); K may not go
+                         * below kfloor_bytes' worth of it.  Cross-multiplied:
+                         * lower * wbytes / elapsed >= kfloor_bytes. */
+                        bit<64> elapsed = (bit<64>)(now - opened);
+                        if ((bit<64>)lower * (bit<64>)wbytes >= (bit<64>)meta.ecn.kfloor_bytes * elapsed) {
+                            k = lower;
+                        } else if ((bit<64>)k * (bit<64>)wbytes < (bit<64>)meta.ecn.kfloor_bytes * elapsed) {
+                            k = k + meta.ecn.step_us;
                         }
                     } else if (wbytes < meta.ecn.idle_bytes) {
                         k = k + meta.ecn.step_us;

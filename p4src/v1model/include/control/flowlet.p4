@@ -14,7 +14,8 @@
  *   - it is movable and the best member beats the current one by more than
  *     the hysteresis margin, where movable means
  *       (a) gap:   idle for >= flowlet_timeout_us, or
- *       (b) drain: an elephant whose packets have all left this switch
+ *       (b) drain: a tracked flow (an elephant; every flow with
+ *                  config.adapt drain_any) whose packets have all left this switch
  *                  (flow_departed_seq == flow_last_seq) at least
  *                  drain_margin_us + (current member's level) ago.
  *                  The drain point proves the packets left *this* queue;
@@ -29,8 +30,11 @@
  *                  until the first measured level arrives.
  *   Gap moves need the same proof ("drained", order guard GAP_DRAIN).
  * (b) lets a flow leave a congested port as soon as doing so cannot reorder
- * it here, instead of waiting out a worst-case timeout.  Mice are not moved
- * at drain points (pinned), only at gaps.
+ * it here, instead of waiting out a worst-case timeout.  With drain_any 0
+ * mice are not moved at drain points (pinned), only at gaps.
+ *   - explore: the flow's host pair keeps receiving congestion signals
+ *     (pressure.p4: CNPs on the reverse path) while its member is the best
+ *     one here -> the next best member, with the same drain proof.
  *
  * A flow whose slot is held by another flow active within the flowlet
  * timeout is routed by hash among the live members (stable, so not
@@ -154,6 +158,11 @@ control Flowlet(inout headers_t hdr,
             choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
             choose_best(CHANGE_FAILOVER);
+        } else if (meta.path.cur_silent == 1 && (meta.path.best_rank >> 3) < SCORE_CLAMP) {
+            /* The current path went silent (feedback.p4): what the flow sent
+             * there since is lost, not queued; leave it now for a member
+             * that is not suspect. */
+            choose_best(CHANGE_SUSPECT);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
@@ -162,10 +171,19 @@ control Flowlet(inout headers_t hdr,
              * level was measured (an unmeasured member's downstream queue is
              * unknown: its rendered level 0 proves nothing). */
             bit<1> drained = 0;
+            /* The margin: the old path's downstream delay as fresh feedback
+             * measured it (at least 1 us), else the configured margin plus
+             * the controller's level. */
+            bit<32> margin = meta.cfg.drain_margin_us + meta.path.cur_level;
+            if (meta.path.cur_fresh == 1) {
+                margin = meta.path.cur_level;
+                if (margin == 0) {
+                    margin = 1;
+                }
+            }
             if (meta.path.cur_measured == 1 &&
                 meta.flow.departed_seq == meta.flow.last_seq &&
-                now - meta.flow.departed_stamp >=
-                    (timestamp_t)(meta.cfg.drain_margin_us + meta.path.cur_level)) {
+                now - meta.flow.departed_stamp >= (timestamp_t)margin) {
                 drained = 1;
             }
             if (meta.cfg.gap_moves == 1 &&
@@ -173,7 +191,14 @@ control Flowlet(inout headers_t hdr,
                 (drained == 1 || (meta.cfg.order_guards & ORDER_GUARD_GAP_DRAIN) == 0)) {
                 gap_ok = 1;
             }
-            if (meta.cfg.drain_moves == 1 && meta.flow.elephant == 1 && drained == 1) {
+            /* Drain and explore moves need the drain proof (MOVE_GUARD_DRAIN_PROOF;
+             * clearing it is the tests' negative control). */
+            bit<1> proof = drained;
+            if ((meta.adapt.move_guards & MOVE_GUARD_DRAIN_PROOF) == 0) {
+                proof = 1;
+            }
+            if (meta.cfg.drain_moves == 1 && proof == 1 &&
+                (meta.flow.elephant == 1 || meta.adapt.drain_any == 1)) {
                 drain_ok = 1;
             }
             /* Move only if the best member beats the current one by more
@@ -187,6 +212,16 @@ control Flowlet(inout headers_t hdr,
                 } else {
                     choose_best(CHANGE_DRAIN);
                 }
+            } else if (meta.pressure.hot == 1 && proof == 1 &&
+                       meta.path.best_port == meta.path.chosen_port &&
+                       meta.path.alt_rank != RANK_UNUSABLE) {
+                /* Congestion signals while the current member scores best
+                 * here: the congestion is beyond what this switch sees, so
+                 * try the next best member; one move per round of signals. */
+                meta.path.chosen_port = meta.path.alt_port;
+                meta.path.changed = 1;
+                meta.path.change_reason = CHANGE_EXPLORE;
+                pressure_signals.write(meta.pressure.slot, 0);
             }
         }
 
