@@ -100,7 +100,7 @@ def test_ptf_runner_and_bench_start_switches_only_through_bmv2_env():
 
 def test_command_lines_in_the_docs_pass_the_grammar():
     found = 0
-    for doc in [REPO / "README.md", *REPO.glob("*/README.md")]:
+    for doc in [REPO / "README.md", *REPO.glob("*/README.md"), *REPO.glob("docs/*.md")]:
         for line in doc.read_text().splitlines():
             m = re.match(r"^\s*(?:sudo\s+)?(?:\S*/)?(simple_switch_grpc|p4sim run)\s+(.*?)\s*&?$", line)
             if not m:
