@@ -24,7 +24,7 @@ from p4sim.clock import Clock, VirtualClock, make_clock
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import support
 from p4sim.runtime.externs import MeterConfig, validate_meter_config
-from p4sim.runtime.pipeline import Digest, PacketContext, Pipeline
+from p4sim.runtime.pipeline import Digest, PacketContext, Pipeline, make_pipeline
 from p4sim.runtime.tables import TableEntry
 from p4sim.tm import TrafficManager
 
@@ -77,7 +77,8 @@ class Switch:
         return super().__new__(cls)
 
     def __init__(self, program: Any, clock: "str | Clock" = "virtual", priority_queues: int = 1,
-                 drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0) -> None:
+                 drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0,
+                 backend: Optional[str] = None) -> None:
         if not 1 <= priority_queues <= 8:
             raise ValueError(f"priority_queues must be 1..8 (standard_metadata.priority is 3 bits), not {priority_queues}")
         self.lock = threading.RLock()
@@ -85,6 +86,7 @@ class Switch:
         self.drop_port = drop_port
         self.cpu_port = cpu_port
         self.seed = seed
+        self.backend = backend  # "python" | "native" | None: $P4SIM_BACKEND, else python
         self.priority_queues = priority_queues
         self.tm = TrafficManager(priority_queues)
         self.stats: _Tally = _Tally()
@@ -111,7 +113,7 @@ class Switch:
                 raise RuntimeApiError("INVALID_ARGUMENT", f"a {program.ir.arch} program runs on a "
                                       "TnaSwitch (p4sim.Switch(program) makes one), not on this v1model switch")
             ctx = PacketContext(self.drop_port, self.seed)
-            pipeline = Pipeline(program.code(), ctx)
+            pipeline = make_pipeline(program, ctx, self.backend)
             if self.pipeline is not None:  # queued packets belong to the old program
                 for port in list(self.tm.busy):
                     self.stats["pipeline_reload"] += self.tm.flush_port(port)

@@ -1,0 +1,39 @@
+"""p4sim's native backend: the v1model pipeline generated as C from the IR and compiled once.
+
+The Python backend (p4sim/runtime/codegen.py) is the reference.  ``load_native(program)`` gives
+the compiled program, or None after ONE warning (per program) naming why: a construct outside
+the native subset (with its file:line:col), or no usable C compiler.  A program the native
+backend cannot run whole runs whole on the reference: no mix of the two within one program.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional
+
+
+class NativeFallbackWarning(UserWarning):
+    """The native backend was asked for but the reference backend runs this program."""
+
+
+def load_native(program: Any) -> Optional[Any]:
+    """The ``NativeProgram`` for a ``p4sim.Program`` (cached on it), or None after one warning."""
+    cached = program.__dict__.get("_native")
+    if cached is not None:
+        return cached if not isinstance(cached, str) else None
+    from p4sim.native.build import NativeUnavailable
+    from p4sim.native.cgen import Unsupported
+    from p4sim.native.program import NativeProgram
+
+    where = program.path or "program"
+    try:
+        native: Any = NativeProgram(program.ir)
+    except Unsupported as exc:
+        reason = f"{exc.pos}: {exc.what}" if exc.pos else exc.what
+        native = f"the native backend does not run {reason} ({where}); using the reference backend"
+    except NativeUnavailable as exc:
+        native = f"native backend unavailable: {exc}; using the reference backend for {where}"
+    program.__dict__["_native"] = native
+    if isinstance(native, str):
+        warnings.warn(native, NativeFallbackWarning, stacklevel=3)
+        return None
+    return native

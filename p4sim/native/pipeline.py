@@ -1,0 +1,137 @@
+"""``NativePipeline``: the v1model pipeline interface of ``p4sim.runtime.pipeline.Pipeline`` with
+every per-packet block running in C.
+
+It is built on the reference pipeline's own control-plane objects, so tables, registers,
+counters and meters have exactly the reference's API and checks; only where their state lives
+changes: register cells and counter arrays are views of C memory, meter cells read and write C,
+and tables are loaded into C (p4sim/native/tables.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from p4sim.native.program import Callbacks, NativeProgram
+from p4sim.native.tables import NativeLink, NativeTable
+from p4sim.runtime.externs import MeterConfig
+from p4sim.runtime.objects import pyattr
+from p4sim.runtime.pipeline import PacketContext, Pipeline
+
+
+class NativeMeterCell:
+    """One meter cell in C with the reference ``TwoRateMeter``'s attributes."""
+
+    __slots__ = ("_c", "config")
+
+    def __init__(self, c: Any) -> None:
+        self._c = c
+        self.config: Optional[MeterConfig] = None
+
+    def configure(self, config: Optional[MeterConfig], now_us: float) -> None:
+        c = self._c
+        self.config = config
+        c.configured = int(config is not None)
+        if config is not None:
+            c.cir, c.cburst, c.pir, c.pburst = config.cir, config.cburst, config.pir, config.pburst
+            c.tc, c.tp = float(config.cburst), float(config.pburst)
+        c.last_us = now_us
+
+    @property
+    def tc(self) -> float:
+        return self._c.tc
+
+    @property
+    def tp(self) -> float:
+        return self._c.tp
+
+    @property
+    def last_us(self) -> float:
+        return self._c.last_us
+
+
+class NativePipeline(Pipeline):
+    """A program loaded into one switch, its blocks compiled to C (see ``NativeProgram``)."""
+
+    table_class = NativeTable
+    backend = "native"
+
+    def __init__(self, code: Any, ctx: PacketContext, native: NativeProgram) -> None:
+        self.native = native
+        ffi, lib = native.mod.ffi, native.mod.lib
+        self._cb = Callbacks(ctx, native.gen.digests)
+        self._handle = ffi.new_handle(self._cb)
+        self.S = ffi.gc(lib.p4n_new(self._handle, ctx.drop_port), lib.p4n_free)
+        super().__init__(code, ctx)
+        for name in ("parser", "verify", "ingress", "egress", "compute", "deparser"):
+            del self.__dict__[name]  # the reference's generated functions: these run in C here
+        self.H, self.M, self.SM = native.H, native.M, native.SM
+        self._lib, self._ffi = lib, ffi
+        self._err = ffi.new("int32_t *")
+        self._out = lib.p4n_out(self.S)
+        self._bind_state()
+
+    def _bind_state(self) -> None:
+        ffi, lib, S, gen = self._ffi, self._lib, self.S, self.native.gen
+        for r in gen.registers:
+            reg = self.registers[r.inst.qualified_name]
+            reg.cells = ffi.cast(f"uint64_t(*)[{r.size}]", lib.p4n_reg(S, r.index))[0]
+        for c in gen.counters:
+            ctr = self.counters[c.inst.qualified_name]
+            ctr.packets = ffi.cast(f"uint64_t(*)[{c.size}]", lib.p4n_ctr(S, c.index, 0))[0]
+            ctr.bytes = ffi.cast(f"uint64_t(*)[{c.size}]", lib.p4n_ctr(S, c.index, 1))[0]
+        for m in gen.meters:
+            base = lib.p4n_mtr(S, m.index)
+            self.meters[m.inst.qualified_name].cells = [NativeMeterCell(base + i) for i in range(m.size)]
+        self.dirty_tables: list[NativeTable] = []
+        for spec in gen.tables:
+            t = self.tables[spec.decl.qualified_name]
+            t.link = NativeLink(self, t, spec, lib.p4n_table(S, spec.index), ffi, lib)
+            t.dirty = True
+            self.dirty_tables.append(t)
+
+    def _sync(self) -> None:
+        while self.dirty_tables:
+            self.dirty_tables.pop().link.push()
+
+    # ---------------------------------------------------------------- per-packet blocks
+    def parser(self, data: bytes, nbits: int, hdr: Any, meta: Any, sm: Any) -> tuple[int, Optional[int]]:
+        if self.dirty_tables:
+            self._sync()
+        err = self._err
+        pos = self._lib.p4n_parser(self.S, data, nbits, hdr._p, meta._p, sm._p, err)
+        e = err[0]
+        return pos, (None if e == -2 else e)
+
+    def verify(self, hdr: Any, meta: Any) -> None:
+        self._lib.p4n_verify(self.S, hdr._p, meta._p, self.ctx.sm._p)
+
+    def ingress(self, hdr: Any, meta: Any, sm: Any) -> None:
+        if self.dirty_tables:
+            self._sync()
+        self._lib.p4n_ingress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+
+    def egress(self, hdr: Any, meta: Any, sm: Any) -> None:
+        if self.dirty_tables:
+            self._sync()
+        self._lib.p4n_egress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+
+    def compute(self, hdr: Any, meta: Any) -> None:
+        self._lib.p4n_compute(self.S, hdr._p, meta._p, self.ctx.sm._p)
+
+    def deparser(self, hdr: Any) -> tuple[int, int]:
+        nb = self._lib.p4n_deparser(self.S, hdr._p, self.ctx.sm._p)
+        if not nb:
+            return 0, 0
+        acc = int.from_bytes(self._ffi.buffer(self._out, (nb + 7) >> 3), "big") >> ((-nb) & 7)
+        return acc, nb
+
+    def preserved_meta(self, meta: Any, index: Optional[int]) -> Any:
+        fields = self.field_list_fields(index)
+        if fields is None:
+            return meta._copy()
+        m = self.M()
+        keep = set(fields)
+        for f in self.meta_type.fields:
+            if pyattr(f.name) in keep:
+                c = "f_" + "".join(ch if ch.isalnum() else "_" for ch in f.name)
+                setattr(m._p, c, getattr(meta._p, c))
+        return m
