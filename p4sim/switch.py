@@ -179,6 +179,10 @@ class Switch:
 
     def _arrive(self, data: bytes, port: int, now: float) -> None:
         """A packet enters the pipeline (the architecture's first block; TnaSwitch overrides)."""
+        fast = self.pipeline.fast_arrive  # the native backend's whole-packet path, else None
+        if fast is not None:
+            fast(self, data, port, now)
+            return
         self._ingress(data, port, NORMAL, now, None, 0)
 
     def take_output(self) -> list[tuple[int, bytes]]:
@@ -218,16 +222,10 @@ class Switch:
         X.begin(sm, now)
         try:
             pos, err = p.parser(data, len(data) << 3, hdr, meta, sm)
-            if err is not None and err < 0:
-                # explicit ``transition reject`` without an error: ingress still runs, as for
-                # any parser stop in v1model; parser_error keeps what verify() set (NoError)
-                self.stats["parser_reject"] += 1
-            elif err is not None:
-                sm.parser_error = err
-                self.stats["parser_error"] += 1
-                self.stats["parser_error." + p.error_name(err)] += 1
-                if err == p.too_short:
-                    self.stats["malformed"] += 1
+            if err is not None:
+                self._parser_stop(err)
+                if err >= 0:
+                    sm.parser_error = err
             payload = data[pos >> 3:]
             X.payload = payload
             p.verify(hdr, meta)
@@ -261,6 +259,19 @@ class Switch:
             self.stats["dropped"] += 1
         else:
             self._enqueue(pkt, sm.egress_spec, now)
+
+    def _parser_stop(self, err: int) -> None:
+        """Count a parser that stopped with error ``err`` (< 0: an explicit ``transition
+        reject`` without an error; ingress still runs, as for any parser stop in v1model, and
+        parser_error keeps what verify() set, NoError)."""
+        p = self.pipeline
+        if err < 0:
+            self.stats["parser_reject"] += 1
+            return
+        self.stats["parser_error"] += 1
+        self.stats["parser_error." + p.error_name(err)] += 1
+        if err == p.too_short:
+            self.stats["malformed"] += 1
 
     def _enqueue(self, pkt: _InFlight, port: int, now: float) -> None:
         if port in self._down:

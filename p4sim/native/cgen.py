@@ -22,6 +22,7 @@ from p4sim.runtime.objects import is_composite, scalar_width
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
           "identity": "p4n_identity", "csum16": "p4n_csum16", "xor16": "p4n_xor16"}
 MAX_KEYS = 16
+HASH_ORDER = ("crc32", "crc16", "identity", "csum16", "xor16")  # p4n_hash_bytes's algo numbers
 
 
 class Unsupported(Exception):
@@ -85,6 +86,7 @@ class Generated:
     meters: list[ExternSpec]
     digests: list[tuple[str, list[tuple[str, int]]]]
     action_ids: dict[int, int] = field(default_factory=dict)
+    out_bytes: int = 0  # the deparser's largest output (bytes before the payload)
 
 
 class Scope:
@@ -1003,24 +1005,27 @@ class CGen:
         self.action_fn[id(a)] = f"A{self.action_id(a)}_{_cid(a.qualified_name)}"
         self.action_ctl[id(a)] = c
 
+    def callee_params(self, params: list[ir.Var], sc: Scope) -> list[str]:
+        """C parameters of an action or function: composites and out/inout scalars by pointer
+        (the caller passes its copy-in temporaries), in scalars by value."""
+        out = []
+        for p in params:
+            nm = f"a_{_cid(p.name)}"
+            if is_composite(p.type):
+                out.append(f"struct {self.sname(p.type)} *{nm}")
+                sc.vars[id(p)] = f"(*{nm})"
+                continue
+            self.scalar_check(p.type, f"parameter {p.name}")
+            by_ptr = p.direction in ("out", "inout")
+            out.append(f"uint64_t {'*' if by_ptr else ''}{nm}")
+            sc.vars[id(p)] = f"(*{nm})" if by_ptr else nm
+        return out
+
     def compile_action(self, a: ir.ActionDecl, fvars: dict[int, str], c: Optional[ir.ControlDecl]) -> None:
         fn = self.action_fn[id(a)]
         sc = Scope(vars=dict(fvars), kind="action")
         sc.ret = "return;"
-        params = []
-        for p in a.params:
-            nm = f"a_{_cid(p.name)}"
-            if is_composite(p.type):
-                params.append(f"struct {self.sname(p.type)} *{nm}")
-                sc.vars[id(p)] = f"(*{nm})"
-            elif p.direction in ("out", "inout"):
-                self.scalar_check(p.type, f"parameter {p.name}")
-                params.append(f"uint64_t *{nm}")
-                sc.vars[id(p)] = f"(*{nm})"
-            else:
-                self.scalar_check(p.type, f"parameter {p.name}")
-                params.append(f"uint64_t {nm}")
-                sc.vars[id(p)] = nm
+        params = self.callee_params(a.params, sc)
         out: list[str] = []
         if c is not None:
             out.append(f"{self.frames[id(c)]} *F = ({self.frames[id(c)]} *)Fv; (void)F;")
@@ -1036,20 +1041,7 @@ class CGen:
         has_value = not isinstance(f.return_type, ir.VoidT)
         rt = self.ctype(f.return_type, f"result of {f.name}") if has_value else "void"
         sc.ret = "return @;" if has_value else "return;"
-        params = []
-        for p in f.params:
-            nm = f"a_{_cid(p.name)}"
-            if is_composite(p.type):
-                params.append(f"struct {self.sname(p.type)} *{nm}")
-                sc.vars[id(p)] = f"(*{nm})"
-            elif p.direction in ("out", "inout"):
-                self.scalar_check(p.type, f"parameter {p.name}")
-                params.append(f"uint64_t *{nm}")
-                sc.vars[id(p)] = f"(*{nm})"
-            else:
-                self.scalar_check(p.type, f"parameter {p.name}")
-                params.append(f"uint64_t {nm}")
-                sc.vars[id(p)] = nm
+        params = self.callee_params(f.params, sc)
         out: list[str] = []
         self.stmt(f.body, sc, out)
         if has_value:
@@ -1137,7 +1129,9 @@ class CGen:
                 roles[role] = self.compile_control(b, role)
         pparams = [v for v in prog.blocks["parser"].params if is_composite(v.type)]
         H, M, SM = (self.sname(v.type) for v in pparams)
-        for f in ("egress_spec", "mcast_grp", "packet_length", "checksum_error"):
+        from p4sim.runtime.pipeline import SM_FIELDS
+
+        for f in SM_FIELDS:
             if f not in self.struct_scalars[SM]:
                 raise Unsupported(f"standard_metadata_t without {f}")
         return self.assemble(roles, H, M, SM)
@@ -1149,7 +1143,8 @@ class CGen:
         state += [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
         out_bytes = (self.out_bits + 7) // 8 + 8
         inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n"
-                f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n" + "\n".join(state) + "\n};")
+                f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n"
+                f"    struct {H} h;\n    struct {M} m;\n    struct {SM} s;\n" + "\n".join(state) + "\n};")
         structs = "\n".join(self.struct_defs)
         api = f"""
 typedef struct inst inst_t;
@@ -1169,6 +1164,12 @@ void p4n_egress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double
 void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm);
 uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm);
 uint8_t *p4n_out(inst_t *S);
+void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, double now, int64_t *res);
+int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint64_t port, double now, char *out);
+struct {H} *p4n_scratch_h(inst_t *S);
+uint64_t p4n_hash_bytes(int algo, const char *d, size_t n);
+struct {M} *p4n_scratch_m(inst_t *S);
+struct {SM} *p4n_scratch_sm(inst_t *S);
 """
         callbacks = """
 extern "Python" uint64_t p4n_py_random(void *, uint64_t, uint64_t);
@@ -1243,9 +1244,65 @@ void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S-
 uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm) {{
     S->sm = sm; memset(S->out, 0, sizeof S->out); S->nb = 0; {roles['deparser']}(S, h); return S->nb;
 }}
+struct {H} *p4n_scratch_h(inst_t *S) {{ return &S->h; }}
+/* The runtime's hash algorithms on bytes, in HASH_ORDER (for tests against p4sim.runtime.hashing). */
+uint64_t p4n_hash_bytes(int algo, const char *d, size_t n) {{
+    const uint8_t *b = (const uint8_t *)d;
+    p4n_init_tabs();
+    switch (algo) {{
+    case 0: return p4n_crc32(b, n);
+    case 1: return p4n_crc16(b, n);
+    case 2: return p4n_identity(b, n);
+    case 3: return p4n_csum16(b, n);
+    default: return p4n_xor16(b, n);
+    }}
+}}
+struct {M} *p4n_scratch_m(inst_t *S) {{ return &S->m; }}
+struct {SM} *p4n_scratch_sm(inst_t *S) {{ return &S->s; }}
+
+/* p4sim.switch.Switch._ingress for a NORMAL packet, up to the ingress decision (the native
+ * subset has no clone, resubmit, recirculate or truncate): res = pos, parser error (-2 none,
+ * -1 reject), egress_spec, mcast_grp, priority. */
+void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, double now, int64_t *res) {{
+    memset(&S->h, 0, sizeof S->h); memset(&S->m, 0, sizeof S->m); memset(&S->s, 0, sizeof S->s);
+    struct {SM} *sm = &S->s;
+    sm->f_ingress_port = port; sm->f_instance_type = 0; sm->f_packet_length = (uint64_t)len;
+    sm->f_ingress_global_timestamp = (uint64_t)now & p4n_mask(48);
+    S->sm = sm; S->now = now;
+    int32_t err = -2;
+    int64_t pos = {roles['parser']}(S, (const uint8_t *)d, len << 3, &S->h, &S->m, sm, &err);
+    if (err >= 0) sm->f_parser_error = (uint64_t)err;
+    {roles['verify_checksum']}(S, &S->h, &S->m);
+    {roles['ingress']}(S, &S->h, &S->m, sm);
+    res[0] = pos; res[1] = err; res[2] = (int64_t)sm->f_egress_spec; res[3] = (int64_t)sm->f_mcast_grp;
+    res[4] = (int64_t)sm->f_priority;
+}}
+
+/* The unlimited-rate idle-queue departure of Switch._enqueue/_depart, then egress, checksum,
+ * deparser and the output bytes (headers, zero-padded to a byte, then the payload); -1 when
+ * egress drops the packet. */
+int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint64_t port, double now, char *out) {{
+    struct {SM} *sm = &S->s;
+    sm->f_enq_qdepth = 0; sm->f_enq_timestamp = (uint64_t)now & p4n_mask(32);
+    sm->f_egress_port = port; sm->f_deq_qdepth = 0; sm->f_deq_timedelta = 0;
+    sm->f_egress_global_timestamp = (uint64_t)now & p4n_mask(48);
+    sm->f_egress_spec = (S->drop_port + 1) & p4n_mask(9);
+    sm->f_packet_length = (uint64_t)len;
+    S->sm = sm; S->now = now;
+    {roles['egress']}(S, &S->h, &S->m, sm);
+    if (sm->f_egress_spec == S->drop_port) return -1;
+    {roles['compute_checksum']}(S, &S->h, &S->m);
+    memset(S->out, 0, sizeof S->out); S->nb = 0;
+    {roles['deparser']}(S, &S->h);
+    int64_t hb = (int64_t)((S->nb + 7) >> 3);
+    memcpy(out, S->out, (size_t)hb);
+    int64_t skip = pos >> 3;
+    if (skip < len) {{ memcpy(out + hb, d + skip, (size_t)(len - skip)); return hb + len - skip; }}
+    return hb;
+}}
 """
         return Generated(src, cdef, {"H": H, "M": M, "SM": SM}, self.struct_scalars, list(self.tables.values()),
-                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids))
+                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes)
 
 
 def generate(prog: ir.Program) -> Generated:

@@ -67,6 +67,12 @@ class NativePipeline(Pipeline):
         self._lib, self._ffi = lib, ffi
         self._err = ffi.new("int32_t *")
         self._out = lib.p4n_out(self.S)
+        self._res = ffi.new("int64_t[5]")
+        self._unpack = ffi.unpack
+        self._hdr_room = native.gen.out_bytes
+        self._outbuf = ffi.new("char[]", 4096 + self._hdr_room)
+        S = self.S
+        self._scratch_ptrs = (lib.p4n_scratch_h(S), lib.p4n_scratch_m(S), lib.p4n_scratch_sm(S))
         self._bind_state()
 
     def _bind_state(self) -> None:
@@ -91,6 +97,51 @@ class NativePipeline(Pipeline):
     def _sync(self) -> None:
         while self.dirty_tables:
             self.dirty_tables.pop().link.push()
+
+    # ---------------------------------------------------------------- the whole-packet path
+    def fast_arrive(self, sw: Any, data: bytes, port: int, now: float) -> None:
+        """``Switch._ingress`` + ``_enqueue`` + ``_depart`` for a NORMAL arrival, in two C calls
+        when the packet is unicast to an idle unlimited-rate queue (the common case); otherwise
+        the parsed packet is handed to the switch's own multicast/queue code.  The native subset
+        has no clone, resubmit, recirculate or truncate, so nothing else can happen."""
+        if self.dirty_tables:
+            self._sync()
+        lib, res = self._lib, self._res
+        self.ctx.now = now  # digests are stamped with it
+        n = len(data)
+        lib.p4n_fast_ingress(self.S, data, n, port, now, res)
+        pos, err, espec, grp, prio = self._unpack(res, 5)
+        if err != -2:
+            sw._parser_stop(err)
+        if not grp:
+            if espec == sw.drop_port:
+                sw.stats["dropped"] += 1
+                return
+            if espec in sw._down:
+                sw.stats["port_down"] += 1
+                return
+            if prio >= sw.priority_queues:
+                sw.stats["priority_invalid"] += 1
+                return
+            if sw.tm.idle_unlimited(espec, prio, now):
+                out = self._outbuf
+                if len(out) < n + self._hdr_room:
+                    out = self._outbuf = self._ffi.new("char[]", 2 * n + self._hdr_room)
+                k = lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out)
+                if k < 0:
+                    sw.stats["dropped"] += 1
+                else:
+                    sw._emit(espec, self._unpack(out, k))
+                return
+        from p4sim.switch import _InFlight
+        hdr, meta, sm = self.H(), self.M(), self.SM()
+        h, m, x = self._scratch_ptrs
+        hdr._p[0], meta._p[0], sm._p[0] = h[0], m[0], x[0]
+        pkt = _InFlight(hdr, meta, sm, data[pos >> 3:], data, None, 0)
+        if grp:
+            sw._multicast(pkt, grp, now)
+        else:
+            sw._enqueue(pkt, espec, now)
 
     # ---------------------------------------------------------------- per-packet blocks
     def parser(self, data: bytes, nbits: int, hdr: Any, meta: Any, sm: Any) -> tuple[int, Optional[int]]:

@@ -77,6 +77,7 @@ class Pipeline:
 
     table_class = Table
     backend = "python"
+    fast_arrive = None  # the native backend runs a whole NORMAL arrival in one call
 
     def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
         comp, prog, ns, rf = self._load(code, ctx)
