@@ -8,6 +8,7 @@ backend cannot run whole runs whole on the reference: no mix of the two within o
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Any, Optional
 
 
@@ -15,9 +16,15 @@ class NativeFallbackWarning(UserWarning):
     """The native backend was asked for but the reference backend runs this program."""
 
 
+# Program -> its NativeProgram, or the fallback message already warned about (beside the Program,
+# so p4sim.program needs no field for it).
+_NATIVE: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
 def load_native(program: Any) -> Optional[Any]:
-    """The ``NativeProgram`` for a ``p4sim.Program`` (cached on it), or None after one warning."""
-    cached = program.__dict__.get("_native")
+    """The ``NativeProgram`` for a ``p4sim.Program`` (built once per program), or None after one
+    warning."""
+    cached = _NATIVE.get(program)
     if cached is not None:
         return cached if not isinstance(cached, str) else None
     from p4sim.native.build import NativeUnavailable
@@ -32,7 +39,7 @@ def load_native(program: Any) -> Optional[Any]:
         native = f"the native backend does not run {reason} ({where}); using the reference backend"
     except NativeUnavailable as exc:
         native = f"native backend unavailable: {exc}; using the reference backend for {where}"
-    program.__dict__["_native"] = native
+    _NATIVE[program] = native
     if isinstance(native, str):
         warnings.warn(native, NativeFallbackWarning, stacklevel=3)
         return None

@@ -84,3 +84,4 @@ def test_the_cache_is_never_in_the_repository(monkeypatch):
     monkeypatch.delenv("P4SIM_CACHE_DIR", raising=False)
     assert build.cache_dir() == Path.home() / ".cache" / "p4sim"
     assert Path(p4sim.__file__).resolve().parents[1] not in build.cache_dir().resolve().parents
+
