@@ -130,6 +130,7 @@ class CGen:
         self.functions: dict[int, str] = {}
         self.hash_buf = 8
         self.out_bits = 0
+        self.has_exit = _contains_exit(prog)
 
     # ------------------------------------------------------------------ names and types
     def tmp(self) -> str:
@@ -269,7 +270,7 @@ class CGen:
         if e.op == "!":
             return f"((uint64_t)!({a}))"
         b = _bits(e.type)
-        if b is None or b.signed:
+        if b is None:
             raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
         if e.op == "-":
             return f"((UINT64_C(0) - ({a})) & {_lit(_mask(b.width))})"
@@ -305,9 +306,17 @@ class CGen:
         bt = _bits(lt)
         if bt is None:
             raise Unsupported(f"arithmetic on {lt}", e.pos)
-        if bt.signed:
-            raise Unsupported(f"signed arithmetic (int<{bt.width}>)", e.pos)
         W, M = bt.width, _lit(_mask(bt.width))
+        if bt.signed:
+            sa, sb = f"p4n_sx({a}, {W})", f"p4n_sx({b}, {W})"
+            if op in ("<", "<=", ">", ">="):
+                return f"((uint64_t)({sa} {op} {sb}))"
+            if op == ">>":
+                return f"((uint64_t)p4n_sshr({sa}, {b}) & {M})"
+            if op in ("/", "%"):
+                return f"((uint64_t)p4n_s{'div' if op == '/' else 'mod'}({sa}, {sb}) & {M})"
+            if op in ("|+|", "|-|"):
+                return f"((uint64_t)p4n_ssat({sa}, {sb}, {op == '|-|' and 1 or 0}, {W}) & {M})"
         if op in ("<", "<=", ">", ">="):
             return f"((uint64_t)(({a}) {op} ({b})))"
         if op in ("+", "-", "*"):
@@ -344,7 +353,7 @@ class CGen:
         if db.width < sb.width:
             return f"(({a}) & {_lit(_mask(db.width))})"
         if db.width > sb.width and sb.signed:
-            raise Unsupported("sign-extending cast", e.pos)
+            return f"((uint64_t)p4n_sx({a}, {sb.width}) & {_lit(_mask(db.width))})"
         return a
 
     def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
@@ -398,6 +407,8 @@ class CGen:
             raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
         t = self.tmp()
         pre.append(f"uint64_t {t} = {self.table_fn[id(e.table)]}(S, {sc.frame});")
+        if self.has_exit:
+            pre.append(f"if (S->exited) {self.leave(sc)}")
         if e.field is None:
             return "0"
         if e.field == "hit":
@@ -470,7 +481,14 @@ class CGen:
             pre.append(f"{call};")
         for lv, t in outs + backs:
             self.assign(lv, t, sc, pre)
+        if self.has_exit and head.startswith("A"):
+            pre.append(f"if (S->exited) {self.leave(sc)}")
         return r
+
+    @staticmethod
+    def leave(sc: Scope) -> str:
+        """How code in scope ``sc`` returns once ``exit`` has run (the top-level block ends)."""
+        return sc.ret.replace("@", "0") if sc.ret else "return 0;"
 
     def lvalue_check(self, a: ir.Expr) -> None:
         while isinstance(a, (ir.Member, ir.Slice, ir.StackIndex)):
@@ -736,6 +754,11 @@ class CGen:
             self.call_stmt(s.call, sc, out)
         elif isinstance(s, ir.SwitchStmt):
             self.switch(s, sc, out)
+        elif isinstance(s, ir.Exit):
+            if sc.kind not in ("control", "action"):
+                raise Unsupported("exit here", s.pos)
+            out.append("S->exited = 1;")
+            out.append(sc.ret.replace("@", "0") if sc.ret else "return;")
         elif isinstance(s, ir.Return):
             if sc.ret is None:
                 raise Unsupported("return here", s.pos)
@@ -1142,7 +1165,7 @@ class CGen:
         state += [f"    uint64_t {c.cname}_p[{c.size}];\n    uint64_t {c.cname}_b[{c.size}];" for c in self.ctrs]
         state += [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
         out_bytes = (self.out_bits + 7) // 8 + 8
-        inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n"
+        inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n    int exited;\n"
                 f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n"
                 f"    struct {H} h;\n    struct {M} m;\n    struct {SM} s;\n" + "\n".join(state) + "\n};")
         structs = "\n".join(self.struct_defs)
@@ -1200,6 +1223,15 @@ static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) {{ return b >= (ui
 static inline uint64_t p4n_shr(uint64_t a, uint64_t b) {{ return b >= 64 ? 0 : a >> b; }}
 static inline uint64_t p4n_sat_add(uint64_t a, uint64_t b, uint64_t m) {{ uint64_t s = a + b; return (s < a || s > m) ? m : s; }}
 static inline uint64_t p4n_sat_sub(uint64_t a, uint64_t b) {{ return a > b ? a - b : 0; }}
+static inline int64_t p4n_sx(uint64_t a, int w) {{ if (w >= 64) return (int64_t)a; uint64_t h = UINT64_C(1) << (w - 1); return (int64_t)((a ^ h) - h); }}
+static inline int64_t p4n_sshr(int64_t x, uint64_t b) {{ return b >= 63 ? (x < 0 ? -1 : 0) : x >> b; }}
+static inline __int128 p4n_sdiv(int64_t x, int64_t y) {{ return y ? (__int128)x / y : 0; }}
+static inline __int128 p4n_smod(int64_t x, int64_t y) {{ return y ? (__int128)x % y : 0; }}
+static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {{
+    __int128 r = sub ? (__int128)x - y : (__int128)x + y;
+    __int128 h = (__int128)1 << (w - 1);
+    return r < -h ? -h : (r > h - 1 ? h - 1 : r);
+}}
 {structs}
 typedef struct inst inst_t;
 {inst}
@@ -1233,14 +1265,14 @@ int64_t p4n_parser(inst_t *S, const char *d, int64_t nbits, struct {H} *h, struc
     S->sm = sm;
     return {roles['parser']}(S, (const uint8_t *)d, nbits, h, m, sm, err);
 }}
-void p4n_verify(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; {roles['verify_checksum']}(S, h, m); }}
+void p4n_verify(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; S->exited = 0; {roles['verify_checksum']}(S, h, m); }}
 void p4n_ingress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double now) {{
-    S->sm = sm; S->now = now; {roles['ingress']}(S, h, m, sm);
+    S->sm = sm; S->now = now; S->exited = 0; {roles['ingress']}(S, h, m, sm);
 }}
 void p4n_egress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double now) {{
-    S->sm = sm; S->now = now; {roles['egress']}(S, h, m, sm);
+    S->sm = sm; S->now = now; S->exited = 0; {roles['egress']}(S, h, m, sm);
 }}
-void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; {roles['compute_checksum']}(S, h, m); }}
+void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; S->exited = 0; {roles['compute_checksum']}(S, h, m); }}
 uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm) {{
     S->sm = sm; memset(S->out, 0, sizeof S->out); S->nb = 0; {roles['deparser']}(S, h); return S->nb;
 }}
@@ -1272,8 +1304,8 @@ void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, doub
     int32_t err = -2;
     int64_t pos = {roles['parser']}(S, (const uint8_t *)d, len << 3, &S->h, &S->m, sm, &err);
     if (err >= 0) sm->f_parser_error = (uint64_t)err;
-    {roles['verify_checksum']}(S, &S->h, &S->m);
-    {roles['ingress']}(S, &S->h, &S->m, sm);
+    S->exited = 0; {roles['verify_checksum']}(S, &S->h, &S->m);
+    S->exited = 0; {roles['ingress']}(S, &S->h, &S->m, sm);
     res[0] = pos; res[1] = err; res[2] = (int64_t)sm->f_egress_spec; res[3] = (int64_t)sm->f_mcast_grp;
     res[4] = (int64_t)sm->f_priority;
 }}
@@ -1289,9 +1321,9 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
     sm->f_egress_spec = (S->drop_port + 1) & p4n_mask(9);
     sm->f_packet_length = (uint64_t)len;
     S->sm = sm; S->now = now;
-    {roles['egress']}(S, &S->h, &S->m, sm);
+    S->exited = 0; {roles['egress']}(S, &S->h, &S->m, sm);
     if (sm->f_egress_spec == S->drop_port) return -1;
-    {roles['compute_checksum']}(S, &S->h, &S->m);
+    S->exited = 0; {roles['compute_checksum']}(S, &S->h, &S->m);
     memset(S->out, 0, sizeof S->out); S->nb = 0;
     {roles['deparser']}(S, &S->h);
     int64_t hb = (int64_t)((S->nb + 7) >> 3);
@@ -1303,6 +1335,25 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
 """
         return Generated(src, cdef, {"H": H, "M": M, "SM": SM}, self.struct_scalars, list(self.tables.values()),
                          self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes)
+
+
+def _contains_exit(prog: ir.Program) -> bool:
+    """Whether any action or control of ``prog`` has an ``exit`` (then calls check for it)."""
+    def walk(x: Any) -> bool:
+        if isinstance(x, ir.Exit):
+            return True
+        if isinstance(x, ir.Block):
+            return any(walk(y) for y in x.stmts)
+        if isinstance(x, ir.If):
+            return walk(x.then) or (x.other is not None and walk(x.other))
+        if isinstance(x, ir.SwitchStmt):
+            return any(c.body is not None and walk(c.body) for c in x.cases)
+        return False
+
+    bodies = [a.body for a in prog.actions.values()]
+    for c in prog.controls.values():
+        bodies += [c.apply] + [a.body for a in c.actions.values()]
+    return any(walk(b) for b in bodies)
 
 
 def generate(prog: ir.Program) -> Generated:
