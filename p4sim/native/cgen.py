@@ -497,6 +497,24 @@ class CGen:
             raise Unsupported(f"argument {type(a).__name__} as an out/inout lvalue", a.pos)
 
     def ex_PacketCall(self, e: ir.PacketCall, sc: Scope, pre: list[str]) -> str:
+        if e.method == "lookahead" and sc.in_parser and isinstance(e.type, (ir.HeaderT, ir.StructT)):
+            # a header comes back valid; fields first-field-first from the current position
+            t = e.type
+            leaves = ir.leaf_fields(t)
+            total = sum(scalar_width(ft) for _, ft in leaves)
+            pre.append(f"if (pos + {total} > nbits) {{ *err = {self.err['PacketTooShort']}; return pos; }}")
+            tmp = self.tmp()
+            pre.append(f"struct {self.sname(t)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+            off = 0
+            for path, ft in leaves:
+                w = scalar_width(ft)
+                v = f"p4n_rd(d, pos + {off}, {w})"
+                fld = "".join(f".f_{_cid(p)}" for p in path)
+                pre.append(f"{tmp}{fld} = {'(uint64_t)(' + v + ' != 0)' if isinstance(ft, ir.BoolT) else v};")
+                off += w
+            if isinstance(t, ir.HeaderT):
+                pre.append(f"{tmp}._v = 1;")
+            return tmp
         if e.method == "lookahead" and sc.in_parser and not is_composite(e.type):
             w = scalar_width(e.type)
             pre.append(f"if (pos + {w} > nbits) {{ *err = {self.err['PacketTooShort']}; return pos; }}")
