@@ -62,6 +62,7 @@ class TableSpec:
     actions: list[ir.ActionDecl]  # table-local action index -> decl
     nargs: int
     has_counter: bool
+    meter: int = -1  # index of its direct meter's colour slot (S->dm), or -1
 
 
 @dataclass
@@ -631,9 +632,18 @@ class CGen:
             self.externs[id(inst)] = (spec.cname, spec)
         return self.externs[id(inst)]
 
+    def dmeter_slot(self, inst: ir.ExternInstance) -> int:
+        """The per-block colour slot of a direct meter (the reference's ``X.dmeter[id]``)."""
+        slots = self.__dict__.setdefault("dmeters", {})
+        return slots.setdefault(id(inst), len(slots))
+
     def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
         inst, m, a = e.instance, e.method, e.args
         if inst.extern == "direct_counter" and m == "count":
+            return
+        if inst.extern == "direct_meter" and m == "read":
+            k = self.dmeter_slot(inst)
+            self.assign(a[0], f"(S->dm_set[{k}] ? S->dm[{k}] : 0)", sc, pre)
             return
         if inst.extern in ("register", "counter", "meter"):
             name, spec = self.extern(inst)
@@ -1018,7 +1028,7 @@ class CGen:
         for a in actions:
             self.compile_action(a, fvars, c)
         for loc in c.locals:
-            if isinstance(loc, ir.ExternInstance) and loc.extern not in ("direct_counter",):
+            if isinstance(loc, ir.ExternInstance) and loc.extern not in ("direct_counter", "direct_meter"):
                 self.extern(loc)
         is_dep = role == "deparser"
         sc = Scope(vars=dict(fvars), kind="deparser" if is_dep else "control")
@@ -1099,8 +1109,8 @@ class CGen:
         for k in t.keys:
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise Unsupported(f"match kind {k.match_kind}", k.pos or t.pos)
-        if t.direct_meter is not None or t.direct_register is not None:
-            raise Unsupported(f"direct meter on table {t.qualified_name}", t.pos)
+        if t.direct_register is not None or (t.direct_meter is not None and t.direct_meter.extern != "direct_meter"):
+            raise Unsupported(f"direct register/meter of table {t.qualified_name}", t.pos)
         refs = list(t.actions)
         for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
             if not any(r.action is extra.action for r in refs):
@@ -1117,6 +1127,8 @@ class CGen:
         nargs = max([sum(1 for p in a.params if p.direction is None) for a in decls] + [0])
         idx = len(self.tables)
         spec = TableSpec(idx, t, decls, nargs, t.direct_counter is not None)
+        if t.direct_meter is not None:
+            spec.meter = self.dmeter_slot(t.direct_meter)
         self.tables[id(t)] = spec
         fn = f"T{idx}_{_cid(t.qualified_name)}"
         self.table_fn[id(t)] = fn
@@ -1130,6 +1142,11 @@ class CGen:
         out.append("int32_t s = p4n_tbl_find(t, k);")
         if spec.has_counter:
             out.append("t->cpk[s] += 1; t->cby[s] += S->sm->f_packet_length;")
+        if spec.meter >= 0:
+            inst = t.direct_meter
+            kind = str(inst.ctor_args[0]) if inst.ctor_args else "packets"
+            size = "S->sm->f_packet_length" if kind == "bytes" else "1"
+            out.append(f"S->dm[{spec.meter}] = p4n_meter_exec(&t->mtr[s], {size}, S->now); S->dm_set[{spec.meter}] = 1;")
         out.append("const uint64_t *a = t->args + (size_t)s * t->nargs; (void)a;")
         out.append("uint64_t r = (uint64_t)(s != 0) << 32;")
         out.append("switch (t->act[s]) {")
@@ -1152,7 +1169,7 @@ class CGen:
         if missing:
             raise Unsupported(f"a v1model package without {', '.join(missing)}")
         for inst in prog.externs:
-            if inst.extern not in ("direct_counter",):
+            if inst.extern not in ("direct_counter", "direct_meter"):
                 self.extern(inst)
         for f in prog.functions.values():
             self.compile_function(f)
@@ -1183,7 +1200,9 @@ class CGen:
         state += [f"    uint64_t {c.cname}_p[{c.size}];\n    uint64_t {c.cname}_b[{c.size}];" for c in self.ctrs]
         state += [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
         out_bytes = (self.out_bits + 7) // 8 + 8
+        ndm = max(1, len(self.__dict__.get("dmeters", {})))
         inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n    int exited;\n"
+                f"    uint64_t dm[{ndm}];\n    uint8_t dm_set[{ndm}];\n"
                 f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n"
                 f"    struct {H} h;\n    struct {M} m;\n    struct {SM} s;\n" + "\n".join(state) + "\n};")
         structs = "\n".join(self.struct_defs)
@@ -1197,7 +1216,7 @@ p4n_meter_t *p4n_mtr(inst_t *S, int i);
 p4n_tbl_t *p4n_table(inst_t *S, int i);
 int p4n_tbl_load(p4n_tbl_t *t, int mode, int n, int nlev, const int32_t *act, const uint64_t *args,
                  const uint64_t *va, const uint64_t *vb, const uint8_t *rng, const int32_t *lev,
-                 const uint64_t *lmask, const uint64_t *cpk, const uint64_t *cby);
+                 const uint64_t *lmask, const uint64_t *cpk, const uint64_t *cby, const p4n_meter_t *mtr);
 int64_t p4n_parser(inst_t *S, const char *d, int64_t nbits, struct {H} *h, struct {M} *m, struct {SM} *sm, int32_t *err);
 void p4n_verify(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm);
 void p4n_ingress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double now);
@@ -1220,11 +1239,12 @@ extern "Python" void p4n_py_digest(void *, int, uint64_t *);
         meter_t = ("typedef struct { int configured; double cir, cburst, pir, pburst; double tc, tp, last_us; } "
                    "p4n_meter_t;")
         tbl_t = ("typedef struct { int nk, nargs, mode, n, nlev; uint64_t *va, *vb; uint8_t *rng; int32_t *lev; "
-                 "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; } "
+                 "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
+                 "p4n_meter_t *mtr; } "
                  "p4n_tbl_t;")
         cdef = "\n".join([meter_t, tbl_t, structs, api, callbacks])
         init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
-                              f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0); }}"
+                              f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
                               for s in self.tables.values())
         free_tbls = "\n".join(f"    p4n_tbl_free(&S->tbl[{s.index}]);" for s in self.tables.values())
         reg_cases = "\n".join(f"    case {r.index}: return S->{r.cname};" for r in self.regs)
@@ -1280,7 +1300,7 @@ p4n_meter_t *p4n_mtr(inst_t *S, int i) {{ switch (i) {{
 p4n_tbl_t *p4n_table(inst_t *S, int i) {{ return &S->tbl[i]; }}
 uint8_t *p4n_out(inst_t *S) {{ return S->out; }}
 int64_t p4n_parser(inst_t *S, const char *d, int64_t nbits, struct {H} *h, struct {M} *m, struct {SM} *sm, int32_t *err) {{
-    S->sm = sm;
+    S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set);
     return {roles['parser']}(S, (const uint8_t *)d, nbits, h, m, sm, err);
 }}
 void p4n_verify(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; S->exited = 0; {roles['verify_checksum']}(S, h, m); }}
@@ -1288,9 +1308,9 @@ void p4n_ingress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, doubl
     S->sm = sm; S->now = now; S->exited = 0; {roles['ingress']}(S, h, m, sm);
 }}
 void p4n_egress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double now) {{
-    S->sm = sm; S->now = now; S->exited = 0; {roles['egress']}(S, h, m, sm);
+    S->sm = sm; S->now = now; memset(S->dm_set, 0, sizeof S->dm_set); S->exited = 0; {roles['egress']}(S, h, m, sm);
 }}
-void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; S->exited = 0; {roles['compute_checksum']}(S, h, m); }}
+void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set); S->exited = 0; {roles['compute_checksum']}(S, h, m); }}
 uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm) {{
     S->sm = sm; memset(S->out, 0, sizeof S->out); S->nb = 0; {roles['deparser']}(S, h); return S->nb;
 }}
@@ -1315,6 +1335,7 @@ struct {SM} *p4n_scratch_sm(inst_t *S) {{ return &S->s; }}
  * -1 reject), egress_spec, mcast_grp, priority. */
 void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, double now, int64_t *res) {{
     memset(&S->h, 0, sizeof S->h); memset(&S->m, 0, sizeof S->m); memset(&S->s, 0, sizeof S->s);
+    memset(S->dm_set, 0, sizeof S->dm_set);
     struct {SM} *sm = &S->s;
     sm->f_ingress_port = port; sm->f_instance_type = 0; sm->f_packet_length = (uint64_t)len;
     sm->f_ingress_global_timestamp = (uint64_t)now & p4n_mask(48);
@@ -1338,9 +1359,10 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
     sm->f_egress_global_timestamp = (uint64_t)now & p4n_mask(48);
     sm->f_egress_spec = (S->drop_port + 1) & p4n_mask(9);
     sm->f_packet_length = (uint64_t)len;
-    S->sm = sm; S->now = now;
+    S->sm = sm; S->now = now; memset(S->dm_set, 0, sizeof S->dm_set);
     S->exited = 0; {roles['egress']}(S, &S->h, &S->m, sm);
     if (sm->f_egress_spec == S->drop_port) return -1;
+    memset(S->dm_set, 0, sizeof S->dm_set);
     S->exited = 0; {roles['compute_checksum']}(S, &S->h, &S->m);
     memset(S->out, 0, sizeof S->out); S->nb = 0;
     {roles['deparser']}(S, &S->h);

@@ -18,10 +18,13 @@ def state(sw: Any) -> dict[str, Any]:
     for name, m in p.meters.items():
         out["meter " + name] = [(x.config, x.tc, x.tp, x.last_us) for x in m.cells]
     for name, t in p.tables.items():
-        entries = t.public_entries()
+        entries = t.public_entries()  # (the native backend reads C's counts and buckets back first)
         out["table " + name] = [(e.match, e.action, e.params, e.priority, e.counter, e.meter_config) for e in entries]
         d = t.default
         out["default " + name] = (t.get_default(), tuple(d.counter) if d.counter is not None else None)
+        if t.has_meter:
+            out["direct meters " + name] = [(e.meter.config, e.meter.tc, e.meter.tp, e.meter.last_us)
+                                            for e in [d, *sorted(t.entries.values(), key=lambda x: x.seq)]]
     return out
 
 

@@ -134,6 +134,7 @@ typedef struct {
     uint64_t *cpk, *cby;
     int32_t *hs;
     uint32_t hcap;
+    p4n_meter_t *mtr;
 } p4n_tbl_t;
 
 static inline uint32_t p4n_thash(const uint64_t *k, int nk, int lev) {
@@ -148,7 +149,7 @@ static inline uint32_t p4n_thash(const uint64_t *k, int nk, int lev) {
 
 static void p4n_tbl_free(p4n_tbl_t *t) {
     free(t->va); free(t->vb); free(t->rng); free(t->lev); free(t->lmask); free(t->act);
-    free(t->args); free(t->cpk); free(t->cby); free(t->hs);
+    free(t->args); free(t->cpk); free(t->cby); free(t->hs); free(t->mtr);
     int nk = t->nk, nargs = t->nargs;
     memset(t, 0, sizeof *t);
     t->nk = nk;
@@ -160,7 +161,8 @@ static void p4n_tbl_free(p4n_tbl_t *t) {
 
 static int p4n_tbl_load(p4n_tbl_t *t, int mode, int n, int nlev, const int32_t *act, const uint64_t *args,
                         const uint64_t *va, const uint64_t *vb, const uint8_t *rng, const int32_t *lev,
-                        const uint64_t *lmask, const uint64_t *cpk, const uint64_t *cby) {
+                        const uint64_t *lmask, const uint64_t *cpk, const uint64_t *cby,
+                        const p4n_meter_t *mtr) {
     p4n_tbl_free(t);
     int nk = t->nk, na = t->nargs;
     t->mode = mode; t->n = n; t->nlev = nlev;
@@ -173,6 +175,7 @@ static int p4n_tbl_load(p4n_tbl_t *t, int mode, int n, int nlev, const int32_t *
     P4N_DUP(t->lmask, lmask, uint64_t, (size_t)nlev * nk);
     P4N_DUP(t->cpk, cpk, uint64_t, n);
     P4N_DUP(t->cby, cby, uint64_t, n);
+    P4N_DUP(t->mtr, mtr, p4n_meter_t, n);
     if (mode != 2) {
         uint32_t cap = 16;
         while (cap < (uint32_t)n * 2) cap <<= 1;

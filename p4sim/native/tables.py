@@ -44,6 +44,10 @@ class NativeTable(Table):
         self._touch()  # the caller may write the returned list
         return super().direct_counter(match, priority)
 
+    def direct_meter_set(self, match: dict, cfg: Optional[tuple], priority: Optional[int], now_us: float) -> None:
+        self._touch()
+        super().direct_meter_set(match, cfg, priority, now_us)
+
     def public_entries(self) -> list[TableEntry]:
         if self.link is not None and not self.dirty:
             self.link.pull()
@@ -59,13 +63,15 @@ class NativeLink:
         self.aidx = {id(a): i for i, a in enumerate(spec.actions)}
 
     def pull(self) -> None:
-        """C's direct counter values into the entries (slot 0 is the default entry)."""
-        if not self.spec.has_counter:
-            return
+        """C's direct counter values and direct meter buckets into the entries (slot 0 is the
+        default entry)."""
         c = self.ctbl
         for s, e in enumerate(self.slots):
             if e.counter is not None:
                 e.counter[0], e.counter[1] = int(c.cpk[s]), int(c.cby[s])
+            if e.meter is not None:
+                m = c.mtr[s]
+                e.meter.tc, e.meter.tp, e.meter.last_us = m.tc, m.tp, m.last_us
 
     def push(self) -> None:
         t, nk, na = self.table, len(self.table.keys), self.spec.nargs
@@ -84,6 +90,12 @@ class NativeLink:
             c = e.counter or (0, 0)
             cpk.append(c[0])
             cby.append(c[1])
+        mtr = []
+        for e in slots:
+            m, cfg = e.meter, e.meter.config if e.meter is not None else None
+            mtr.append({"configured": int(cfg is not None), "tc": m.tc if m else 0.0, "tp": m.tp if m else 0.0,
+                        "last_us": m.last_us if m else 0.0,
+                        **({"cir": cfg.cir, "cburst": cfg.cburst, "pir": cfg.pir, "pburst": cfg.pburst} if cfg else {})})
         full = [(1 << w) - 1 for _, _, w in t.keys]
         lmask: list[int] = []
         level_of = {}
@@ -125,6 +137,7 @@ class NativeLink:
 
         self.lib.p4n_tbl_load(self.ctbl, mode, n, nlev, arr("int32_t", act), arr("uint64_t", args),
                               arr("uint64_t", va), arr("uint64_t", vb), arr("uint8_t", rng), arr("int32_t", lev),
-                              arr("uint64_t", lmask), arr("uint64_t", cpk), arr("uint64_t", cby))
+                              arr("uint64_t", lmask), arr("uint64_t", cpk), arr("uint64_t", cby),
+                              ffi.new("p4n_meter_t[]", mtr))
         self.slots = slots
         t.dirty = False
