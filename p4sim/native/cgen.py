@@ -88,6 +88,7 @@ class Generated:
     digests: list[tuple[str, list[tuple[str, int]]]]
     action_ids: dict[int, int] = field(default_factory=dict)
     out_bytes: int = 0  # the deparser's largest output (bytes before the payload)
+    reinjects: bool = False  # uses clone/resubmit/recirculate/truncate
 
 
 class Scope:
@@ -132,6 +133,7 @@ class CGen:
         self.hash_buf = 8
         self.out_bits = 0
         self.has_exit = _contains_exit(prog)
+        self.reinjects = False  # clone/resubmit/recirculate/truncate: packets take the switch's path
 
     # ------------------------------------------------------------------ names and types
     def tmp(self) -> str:
@@ -704,6 +706,24 @@ class CGen:
             c = self.ex(a[0], sc, pre)
             code = self.ex(a[1], sc, pre)
             pre.append(f"if (!({c})) {{ *err = (int32_t)({code}); return pos; }}")
+        elif n in ("clone", "clone3", "clone_preserving_field_list"):
+            # the switch does the cloning (p4sim.switch), as for the reference's X.request_clone
+            self.reinjects = True
+            kind = enum_member(a[0])
+            if kind not in ("I2E", "E2E"):
+                raise Unsupported(f"clone type {kind}", e.pos)
+            fl = a[2].value if n == "clone_preserving_field_list" and isinstance(a[2], ir.Literal) else -1
+            session = self.ex(a[1], sc, pre)
+            pre.append(f"S->ctl.clone_set = 1; S->ctl.clone_kind = {int(kind == 'E2E')}; "
+                       f"S->ctl.clone_session = {session}; S->ctl.clone_fl = {fl};")
+        elif n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
+            self.reinjects = True
+            fl = a[0].value if n.endswith("field_list") and a and isinstance(a[0], ir.Literal) else -1
+            which = "resub" if n.startswith("resubmit") else "recirc"
+            pre.append(f"S->ctl.{which}_set = 1; S->ctl.{which}_fl = {fl};")
+        elif n == "truncate":
+            self.reinjects = True
+            pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(a[0], sc, pre)};")
         elif n in ("verify_checksum", "update_checksum"):
             self.checksum(e, sc, pre)
         elif n == "digest":
@@ -1202,6 +1222,7 @@ class CGen:
         out_bytes = (self.out_bits + 7) // 8 + 8
         ndm = max(1, len(self.__dict__.get("dmeters", {})))
         inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n    int exited;\n"
+                "    p4n_ctl_t ctl;\n"
                 f"    uint64_t dm[{ndm}];\n    uint8_t dm_set[{ndm}];\n"
                 f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n"
                 f"    struct {H} h;\n    struct {M} m;\n    struct {SM} s;\n" + "\n".join(state) + "\n};")
@@ -1228,6 +1249,7 @@ void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, doub
 int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint64_t port, double now, char *out);
 struct {H} *p4n_scratch_h(inst_t *S);
 uint64_t p4n_hash_bytes(int algo, const char *d, size_t n);
+p4n_ctl_t *p4n_ctl(inst_t *S);
 struct {M} *p4n_scratch_m(inst_t *S);
 struct {SM} *p4n_scratch_sm(inst_t *S);
 """
@@ -1242,7 +1264,8 @@ extern "Python" void p4n_py_digest(void *, int, uint64_t *);
                  "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
                  "p4n_meter_t *mtr; } "
                  "p4n_tbl_t;")
-        cdef = "\n".join([meter_t, tbl_t, structs, api, callbacks])
+        ctl = "typedef struct { int clone_set, clone_kind; uint64_t clone_session; int64_t clone_fl; int resub_set; int64_t resub_fl; int recirc_set; int64_t recirc_fl; int trunc_set; uint64_t trunc; } p4n_ctl_t;"
+        cdef = "\n".join([meter_t, tbl_t, ctl, structs, api, callbacks])
         init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
                               f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
                               for s in self.tables.values())
@@ -1270,6 +1293,7 @@ static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {{
     __int128 h = (__int128)1 << (w - 1);
     return r < -h ? -h : (r > h - 1 ? h - 1 : r);
 }}
+{ctl}
 {structs}
 typedef struct inst inst_t;
 {inst}
@@ -1300,7 +1324,7 @@ p4n_meter_t *p4n_mtr(inst_t *S, int i) {{ switch (i) {{
 p4n_tbl_t *p4n_table(inst_t *S, int i) {{ return &S->tbl[i]; }}
 uint8_t *p4n_out(inst_t *S) {{ return S->out; }}
 int64_t p4n_parser(inst_t *S, const char *d, int64_t nbits, struct {H} *h, struct {M} *m, struct {SM} *sm, int32_t *err) {{
-    S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set);
+    S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set); memset(&S->ctl, 0, sizeof S->ctl);
     return {roles['parser']}(S, (const uint8_t *)d, nbits, h, m, sm, err);
 }}
 void p4n_verify(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; S->exited = 0; {roles['verify_checksum']}(S, h, m); }}
@@ -1308,13 +1332,15 @@ void p4n_ingress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, doubl
     S->sm = sm; S->now = now; S->exited = 0; {roles['ingress']}(S, h, m, sm);
 }}
 void p4n_egress(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm, double now) {{
-    S->sm = sm; S->now = now; memset(S->dm_set, 0, sizeof S->dm_set); S->exited = 0; {roles['egress']}(S, h, m, sm);
+    S->sm = sm; S->now = now; memset(S->dm_set, 0, sizeof S->dm_set); memset(&S->ctl, 0, sizeof S->ctl);
+    S->exited = 0; {roles['egress']}(S, h, m, sm);
 }}
 void p4n_compute(inst_t *S, struct {H} *h, struct {M} *m, struct {SM} *sm) {{ S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set); S->exited = 0; {roles['compute_checksum']}(S, h, m); }}
 uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm) {{
     S->sm = sm; memset(S->out, 0, sizeof S->out); S->nb = 0; {roles['deparser']}(S, h); return S->nb;
 }}
 struct {H} *p4n_scratch_h(inst_t *S) {{ return &S->h; }}
+p4n_ctl_t *p4n_ctl(inst_t *S) {{ return &S->ctl; }}
 /* The runtime's hash algorithms on bytes, in HASH_ORDER (for tests against p4sim.runtime.hashing). */
 uint64_t p4n_hash_bytes(int algo, const char *d, size_t n) {{
     const uint8_t *b = (const uint8_t *)d;
@@ -1374,7 +1400,7 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
 }}
 """
         return Generated(src, cdef, {"H": H, "M": M, "SM": SM}, self.struct_scalars, list(self.tables.values()),
-                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes)
+                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes, self.reinjects)
 
 
 def _contains_exit(prog: ir.Program) -> bool:

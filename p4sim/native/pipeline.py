@@ -71,6 +71,10 @@ class NativePipeline(Pipeline):
         self._unpack = ffi.unpack
         self._hdr_room = native.gen.out_bytes
         self._outbuf = ffi.new("char[]", 4096 + self._hdr_room)
+        self._ctl = lib.p4n_ctl(self.S)
+        self._reinjects = native.gen.reinjects
+        if self._reinjects:  # clones, resubmits, recirculations and truncation: the switch's own path
+            self.fast_arrive = None
         S = self.S
         self._scratch_ptrs = (lib.p4n_scratch_h(S), lib.p4n_scratch_m(S), lib.p4n_scratch_sm(S))
         self._bind_state()
@@ -159,11 +163,28 @@ class NativePipeline(Pipeline):
         if self.dirty_tables:
             self._sync()
         self._lib.p4n_ingress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+        if self._reinjects:
+            self._signals()
 
     def egress(self, hdr: Any, meta: Any, sm: Any) -> None:
         if self.dirty_tables:
             self._sync()
         self._lib.p4n_egress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+        if self._reinjects:
+            self._signals()
+
+    def _signals(self) -> None:
+        """What the block asked of the switch, as the reference leaves it in the context:
+        X.clone (kind, session, field list), X.resubmit / X.recirculate (field list,), X.truncate."""
+        c, X = self._ctl, self.ctx
+        if c.clone_set:
+            X.clone = ("E2E" if c.clone_kind else "I2E", c.clone_session, None if c.clone_fl < 0 else c.clone_fl)
+        if c.resub_set:
+            X.resubmit = (None if c.resub_fl < 0 else c.resub_fl,)
+        if c.recirc_set:
+            X.recirculate = (None if c.recirc_fl < 0 else c.recirc_fl,)
+        if c.trunc_set:
+            X.truncate = c.trunc
 
     def compute(self, hdr: Any, meta: Any) -> None:
         self._lib.p4n_compute(self.S, hdr._p, meta._p, self.ctx.sm._p)
