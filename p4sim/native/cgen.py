@@ -89,6 +89,8 @@ class Generated:
     action_ids: dict[int, int] = field(default_factory=dict)
     out_bytes: int = 0  # the deparser's largest output (bytes before the payload)
     reinjects: bool = False  # uses clone/resubmit/recirculate/truncate
+    logs: list[str] = field(default_factory=list)  # log_msg messages by callback index
+    asserts: list[str] = field(default_factory=list)  # where each assert/assume is (AssertFailed)
 
 
 class Scope:
@@ -132,7 +134,9 @@ class CGen:
         self.functions: dict[int, str] = {}
         self.hash_buf = 8
         self.out_bits = 0
-        self.has_exit = _contains_exit(prog)
+        self.has_exit = _contains_exit(prog)  # (assert/assume leave the block the same way)
+        self.logs: list[str] = []
+        self.asserts: list[str] = []
         self.reinjects = False  # clone/resubmit/recirculate/truncate: packets take the switch's path
 
     # ------------------------------------------------------------------ names and types
@@ -484,7 +488,7 @@ class CGen:
             pre.append(f"{call};")
         for lv, t in outs + backs:
             self.assign(lv, t, sc, pre)
-        if self.has_exit and head.startswith("A"):
+        if self.has_exit and head.startswith(("A", "FN")):  # exit, or a failed assert/assume
             pre.append(f"if (S->exited) {self.leave(sc)}")
         return r
 
@@ -724,6 +728,19 @@ class CGen:
         elif n == "truncate":
             self.reinjects = True
             pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(a[0], sc, pre)};")
+        elif n == "log_msg":
+            if not (isinstance(a[0], ir.Literal) and isinstance(a[0].value, str)):
+                raise Unsupported("log_msg with a message that is not a string constant", e.pos)
+            vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
+            self.logs.append(a[0].value)
+            arr = self.tmp()
+            pre.append(f"uint64_t {arr}[{max(1, len(vals))}] = {{{', '.join(vals) or '0'}}};")
+            pre.append(f"p4n_py_log(S->handle, {len(self.logs) - 1}, {len(vals)}, {arr});")
+        elif n in ("assert", "assume") and not sc.in_parser:
+            # the reference raises AssertFailed(where): the packet is dropped and counted
+            self.asserts.append(str(e.pos) if e.pos else n)
+            c = self.ex(a[0], sc, pre)
+            pre.append(f"if (!({c})) {{ S->assert_at = {len(self.asserts)}; S->exited = 1; {self.leave(sc)} }}")
         elif n in ("verify_checksum", "update_checksum"):
             self.checksum(e, sc, pre)
         elif n == "digest":
@@ -1222,7 +1239,7 @@ class CGen:
         out_bytes = (self.out_bits + 7) // 8 + 8
         ndm = max(1, len(self.__dict__.get("dmeters", {})))
         inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n    int exited;\n"
-                "    p4n_ctl_t ctl;\n"
+                "    p4n_ctl_t ctl;\n    int assert_at;\n"
                 f"    uint64_t dm[{ndm}];\n    uint8_t dm_set[{ndm}];\n"
                 f"    struct {SM} *sm;\n    uint64_t nb;\n    uint8_t out[{out_bytes}];\n"
                 f"    struct {H} h;\n    struct {M} m;\n    struct {SM} s;\n" + "\n".join(state) + "\n};")
@@ -1250,6 +1267,7 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
 struct {H} *p4n_scratch_h(inst_t *S);
 uint64_t p4n_hash_bytes(int algo, const char *d, size_t n);
 p4n_ctl_t *p4n_ctl(inst_t *S);
+int p4n_assert_at(inst_t *S);
 struct {M} *p4n_scratch_m(inst_t *S);
 struct {SM} *p4n_scratch_sm(inst_t *S);
 """
@@ -1257,6 +1275,7 @@ struct {SM} *p4n_scratch_sm(inst_t *S);
 extern "Python" uint64_t p4n_py_random(void *, uint64_t, uint64_t);
 extern "Python" uint64_t p4n_py_getrandbits32(void *);
 extern "Python" void p4n_py_digest(void *, int, uint64_t *);
+extern "Python" void p4n_py_log(void *, int, int, uint64_t *);
 """
         meter_t = ("typedef struct { int configured; double cir, cburst, pir, pburst; double tc, tp, last_us; } "
                    "p4n_meter_t;")
@@ -1278,6 +1297,7 @@ extern "Python" void p4n_py_digest(void *, int, uint64_t *);
 static uint64_t p4n_py_random(void *, uint64_t, uint64_t);
 static uint64_t p4n_py_getrandbits32(void *);
 static void p4n_py_digest(void *, int, uint64_t *);
+static void p4n_py_log(void *, int, int, uint64_t *);
 static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) {{ return b ? a / b : 0; }}
 static inline uint64_t p4n_umod(uint64_t a, uint64_t b) {{ return b ? a % b : 0; }}
 static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) {{ return b >= (uint64_t)w ? 0 : (a << b) & p4n_mask(w); }}
@@ -1341,6 +1361,7 @@ uint64_t p4n_deparser(inst_t *S, struct {H} *h, struct {SM} *sm) {{
 }}
 struct {H} *p4n_scratch_h(inst_t *S) {{ return &S->h; }}
 p4n_ctl_t *p4n_ctl(inst_t *S) {{ return &S->ctl; }}
+int p4n_assert_at(inst_t *S) {{ int k = S->assert_at; S->assert_at = 0; return k; }}
 /* The runtime's hash algorithms on bytes, in HASH_ORDER (for tests against p4sim.runtime.hashing). */
 uint64_t p4n_hash_bytes(int algo, const char *d, size_t n) {{
     const uint8_t *b = (const uint8_t *)d;
@@ -1356,9 +1377,9 @@ uint64_t p4n_hash_bytes(int algo, const char *d, size_t n) {{
 struct {M} *p4n_scratch_m(inst_t *S) {{ return &S->m; }}
 struct {SM} *p4n_scratch_sm(inst_t *S) {{ return &S->s; }}
 
-/* p4sim.switch.Switch._ingress for a NORMAL packet, up to the ingress decision (the native
- * subset has no clone, resubmit, recirculate or truncate): res = pos, parser error (-2 none,
- * -1 reject), egress_spec, mcast_grp, priority. */
+/* p4sim.switch.Switch._ingress for a NORMAL packet, up to the ingress decision (used for
+ * programs without clone, resubmit, recirculate or truncate): res = pos, parser error (-2 none,
+ * -1 reject), egress_spec (-1: an assert/assume failed), mcast_grp, priority. */
 void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, double now, int64_t *res) {{
     memset(&S->h, 0, sizeof S->h); memset(&S->m, 0, sizeof S->m); memset(&S->s, 0, sizeof S->s);
     memset(S->dm_set, 0, sizeof S->dm_set);
@@ -1370,7 +1391,8 @@ void p4n_fast_ingress(inst_t *S, const char *d, int64_t len, uint64_t port, doub
     int64_t pos = {roles['parser']}(S, (const uint8_t *)d, len << 3, &S->h, &S->m, sm, &err);
     if (err >= 0) sm->f_parser_error = (uint64_t)err;
     S->exited = 0; {roles['verify_checksum']}(S, &S->h, &S->m);
-    S->exited = 0; {roles['ingress']}(S, &S->h, &S->m, sm);
+    if (!S->assert_at) {{ S->exited = 0; {roles['ingress']}(S, &S->h, &S->m, sm); }}
+    if (S->assert_at) {{ res[0] = pos; res[1] = err; res[2] = -1; return; }}
     res[0] = pos; res[1] = err; res[2] = (int64_t)sm->f_egress_spec; res[3] = (int64_t)sm->f_mcast_grp;
     res[4] = (int64_t)sm->f_priority;
 }}
@@ -1387,9 +1409,11 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
     sm->f_packet_length = (uint64_t)len;
     S->sm = sm; S->now = now; memset(S->dm_set, 0, sizeof S->dm_set);
     S->exited = 0; {roles['egress']}(S, &S->h, &S->m, sm);
+    if (S->assert_at) return -2;
     if (sm->f_egress_spec == S->drop_port) return -1;
     memset(S->dm_set, 0, sizeof S->dm_set);
     S->exited = 0; {roles['compute_checksum']}(S, &S->h, &S->m);
+    if (S->assert_at) return -2;
     memset(S->out, 0, sizeof S->out); S->nb = 0;
     {roles['deparser']}(S, &S->h);
     int64_t hb = (int64_t)((S->nb + 7) >> 3);
@@ -1400,13 +1424,16 @@ int64_t p4n_fast_egress(inst_t *S, const char *d, int64_t len, int64_t pos, uint
 }}
 """
         return Generated(src, cdef, {"H": H, "M": M, "SM": SM}, self.struct_scalars, list(self.tables.values()),
-                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes, self.reinjects)
+                         self.regs, self.ctrs, self.mtrs, self.digests, dict(self.action_ids), out_bytes, self.reinjects,
+                         self.logs, self.asserts)
 
 
 def _contains_exit(prog: ir.Program) -> bool:
     """Whether any action or control of ``prog`` has an ``exit`` (then calls check for it)."""
     def walk(x: Any) -> bool:
         if isinstance(x, ir.Exit):
+            return True
+        if isinstance(x, ir.CallStmt) and isinstance(x.call, ir.BuiltinCall) and x.call.name in ("assert", "assume"):
             return True
         if isinstance(x, ir.Block):
             return any(walk(y) for y in x.stmts)
@@ -1416,7 +1443,7 @@ def _contains_exit(prog: ir.Program) -> bool:
             return any(c.body is not None and walk(c.body) for c in x.cases)
         return False
 
-    bodies = [a.body for a in prog.actions.values()]
+    bodies = [a.body for a in prog.actions.values()] + [f.body for f in prog.functions.values()]
     for c in prog.controls.values():
         bodies += [c.apply] + [a.body for a in c.actions.values()]
     return any(walk(b) for b in bodies)

@@ -8,6 +8,7 @@ and tables are loaded into C (p4sim/native/tables.py).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 from p4sim.native.program import Callbacks, NativeProgram
@@ -15,6 +16,9 @@ from p4sim.native.tables import NativeLink, NativeTable
 from p4sim.runtime.externs import MeterConfig
 from p4sim.runtime.objects import pyattr
 from p4sim.runtime.pipeline import PacketContext, Pipeline
+from p4sim.runtime.support import AssertFailed
+
+switch_log = logging.getLogger("p4sim.switch")
 
 
 class NativeMeterCell:
@@ -57,7 +61,7 @@ class NativePipeline(Pipeline):
     def __init__(self, code: Any, ctx: PacketContext, native: NativeProgram) -> None:
         self.native = native
         ffi, lib = native.mod.ffi, native.mod.lib
-        self._cb = Callbacks(ctx, native.gen.digests)
+        self._cb = Callbacks(ctx, native.gen.digests, native.gen.logs)
         self._handle = ffi.new_handle(self._cb)
         self.S = ffi.gc(lib.p4n_new(self._handle, ctx.drop_port), lib.p4n_free)
         super().__init__(code, ctx)
@@ -73,6 +77,7 @@ class NativePipeline(Pipeline):
         self._outbuf = ffi.new("char[]", 4096 + self._hdr_room)
         self._ctl = lib.p4n_ctl(self.S)
         self._reinjects = native.gen.reinjects
+        self._asserts = bool(native.gen.asserts)
         if self._reinjects:  # clones, resubmits, recirculations and truncation: the switch's own path
             self.fast_arrive = None
         S = self.S
@@ -117,6 +122,8 @@ class NativePipeline(Pipeline):
         pos, err, espec, grp, prio = self._unpack(res, 5)
         if err != -2:
             sw._parser_stop(err)
+        if espec < 0:
+            return self._assert_failed(sw)
         if not grp:
             if espec == sw.drop_port:
                 sw.stats["dropped"] += 1
@@ -132,7 +139,9 @@ class NativePipeline(Pipeline):
                 if len(out) < n + self._hdr_room:
                     out = self._outbuf = self._ffi.new("char[]", 2 * n + self._hdr_room)
                 k = lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out)
-                if k < 0:
+                if k == -2:
+                    self._assert_failed(sw)
+                elif k < 0:
                     sw.stats["dropped"] += 1
                 else:
                     sw._emit(espec, self._unpack(out, k))
@@ -147,6 +156,17 @@ class NativePipeline(Pipeline):
         else:
             sw._enqueue(pkt, espec, now)
 
+    def _assert_failed(self, sw: Any) -> None:
+        """As the switch handles the reference's AssertFailed: counted, logged, packet dropped."""
+        where = self.native.gen.asserts[self._lib.p4n_assert_at(self.S) - 1]
+        sw.stats["assert_failed"] += 1
+        switch_log.warning("assert/assume failed at %s: packet dropped", where)
+
+    def _check_assert(self) -> None:
+        k = self._lib.p4n_assert_at(self.S)
+        if k:
+            raise AssertFailed(self.native.gen.asserts[k - 1])
+
     # ---------------------------------------------------------------- per-packet blocks
     def parser(self, data: bytes, nbits: int, hdr: Any, meta: Any, sm: Any) -> tuple[int, Optional[int]]:
         if self.dirty_tables:
@@ -158,11 +178,15 @@ class NativePipeline(Pipeline):
 
     def verify(self, hdr: Any, meta: Any) -> None:
         self._lib.p4n_verify(self.S, hdr._p, meta._p, self.ctx.sm._p)
+        if self._asserts:
+            self._check_assert()
 
     def ingress(self, hdr: Any, meta: Any, sm: Any) -> None:
         if self.dirty_tables:
             self._sync()
         self._lib.p4n_ingress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+        if self._asserts:
+            self._check_assert()
         if self._reinjects:
             self._signals()
 
@@ -170,6 +194,8 @@ class NativePipeline(Pipeline):
         if self.dirty_tables:
             self._sync()
         self._lib.p4n_egress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+        if self._asserts:
+            self._check_assert()
         if self._reinjects:
             self._signals()
 
@@ -188,6 +214,8 @@ class NativePipeline(Pipeline):
 
     def compute(self, hdr: Any, meta: Any) -> None:
         self._lib.p4n_compute(self.S, hdr._p, meta._p, self.ctx.sm._p)
+        if self._asserts:
+            self._check_assert()
 
     def deparser(self, hdr: Any) -> tuple[int, int]:
         nb = self._lib.p4n_deparser(self.S, hdr._p, self.ctx.sm._p)

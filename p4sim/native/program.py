@@ -14,9 +14,10 @@ from p4sim.runtime.objects import pyattr
 class Callbacks:
     """What C calls back into: the switch's PacketContext (``ctx``) and the digest layouts."""
 
-    def __init__(self, ctx: Any, digests: list[tuple[str, list[tuple[str, int]]]]) -> None:
+    def __init__(self, ctx: Any, digests: list[tuple[str, list[tuple[str, int]]]], logs: list[str]) -> None:
         self.ctx = ctx
         self.digests = digests
+        self.logs = logs
 
 
 def _view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
@@ -67,5 +68,10 @@ class NativeProgram:
             cb = ffi.from_handle(h)
             name, fields = cb.digests[idx]
             cb.ctx.digest(name, tuple((n, w, vals[i]) for i, (n, w) in enumerate(fields)))
+
+        @ffi.def_extern(name="p4n_py_log")
+        def _log(h: Any, idx: int, n: int, vals: Any) -> None:
+            cb = ffi.from_handle(h)
+            cb.ctx.log(cb.logs[idx], tuple(vals[i] for i in range(n)))
 
         self.mod._p4n_bound = True

@@ -116,7 +116,7 @@ def test_control_plane_writes_reach_the_native_tables():
     assert diff_state(out["python"][3], out["native"][3]) == []
 
 
-def test_operators_exit_and_tables_are_identical():
+def test_operators_exit_and_tables_are_identical(caplog):
     """tests/native/p4/ops.p4: signed/unsigned operators (division by zero included), shifts by
     run-time amounts, exit in an action (inout copied back) and in apply, a ternary/range table
     and a register, over every (a, b) corner and random values."""
@@ -129,15 +129,22 @@ def test_operators_exit_and_tables_are_identical():
     sws = {b: p4sim.Switch(prog, backend=b) for b in ("python", "native")}
     assert sws["native"].pipeline.backend == "native"
     rnd = _random.Random(2)
-    corners = [0, 1, 2, 7, 8, 9, 15, 16, 127, 128, 129, 200, 254, 255]
+    corners = [0, 1, 2, 3, 7, 8, 9, 15, 16, 127, 128, 129, 200, 254, 255]
     frames = [bytes([a, b, op]) + bytes(9) for op in range(12) for a in corners for b in corners]
     frames += [bytes(rnd.getrandbits(8) for _ in range(12)) for _ in range(500)]
-    outs = {b: [] for b in sws}
+    outs: dict[str, list] = {b: [] for b in sws}
+    logs: dict[str, list] = {b: [] for b in sws}
+    caplog.set_level("INFO", logger="p4sim")
     for f in frames:
         for b, sw in sws.items():
+            caplog.clear()
             sw.send(0, f)
             outs[b].append(sw.take_output())
+            logs[b].append([r.getMessage() for r in caplog.records])
     assert outs["python"] == outs["native"]
+    assert logs["python"] == logs["native"]
+    assert dict(sws["python"].stats) == dict(sws["native"].stats)
+    assert sws["python"].stats["assert_failed"] > 0 and any("a=" in m for x in logs["python"] for m in x)
     assert diff_state(state(sws["python"]), state(sws["native"])) == []
     ports = {o[0][0] for o in outs["python"] if o}
     assert ports == {1, 2}, "exit paths (port 1) and full paths (port 2) both taken"

@@ -34,15 +34,14 @@ def test_backend_choice_argument_environment_and_default(monkeypatch):
 
 
 def test_unsupported_construct_falls_back_whole_with_one_warning(tmp_path):
-    path = _l3_with(tmp_path, "            drop();\n        } else if", '            log_msg("bad checksum");\n'
-                    "            drop();\n        } else if")
+    path = _l3_with(tmp_path, "        update_checksum(\n", "        update_checksum_with_payload(\n")
     prog = p4sim.compile(path)
     with pytest.warns(NativeFallbackWarning) as caught:
         sw = p4sim.Switch(prog, backend="native")
         sw2 = p4sim.Switch(prog, backend="native")  # same program: no second warning
     assert len(caught) == 1
     msg = str(caught[0].message)
-    assert "log_msg()" in msg and "l3_variant.p4:123:" in msg, msg
+    assert "update_checksum_with_payload()" in msg and "l3_variant.p4:144:" in msg, msg
     assert type(sw.pipeline) is Pipeline and type(sw2.pipeline) is Pipeline
     ref = p4sim.Switch(prog, backend="python")
     frame = l3_switch("python")[1][5]  # TTL 6: routed

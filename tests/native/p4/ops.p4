@@ -1,7 +1,7 @@
 /* ops.p4 -- operators and control flow for the native-vs-reference differential: signed and
  * unsigned arithmetic, shifts by run-time amounts, saturation, casts, slices, concatenation,
- * exit inside an action (its inout argument still copied back) and in the apply block, a
- * ternary/range table and a register.  Every result is written into the packet. */
+ * exit inside an action (its inout argument still copied back) and in the apply block,
+ * log_msg, a failing assert, a ternary/range table and a register.  Every result is written into the packet. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -76,6 +76,10 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             hdr.ops.r0 = hdr.ops.a |+| hdr.ops.b;
         } else if (hdr.ops.op == 10) {
             exit;
+        } else if (hdr.ops.op == 11) {
+            log_msg("a={} b={}", {hdr.ops.a, hdr.ops.b});
+            assert(hdr.ops.b != 3);   /* b == 3: the packet is dropped and counted */
+            hdr.ops.r0 = 0x11;
         } else {
             hdr.ops.r0 = hdr.ops.a / hdr.ops.b + hdr.ops.a % hdr.ops.b;
         }
