@@ -291,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--b", default="bmv2", choices=["p4sim", "bmv2"])
     ap.add_argument("--backends", action="store_true",
                     help="p4sim's native backend against its reference backend, in process "
-                         "(tests/native/workloads.py: mutated frames, state compared too)")
+                         "(testkit/native_workloads.py: mutated frames, state compared too)")
     ap.add_argument("--programs", default="stellar,l3", help="with --backends: stellar, l3 or both")
     args = ap.parse_args(argv)
     if args.backends:
+        from testkit.native_workloads import backend_differential
+
         return backend_differential(args.count, args.seed, args.programs.split(","))
     if "bmv2" in (args.a, args.b):
         missing = bmv2_missing()
@@ -304,27 +306,6 @@ def main(argv: list[str] | None = None) -> int:
     res = differential(args.seed, args.count, args.a, args.b)
     print(res.text())
     return 0
-
-
-def backend_differential(count: int, seed: int, programs: list[str]) -> int:
-    """Native vs reference backend: prints, per program, the count of frames whose outputs
-    differ and the state items (registers, counters, meters, tables) that differ; exit 1 if any."""
-    from tests.native.workloads import lockstep
-
-    failed = 0
-    for name in programs:
-        t0 = time.process_time()
-        r = lockstep(name, count, seed)
-        bad = len(r["bad_frames"]) + len(r["bad_state"]) + (not r["stats_equal"]) + r["digest_mismatches"]
-        failed += bad
-        print(f"{name}: {r['frames']:,} frames (seed {seed}), {r['transmitted']:,} transmitted, "
-              f"{r['digests']:,} digests: {len(r['bad_frames'])} output mismatches, "
-              f"{len(r['bad_state'])} state mismatches {r['bad_state'] or ''}, stats "
-              f"{'identical' if r['stats_equal'] else 'DIFFER'}, {r['digest_mismatches']} digest mismatches "
-              f"({time.process_time() - t0:.0f} s CPU)")
-        if r["bad_frames"]:
-            print(f"  first differing frames: {r['bad_frames'][:10]}")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -223,7 +223,7 @@ class Switch:
         try:
             pos, err = p.parser(data, len(data) << 3, hdr, meta, sm)
             if err is not None:
-                self._parser_stop(err)
+                self.count_parser_stop(err)
                 if err >= 0:
                     sm.parser_error = err
             payload = data[pos >> 3:]
@@ -251,7 +251,13 @@ class Switch:
                 return
             self._ingress(data, port, RESUBMIT, now, p.preserved_meta(meta, resub[0]), passes + 1)
             return
-        pkt = _InFlight(hdr, meta, sm, payload, data, trunc, passes)
+        self.after_ingress(hdr, meta, sm, payload, data, now, trunc, passes)
+
+    def after_ingress(self, hdr: Any, meta: Any, sm: Any, payload: bytes, data: bytes, now: float,
+                      truncate: Optional[int] = None, passes: int = 0) -> None:
+        """A packet whose ingress has run (here, or in the native backend's whole-packet path):
+        multicast, drop or the queue of ``standard_metadata.egress_spec``."""
+        pkt = _InFlight(hdr, meta, sm, payload, data, truncate, passes)
         grp = sm.mcast_grp
         if grp:
             self._multicast(pkt, grp, now)
@@ -260,7 +266,7 @@ class Switch:
         else:
             self._enqueue(pkt, sm.egress_spec, now)
 
-    def _parser_stop(self, err: int) -> None:
+    def count_parser_stop(self, err: int) -> None:
         """Count a parser that stopped with error ``err`` (< 0: an explicit ``transition
         reject`` without an error; ingress still runs, as for any parser stop in v1model, and
         parser_error keeps what verify() set, NoError)."""

@@ -44,3 +44,14 @@ def load_native(program: Any) -> Optional[Any]:
         warnings.warn(native, NativeFallbackWarning, stacklevel=3)
         return None
     return native
+
+
+def native_pipeline(program: Any, ctx: Any) -> Optional[Any]:
+    """A ``NativePipeline`` for ``program`` in a switch with context ``ctx``, or None (after
+    the one warning) when the reference must run it."""
+    native = load_native(program)
+    if native is None:
+        return None
+    from p4sim.native.pipeline import NativePipeline
+
+    return NativePipeline(program.code(), ctx, native)

@@ -121,7 +121,7 @@ class NativePipeline(Pipeline):
         lib.p4n_fast_ingress(self.S, data, n, port, now, res)
         pos, err, espec, grp, prio = self._unpack(res, 5)
         if err != -2:
-            sw._parser_stop(err)
+            sw.count_parser_stop(err)
         if espec < 0:
             return self._assert_failed(sw)
         if not grp:
@@ -146,15 +146,10 @@ class NativePipeline(Pipeline):
                 else:
                     sw._emit(espec, self._unpack(out, k))
                 return
-        from p4sim.switch import _InFlight
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
         hdr._p[0], meta._p[0], sm._p[0] = h[0], m[0], x[0]
-        pkt = _InFlight(hdr, meta, sm, data[pos >> 3:], data, None, 0)
-        if grp:
-            sw._multicast(pkt, grp, now)
-        else:
-            sw._enqueue(pkt, espec, now)
+        sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
 
     def _assert_failed(self, sw: Any) -> None:
         """As the switch handles the reference's AssertFailed: counted, logged, packet dropped."""

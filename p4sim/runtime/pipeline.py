@@ -3,6 +3,7 @@ plus the per-packet context the generated code reaches through ``X``.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import random
@@ -224,13 +225,10 @@ def backend_choice(backend: Optional[str] = None) -> str:
 
 def make_pipeline(program: Any, ctx: PacketContext, backend: Optional[str] = None) -> Pipeline:
     """The pipeline of a v1model ``p4sim.Program`` on the chosen backend.  "native" runs the
-    program compiled to C when it can (p4sim.native), else the reference after one warning."""
+    program compiled to C when it can (p4sim.native, a plug-in found by name so this base module
+    never imports it), else the reference after one warning."""
     if backend_choice(backend) == "native":
-        from p4sim.native import load_native
-
-        native = load_native(program)
+        native = importlib.import_module("p4sim.native").native_pipeline(program, ctx)
         if native is not None:
-            from p4sim.native.pipeline import NativePipeline
-
-            return NativePipeline(program.code(), ctx, native)
+            return native
     return Pipeline(program.code(), ctx)

@@ -7,7 +7,7 @@ import pytest
 
 from p4sim.native.compare import diff_state, state
 from p4sim.runtime.pipeline import Pipeline
-from tests.native.workloads import BUILDERS, traffic
+from testkit.native_workloads import BUILDERS, traffic
 
 pytestmark = pytest.mark.filterwarnings("error::p4sim.native.NativeFallbackWarning")
 

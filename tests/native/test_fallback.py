@@ -10,7 +10,7 @@ import pytest
 import p4sim
 from p4sim.native import NativeFallbackWarning, build
 from p4sim.runtime.pipeline import Pipeline, backend_choice
-from tests.native.workloads import L3_P4, l3_switch
+from testkit.native_workloads import L3_P4, l3_switch
 
 
 def _l3_with(tmp_path: Path, marker: str, replacement: str) -> str:

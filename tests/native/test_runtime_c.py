@@ -9,7 +9,7 @@ import pytest
 from p4sim.native import load_native
 from p4sim.native.cgen import HASH_ORDER
 from p4sim.runtime import hashing
-from tests.native.workloads import L3_P4, program
+from testkit.native_workloads import L3_P4, program
 
 
 @pytest.fixture(scope="module")
