@@ -177,18 +177,16 @@ class NativePipeline(Pipeline):
             self._check_assert()
 
     def ingress(self, hdr: Any, meta: Any, sm: Any) -> None:
-        if self.dirty_tables:
-            self._sync()
-        self._lib.p4n_ingress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
-        if self._asserts:
-            self._check_assert()
-        if self._reinjects:
-            self._signals()
+        self._control(self._lib.p4n_ingress, hdr, meta, sm)
 
     def egress(self, hdr: Any, meta: Any, sm: Any) -> None:
+        self._control(self._lib.p4n_egress, hdr, meta, sm)
+
+    def _control(self, fn: Any, hdr: Any, meta: Any, sm: Any) -> None:
+        """Run the ingress or egress control in C, then hand the switch what it asked for."""
         if self.dirty_tables:
             self._sync()
-        self._lib.p4n_egress(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
+        fn(self.S, hdr._p, meta._p, sm._p, self.ctx.now)
         if self._asserts:
             self._check_assert()
         if self._reinjects:
