@@ -1,18 +1,21 @@
-"""Packets per second through p4sim in-process: the L3 example with 1,000 LPM routes, and the
-Stellar leaf pipeline (rendered lab entries, RoCEv2 traffic) beside it.
+"""Packets per second through p4sim in-process, per backend: the L3 example with 1,000 LPM routes,
+and the Stellar leaf pipeline (rendered lab entries, RoCEv2 traffic) beside it.
 
-Prints the median of 5 runs (packets/s and microseconds per packet) for each program.  Every packet goes the whole
-way: parser, checksum verify, LPM lookup with a direct counter, TTL rewrite, checksum update,
-deparser, traffic manager (unlimited rate) and output.  The reference point is BMv2
-simple_switch_grpc built -O2: no loss at 20 kpps on this machine class (REFERENCE.md).
+Prints the median of 3 runs (packets/s of CPU time and microseconds per packet) for each program
+on each backend (``--backend python,native``: the reference and the native C backend), and the
+native/reference ratio.  Every packet goes the whole way: parser, checksum verify, LPM lookup
+with a direct counter, TTL rewrite, checksum update, deparser, traffic manager (unlimited rate)
+and output.  Goals (issue 30): >= 240,000 packets/s on the Stellar leaf, >= 1,000,000 on L3.
+The reference point is BMv2 simple_switch_grpc built -O2: no loss at 20 kpps on this machine
+class (REFERENCE.md).
 
-    .venv/bin/python bench/p4sim_pps.py [--packets N] [--runs R] [--baseline CHECKOUT]
+    .venv/bin/python bench/p4sim_pps.py [--packets N] [--runs R] [--backend python,native] [--baseline CHECKOUT]
 
-``--baseline /work/main`` also runs that checkout's copy of this script (its program and entries)
-before and after this one's, in the same sitting, and prints the Stellar ratio: on a shared
-machine only a ratio measured side by side says whether a change made the pipeline slower.
-REFERENCE_PPS is the Stellar leaf's figure on a quiet machine before the sub-control split
-(issue 8: the pipeline may not become more than 25% slower than that).
+``--baseline /work/main`` also runs that checkout's copy of this script (its program, entries and
+default backend) before and after this one's, in the same sitting, and prints this checkout's
+figures over the baseline's: on a shared machine only ratios measured side by side say whether
+a change made the pipeline faster or slower.  REFERENCE_PPS is the Stellar leaf's figure on a
+quiet machine before the sub-control split (issue 8).
 """
 from __future__ import annotations
 
@@ -35,9 +38,12 @@ TABLE = "MyIngress.ipv4_lpm"
 REFERENCE_PPS = 26_700  # Stellar leaf before issue 8, quiet machine
 
 
-def build_switch(routes: int, seed: int = 1) -> tuple[p4sim.Switch, list[bytes]]:
+GOALS = {"l3": 1_000_000, "stellar": 240_000}
+
+
+def build_switch(routes: int, seed: int = 1, backend: str = "python") -> tuple[p4sim.Switch, list[bytes]]:
     prog = p4sim.compile(str(ROOT / "p4src/examples/l3.p4"))
-    sw = p4sim.Switch(prog)
+    sw = p4sim.Switch(prog, backend=backend)
     rnd = random.Random(seed)
     dests = []
     seen = set()
@@ -59,7 +65,7 @@ def build_switch(routes: int, seed: int = 1) -> tuple[p4sim.Switch, list[bytes]]
     return sw, pkts
 
 
-def build_stellar_leaf(flows: int = 64) -> tuple[p4sim.Switch, list[bytes]]:
+def build_stellar_leaf(flows: int = 64, backend: str = "python") -> tuple[p4sim.Switch, list[bytes]]:
     """leaf1 of the lab fabric with its rendered entries; RoCEv2 packets of ``flows`` QPs to the
     other leaves, so every packet takes the whole Stellar ingress and egress (flow state, path
     choice, sketch, ECN window, reorder check) and leaves on an uplink."""
@@ -72,7 +78,7 @@ def build_stellar_leaf(flows: int = 64) -> tuple[p4sim.Switch, list[bytes]]:
     fabric = load_fabric(ROOT / "fabrics/lab.yaml")
     # Wall clock: the tenant meters refill with real time (a frozen virtual clock would turn every
     # tenant red once its burst is spent and the benchmark would measure drops).
-    sw = p4sim.Switch(prog, clock="wall", priority_queues=fabric.dataplane.priority_queues)
+    sw = p4sim.Switch(prog, clock="wall", priority_queues=fabric.dataplane.priority_queues, backend=backend)
     apply_document(sw, render_fabric(fabric).documents["leaf1"])
     src = fabric.hosts["l1g1"]
     dests = [h for h in fabric.hosts.values() if h.leaf != "leaf1"]
@@ -100,46 +106,71 @@ def one_run(sw: p4sim.Switch, pkts: list[bytes], n: int) -> tuple[float, float]:
     return n / cpu, n / wall
 
 
+def measure(label: str, sw: p4sim.Switch, pkts: list[bytes], a: argparse.Namespace) -> float:
+    one_run(sw, pkts, 2000)  # warm-up
+    runs = [one_run(sw, pkts, a.packets) for _ in range(a.runs)]
+    cpu = [c for c, _ in runs]
+    med, wmed = statistics.median(cpu), statistics.median([w for _, w in runs])
+    print(f"p4sim in-process, {label}, {a.packets} packets x {a.runs} runs, one core")
+    print("  runs (pps, CPU time): " + ", ".join(f"{r:,.0f}" for r in cpu))
+    print(f"  wall-clock median: {wmed:,.0f} packets/s (lower when the machine is shared)")
+    print(f"  median: {med:,.0f} packets/s, {1e6 / med:.1f} us/packet")
+    return med
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=20000)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--routes", type=int, default=1000)
+    ap.add_argument("--backend", default="python,native", help="comma-separated: python, native")
     ap.add_argument("--baseline", type=Path, default=None,
-                    help="another checkout whose Stellar figure to measure in the same sitting")
+                    help="another checkout whose figures to measure in the same sitting")
     a = ap.parse_args()
+    backends = a.backend.split(",")
     base_before = _baseline(a) if a.baseline else None
-    medians = {}
-    for label, (sw, pkts) in ((f"l3.p4 with {a.routes} LPM routes", build_switch(a.routes)),
-                              ("stellar.p4, lab leaf1 entries, RoCEv2", build_stellar_leaf())):
-        one_run(sw, pkts, 2000)  # warm-up
-        runs = [one_run(sw, pkts, a.packets) for _ in range(a.runs)]
-        cpu = [c for c, _ in runs]
-        wall = [w for _, w in runs]
-        med, wmed = statistics.median(cpu), statistics.median(wall)
-        medians[label] = med
-        print(f"p4sim in-process, {label}, {a.packets} packets x {a.runs} runs, one core")
-        print("  runs (pps, CPU time): " + ", ".join(f"{r:,.0f}" for r in cpu))
-        print(f"  wall-clock median: {wmed:,.0f} packets/s (lower when the machine is shared)")
-        print(f"  median: {med:,.0f} packets/s, {1e6 / med:.1f} us/packet")
-    (l3, l3v), (st, stv) = medians.items()
-    print(f"Stellar pipeline costs {l3v / stv:.1f}x the L3 program per packet")
-    print(f"Stellar leaf: {stv:,.0f} packets/s here vs {REFERENCE_PPS:,} packets/s reference "
-          f"(quiet machine): {stv / REFERENCE_PPS:.2f}x")
+    medians: dict[tuple[str, str], float] = {}
+    for backend in backends:
+        for prog, label, (sw, pkts) in (
+                ("l3", f"l3.p4 with {a.routes} LPM routes", build_switch(a.routes, backend=backend)),
+                ("stellar", "stellar.p4, lab leaf1 entries, RoCEv2", build_stellar_leaf(backend=backend))):
+            ran = sw.pipeline.backend
+            medians[(backend, prog)] = med = measure(f"{label}, backend {ran}", sw, pkts, a)
+            print(f"RESULT {backend} {prog} {med:.0f}")
+            if ran != backend:
+                print(f"  (asked for {backend}: the {ran} backend ran)")
+    print()
+    for backend in backends:
+        l3, st = medians[(backend, "l3")], medians[(backend, "stellar")]
+        print(f"{backend}: Stellar pipeline costs {l3 / st:.1f}x the L3 program per packet; Stellar leaf "
+              f"{st / REFERENCE_PPS:.2f}x the pre-issue-8 reference ({REFERENCE_PPS:,} packets/s)")
+        for prog, goal in GOALS.items():
+            v = medians[(backend, prog)]
+            print(f"  {prog}: {v:,.0f} packets/s, goal {goal:,}: {'met' if v >= goal else f'{v / goal:.0%} of it'}")
+    if "python" in backends and "native" in backends:
+        for prog in GOALS:
+            print(f"native / python, {prog}: {medians[('native', prog)] / medians[('python', prog)]:.2f}x")
     if a.baseline:
-        base = statistics.median([base_before, _baseline(a)])
-        print(f"baseline {a.baseline}: Stellar leaf {base:,.0f} packets/s (median of its medians "
-              f"before and after); this checkout / baseline = {stv / base:.2f}")
+        after = _baseline(a)
+        for prog in GOALS:
+            base = statistics.median([base_before[prog], after[prog]])
+            line = ", ".join(f"{b} {medians[(b, prog)] / base:.2f}x" for b in backends)
+            print(f"baseline {a.baseline}, {prog}: {base:,.0f} packets/s (median of its medians before "
+                  f"and after); this checkout / baseline: {line}")
 
 
-def _baseline(a: argparse.Namespace) -> float:
-    """The Stellar median printed by the other checkout's copy of this script."""
+def _baseline(a: argparse.Namespace) -> dict[str, float]:
+    """The other checkout's medians per program (its default backend): its RESULT lines, or for
+    a copy of this script without them, its median lines in order (l3, then stellar)."""
     proc = subprocess.run([sys.executable, str(a.baseline / "bench" / "p4sim_pps.py"), "--packets",
                            str(a.packets), "--runs", str(a.runs), "--routes", str(a.routes)],
                           capture_output=True, text=True, cwd=a.baseline, check=True,
                           env={"PYTHONPATH": str(a.baseline), "PATH": "/usr/bin:/bin"})
+    results = re.findall(r"^RESULT python (\w+) (\d+)", proc.stdout, re.M)
+    if results:
+        return {p: float(v) for p, v in results}
     medians = re.findall(r"^  median: ([\d,]+) packets/s", proc.stdout, re.M)
-    return float(medians[-1].replace(",", ""))
+    return dict(zip(("l3", "stellar"), (float(m.replace(",", "")) for m in medians)))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from p4sim.clock import Clock, VirtualClock, make_clock
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import archs, support
 from p4sim.runtime.externs import MeterConfig, validate_meter_config
-from p4sim.runtime.pipeline import Digest, PacketContext, Pipeline
 from p4sim.runtime.limits import M9, M16, M19, M32, M48, MAX_REINJECT
+from p4sim.runtime.pipeline import Digest, PacketContext, Pipeline, make_pipeline
 from p4sim.runtime.tables import TableEntry
 from p4sim.tm import TrafficManager
 
@@ -77,7 +77,8 @@ class Switch:
         return super().__new__(cls)
 
     def __init__(self, program: Any, clock: "str | Clock" = "virtual", priority_queues: int = 1,
-                 drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0) -> None:
+                 drop_port: int = 511, cpu_port: Optional[int] = None, seed: int = 0,
+                 backend: Optional[str] = None) -> None:
         if not 1 <= priority_queues <= 8:
             raise ValueError(f"priority_queues must be 1..8 (standard_metadata.priority is 3 bits), not {priority_queues}")
         self.lock = threading.RLock()
@@ -85,6 +86,7 @@ class Switch:
         self.drop_port = drop_port
         self.cpu_port = cpu_port
         self.seed = seed
+        self.backend = backend  # "python" | "native" | None: $P4SIM_BACKEND, else python
         self.priority_queues = priority_queues
         self.tm = TrafficManager(priority_queues)
         self.stats: _Tally = _Tally()
@@ -111,7 +113,7 @@ class Switch:
                 raise RuntimeApiError("INVALID_ARGUMENT", f"a {program.ir.arch} program runs on a "
                                       "TnaSwitch (p4sim.Switch(program) makes one), not on this v1model switch")
             ctx = PacketContext(self.drop_port, self.seed)
-            pipeline = Pipeline(program.code(), ctx)
+            pipeline = make_pipeline(program, ctx, self.backend)
             if self.pipeline is not None:  # queued packets belong to the old program
                 for port in list(self.tm.busy):
                     self.stats["pipeline_reload"] += self.tm.flush_port(port)
@@ -177,6 +179,10 @@ class Switch:
 
     def _arrive(self, data: bytes, port: int, now: float) -> None:
         """A packet enters the pipeline (the architecture's first block; TnaSwitch overrides)."""
+        fast = self.pipeline.fast_arrive  # the native backend's whole-packet path, else None
+        if fast is not None:
+            fast(self, data, port, now)
+            return
         self._ingress(data, port, NORMAL, now, None, 0)
 
     def take_output(self) -> list[tuple[int, bytes]]:
@@ -216,16 +222,10 @@ class Switch:
         X.begin(sm, now)
         try:
             pos, err = p.parser(data, len(data) << 3, hdr, meta, sm)
-            if err is not None and err < 0:
-                # explicit ``transition reject`` without an error: ingress still runs, as for
-                # any parser stop in v1model; parser_error keeps what verify() set (NoError)
-                self.stats["parser_reject"] += 1
-            elif err is not None:
-                sm.parser_error = err
-                self.stats["parser_error"] += 1
-                self.stats["parser_error." + p.error_name(err)] += 1
-                if err == p.too_short:
-                    self.stats["malformed"] += 1
+            if err is not None:
+                self.count_parser_stop(err)
+                if err >= 0:
+                    sm.parser_error = err
             payload = data[pos >> 3:]
             X.payload = payload
             p.verify(hdr, meta)
@@ -251,7 +251,13 @@ class Switch:
                 return
             self._ingress(data, port, RESUBMIT, now, p.preserved_meta(meta, resub[0]), passes + 1)
             return
-        pkt = _InFlight(hdr, meta, sm, payload, data, trunc, passes)
+        self.after_ingress(hdr, meta, sm, payload, data, now, trunc, passes)
+
+    def after_ingress(self, hdr: Any, meta: Any, sm: Any, payload: bytes, data: bytes, now: float,
+                      truncate: Optional[int] = None, passes: int = 0) -> None:
+        """A packet whose ingress has run (here, or in the native backend's whole-packet path):
+        multicast, drop or the queue of ``standard_metadata.egress_spec``."""
+        pkt = _InFlight(hdr, meta, sm, payload, data, truncate, passes)
         grp = sm.mcast_grp
         if grp:
             self._multicast(pkt, grp, now)
@@ -259,6 +265,19 @@ class Switch:
             self.stats["dropped"] += 1
         else:
             self._enqueue(pkt, sm.egress_spec, now)
+
+    def count_parser_stop(self, err: int) -> None:
+        """Count a parser that stopped with error ``err`` (< 0: an explicit ``transition
+        reject`` without an error; ingress still runs, as for any parser stop in v1model, and
+        parser_error keeps what verify() set, NoError)."""
+        p = self.pipeline
+        if err < 0:
+            self.stats["parser_reject"] += 1
+            return
+        self.stats["parser_error"] += 1
+        self.stats["parser_error." + p.error_name(err)] += 1
+        if err == p.too_short:
+            self.stats["malformed"] += 1
 
     def _enqueue(self, pkt: _InFlight, port: int, now: float) -> None:
         if port in self._down:

@@ -3,7 +3,9 @@ plus the per-packet context the generated code reaches through ``X``.
 """
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import random
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -74,6 +76,10 @@ class PacketContext:
 class Pipeline:
     """A program loaded into one switch: its compiled blocks, tables and extern instances."""
 
+    table_class = Table
+    backend = "python"
+    fast_arrive = None  # the native backend runs a whole NORMAL arrival in one call
+
     def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
         comp, prog, ns, rf = self._load(code, ctx)
         self.parser = ns[rf["parser"]]
@@ -127,7 +133,7 @@ class Pipeline:
         self.ns = ns
         self.tables: dict[str, Table] = {}
         for info in comp.tables.values():
-            t = Table(info, ns[info.key_fn_name], ctx, ns)
+            t = self.table_class(info, ns[info.key_fn_name], ctx, ns)
             ns[info.global_name] = t
             self.tables[t.name] = t
         return comp, prog, ns, code.role_fn
@@ -204,3 +210,25 @@ class Pipeline:
 
     def meter(self, name: str) -> Meter:
         return self._named("meter", self.meters, name)
+
+
+BACKENDS = ("python", "native")
+
+
+def backend_choice(backend: Optional[str] = None) -> str:
+    """The backend asked for: the argument, else ``$P4SIM_BACKEND``, else the reference."""
+    choice = backend or os.environ.get("P4SIM_BACKEND") or "python"
+    if choice not in BACKENDS:
+        raise ValueError(f"unknown p4sim backend {choice!r} (choose from {', '.join(BACKENDS)})")
+    return choice
+
+
+def make_pipeline(program: Any, ctx: PacketContext, backend: Optional[str] = None) -> Pipeline:
+    """The pipeline of a v1model ``p4sim.Program`` on the chosen backend.  "native" runs the
+    program compiled to C when it can (p4sim.native, a plug-in found by name so this base module
+    never imports it), else the reference after one warning."""
+    if backend_choice(backend) == "native":
+        native = importlib.import_module("p4sim.native").native_pipeline(program, ctx)
+        if native is not None:
+            return native
+    return Pipeline(program.code(), ctx)
