@@ -50,6 +50,10 @@ FAILED = ("leaf1", "spine2")
 HORIZON_US = 200_000.0
 SHORT_PACKETS = 4  # a "short" flow: at most 4 packets (16 KB)
 
+# Stellar's path-change reasons 1.. (define.p4 CHANGE_GAP .. CHANGE_SUSPECT) as row keys
+STELLAR_MOVE_KEYS = ("moves_gap", "moves_drain", "moves_failover", "moves_membership", "moves_explore",
+                     "moves_suspect")
+
 _programs: dict[str, object] = {}
 
 # Every key of a run's row (``run``), with its meaning.  Slowdown = FCT / the unloaded FCT of the
@@ -84,6 +88,9 @@ ROW_KEYS: dict[str, str] = {
     "failover_us": "failure to the last affected flow's recovery (fail topology only)",
     "moves_gap": "path changes at a flowlet gap (Stellar, LetFlow, CONGA)",
     "moves_drain": "Stellar path changes at a drain point", "moves_failover": "Stellar path changes by failover",
+    "moves_membership": "Stellar path changes because its path set's members changed",
+    "moves_explore": "Stellar path changes by exploration (congestion signals on a locally best path)",
+    "moves_suspect": "Stellar path changes off a suspect path (silent, or retransmissions above the threshold)",
     "wall_s": "wall time of the run (s)", "traversals": "frames taken in by a switch",
     "drops_tail": "frames dropped at a full queue", "drops_gray": "frames dropped by a gray failure",
     "drops_wire": "frames sent on a dead port",
@@ -294,9 +301,10 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb, meter)
     if stellar:
-        reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
-                   for i in range(4)]
-        row["moves_gap"], row["moves_drain"], row["moves_failover"] = reasons[1], reasons[2], reasons[3]
+        # flowlet.path_changes is indexed by define.p4's CHANGE_* reason (0 = a new flow's placement)
+        for index, key in enumerate(STELLAR_MOVE_KEYS, start=1):
+            row[key] = sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", index)[0]
+                           for n in sim.devices)
     elif bf is not None and bf.spec.mode in (MODE_FLOWLET, MODE_CONGA):
         row["moves_gap"] = bf.counter("LbIngress.flowlet_moves")
     row["wall_s"] = round(time.perf_counter() - started, 2)

@@ -231,7 +231,9 @@ def _why_a2a(rows: list[dict], scenarios: list[str], stellar: str, ecmp: str) ->
         if imb:
             bits.append("uplink imbalance " + ", ".join(imb))
         bits.append(f"Stellar moves per run: {num(med(s, stellar, 'moves_gap'))} at a gap, "
-                    f"{num(med(s, stellar, 'moves_drain'))} at a drain point")
+                    f"{num(med(s, stellar, 'moves_drain'))} at a drain point, "
+                    f"{num(med(s, stellar, 'moves_explore'))} exploring, "
+                    f"{num(med(s, stellar, 'moves_suspect'))} off a suspect path")
         parts.append(f"{s}: " + "; ".join(bits))
     return " | ".join(parts)
 

@@ -84,7 +84,6 @@ const bit<8> MODE_CONGA   = 5;
 
 const bit<16> ETHERTYPE_CONGA = 0x88B5;
 const bit<8>  BTH_OP_ACK = 0x11;
-const bit<8>  BTH_OP_CNP = 0x81;
 const bit<8>  CONGA_PATHS = 16;     /* feedback cells per leaf */
 const bit<8>  DRE_UNIT_SHIFT = 13;  /* metric unit: 8 KB at 100G */
 
