@@ -113,6 +113,9 @@ def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
     clock = tgt.get("clock", "wall")
     if clock not in ("wall", "virtual"):
         raise RunArgsError(f"p4sim run: --clock {clock}: wall or virtual")
+    backend = tgt.get("backend")
+    if backend is not None and backend not in ("python", "native"):
+        raise RunArgsError(f"p4sim run: --backend {backend}: python or native")
     interfaces = gen.get("interface", [])
     if len(interfaces) > gen.get("max-port-count", 512):
         raise RunArgsError(f"p4sim run: {len(interfaces)} interfaces exceed --max-port-count "
@@ -128,7 +131,7 @@ def parse_run_args(argv: Sequence[str]) -> argparse.Namespace:
         grpc_server_addr=tgt.get("grpc-server-addr", DEFAULT_GRPC_ADDR),
         cpu_port=tgt.get("cpu-port"), drop_port=tgt.get("drop-port", 511),
         priority_queues=tgt.get("priority-queues", 1), clock=clock,
-        control_addr=tgt.get("control-addr"), seed=tgt.get("seed", 0),
+        control_addr=tgt.get("control-addr"), seed=tgt.get("seed", 0), backend=backend,
         # simple_switch_grpc's TLS options, as given; the P4Runtime server decides what it can do
         tls={"ssl": bool(tgt.get("grpc-server-ssl")), "cacert": tgt.get("grpc-server-cacert"),
              "cert": tgt.get("grpc-server-cert"), "key": tgt.get("grpc-server-key"),
@@ -196,6 +199,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     for warning in args.warnings:
         print(warning, file=sys.stderr)
 
+    if args.backend:
+        # every pipeline this process loads (SetForwardingPipelineConfig builds a new Switch) takes it
+        os.environ["P4SIM_BACKEND"] = args.backend
     device = Device(DeviceOptions(device_id=args.device_id, clock=args.clock,
                                   priority_queues=args.priority_queues, drop_port=args.drop_port,
                                   cpu_port=args.cpu_port, seed=args.seed))

@@ -20,7 +20,7 @@ Both passes follow boost's rules: long options match by unambiguous prefix, ``--
 values, flags take none, and an option given twice is an error unless it composes (``-i``).
 
 ``dialect="simple_switch_grpc"`` accepts exactly the real target options; ``dialect="p4sim"``
-adds p4sim's own target options (``--clock``, ``--control-addr``, ``--seed``) after ``--``,
+adds p4sim's own target options (``--clock``, ``--control-addr``, ``--seed``, ``--backend``) after ``--``,
 so a command line built for BMv2 is checked against BMv2's grammar alone.
 """
 from __future__ import annotations
@@ -99,6 +99,8 @@ P4SIM_TARGET = (
     Opt("clock", "str", help="p4sim: wall (default) or virtual (time moves only over --control-addr)"),
     Opt("control-addr", "str", help="p4sim: HOST:PORT of the target-control side channel"),
     Opt("seed", "int", help="p4sim: seed of the random() extern"),
+    Opt("backend", "str", help="p4sim: python (the reference) or native (generated C; falls back to "
+        "the reference, with a warning, for what it cannot run); default $P4SIM_BACKEND, else python"),
 )
 
 # Valid for the real binary, but p4sim has no such machinery: refused by name, never ignored.

@@ -123,3 +123,10 @@ def test_run_reports_a_bad_device_config(tmp_path):
     res = run_cli("run", str(cfg), "--thrift-port", str(free_port()), "--",
                   "--grpc-server-addr", f"127.0.0.1:{free_port()}", timeout=60)
     assert res.returncode == 1 and "cannot load" in res.stderr
+
+
+def test_the_backend_is_a_target_option_and_a_wrong_one_is_named():
+    assert parse_run_args(["--no-p4", "--", "--backend", "native"]).backend == "native"
+    assert parse_run_args(["--no-p4"]).backend is None  # $P4SIM_BACKEND, else the reference
+    with pytest.raises(RunArgsError, match="--backend fast: python or native"):
+        parse_run_args(["--no-p4", "--", "--backend", "fast"])
