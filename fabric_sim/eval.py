@@ -100,8 +100,7 @@ _FULL_SCEN = (tuple((w, t) for w in ("a2a", "a2a-jit", "ring", "perm", "incast")
 # FbHdp2015 (fabric_sim.distributions, unscaled) at 50% and 80% load, DCQCN, against ECMP,
 # LetFlow, CONGA and DRILL.  ConWeave reports 42.3% lower average and 66.8% lower p99 FCT
 # slowdown than ECMP (with a reorder buffer at the destination ToR).  Its runs carry 0.1 s of
-# arrivals; CONWEAVE_WINDOW_US is what fits a packet-level run here (REFERENCE_COST in
-# bench/..., see reference_note).
+# arrivals; CONWEAVE_WINDOW_US is what a packet-level run affords (REFERENCE_COST).
 CONWEAVE_WINDOW_US = 1000.0
 CONWEAVE_SCEN = tuple((f"{d}-{load}", "sym") for d in ("alistorage", "fbhdp") for load in (50, 80))
 CONWEAVE_MODES = ("ecmp", "letflow-100", "conga", "drill", "stellar")
@@ -327,6 +326,16 @@ def flow_level(seeds: Iterable[int]) -> tuple[list[dict], list[str]]:
     return rows, lines
 
 
+# Measured on this 2-core machine (shared, one process under nice) with 20 µs of arrivals:
+# alistorage-50 ECMP 14.2 s / Stellar 34.9 s, fbhdp-80 ECMP 16.1 s / Stellar 44.8 s, ~3 s of
+# each being setup (5 µs of alistorage-50 under ECMP: 6.1 s).
+REFERENCE_COST = (
+    "Cost of the reference setup here (one process on the shared 2-core machine, measured with 20 µs of "
+    "arrivals and extrapolated): 0.5-0.65 s per µs of arrivals under ECMP and 1.5-2 s under Stellar "
+    "(alistorage-50, fbhdp-80), plus ~3 s of setup. One run of "
+    f"{CONWEAVE_WINDOW_US / 1000:g} ms of arrivals: ~9-11 min (ECMP) to ~25-35 min (Stellar); the 600 runs "
+    "(4 workloads x 5 modes x 30 seeds): ~150 CPU-hours, so `--full` runs on a Ray cluster (`--ray "
+    "ADDRESS`), not in a session here; ConWeave's 0.1 s of arrivals would cost 100 times as much per run.")
 CONWEAVE_PUBLISHED = {"mean": 0.423, "p99": 0.668}  # ConWeave's reduction of FCT slowdown vs ECMP
 
 
@@ -356,6 +365,7 @@ def conweave_section(rows: list[dict]) -> list[str]:
             lines.append(f"| {scen} | {m} | {len(rs)} | " + " | ".join(cells) + " |")
     if not ours:
         lines.append("| (no runs: `--full` only) | | | | | | |")
+    lines += ["", REFERENCE_COST]
     lines += ["", "What differs from ConWeave's setup: arrivals over "
               f"{CONWEAVE_WINDOW_US / 1000:g} ms, not 0.1 s; 4 KB MTU frames, not 1 KB; our DCQCN and PFC "
               "host/switch model, not ns-3's; Stellar has no reorder buffer at the destination ToR (ConWeave "
