@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from fabric_sim.flowmodel import (FFlow, FlowSim, Topo, collisions, job_times, lb_ecmp_spine, many_jobs,
+from fabric_sim.flowmodel import (FFlow, FlowSim, Topo, collisions, iteration_spans, job_times, lb_ecmp_spine, many_jobs,
                                   maxmin, validate_on_lab, validate_policy)
 
 # Stated tolerance of the flow model against the packet level (ECMP, symmetric lab, AlltoAll
@@ -162,3 +162,28 @@ def test_approximate_maxmin_stays_within_its_tolerance_of_exact():
     load = np.bincount(links[links >= 0], weights=np.broadcast_to(approx[:, None], links.shape)[links >= 0],
                        minlength=40)
     assert np.all(load <= cap * (1 + 1e-9))  # feasible
+
+
+def test_an_iteration_starts_after_the_previous_one_ends_plus_the_compute_gap():
+    topo = Topo.leaf_spine(2, 2, 2, host_gbps=100, link_gbps=100)
+    fs = many_jobs(topo, 4, 1e6, seed=1, iterations=3, gap_us=50.0)
+    FlowSim(topo, "ecmp", seed=1).run(fs)
+    spans = iteration_spans(fs)
+    for it in (1, 2):
+        prev_end = spans[("job0", it - 1)][1]
+        assert spans[("job0", it)][0] == pytest.approx(prev_end + 50.0)
+    # negative control: the same flows without the barrier (all at t=0) overlap and finish sooner
+    flat = [FFlow(f.fid, f.src, f.dst, f.nbytes, 0.0, f.job) for f in many_jobs(topo, 4, 1e6, 1, iterations=3)]
+    FlowSim(topo, "ecmp", seed=1).run(flat)
+    assert all(f.started_us == 0.0 for f in flat)
+    assert max(job_times(flat).values()) <= spans[("job0", 2)][1] - 2 * 50.0 + 1e-6
+
+
+def test_launch_skew_delays_each_ranks_start_within_the_bound():
+    topo = Topo.leaf_spine(2, 2, 4, host_gbps=100, link_gbps=100)
+    fs = many_jobs(topo, 8, 1e5, seed=2, iterations=2, skew_us=20.0)
+    FlowSim(topo, "ecmp", seed=2).run(fs)
+    spans = iteration_spans(fs)
+    first = [f for f in fs if f.iteration == 1]
+    assert all(spans[("job0", 0)][1] <= f.started_us <= spans[("job0", 0)][1] + 20.0 for f in first)
+    assert len({round(f.started_us, 6) for f in first}) > 1
