@@ -25,6 +25,7 @@ load makes the uplinks busier than ``load``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from dataclasses import dataclass
 from typing import Sequence
@@ -75,14 +76,14 @@ def poisson_arrivals(hosts: Sequence[str], cdf_name: str, load: float, duration_
     cdf = CDFS[cdf_name]
     rng = random.Random(seed)
     rate = load * len(hosts) * nic_gbps * 1e3 / 8 / mean_size(cdf)  # flows per µs
-    out, t = [], 0.0
-    while True:
-        t += rng.expovariate(rate)
-        if t > duration_us:
-            return out
-        src = rng.choice(hosts)
-        dst = rng.choice([h for h in hosts if h != src])
-        out.append(Arrival(src, dst, sample_size(cdf, rng), t))
+    gaps = iter(lambda: rng.expovariate(rate), None)
+    times = itertools.takewhile(lambda t: t <= duration_us, itertools.accumulate(gaps))
+    return [_arrival(rng, hosts, cdf, t) for t in times]
+
+
+def _arrival(rng: random.Random, hosts: Sequence[str], cdf, t: float) -> Arrival:
+    src = rng.choice(hosts)
+    return Arrival(src, rng.choice([h for h in hosts if h != src]), sample_size(cdf, rng), t)
 
 
 def poisson(net, hosts: Sequence[str], cdf_name: str, load: float, duration_us: float, seed: int):
