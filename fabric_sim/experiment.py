@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-FABRICS = {"lab": ROOT / "fabrics" / "lab.yaml", "pod": ROOT / "fabrics" / "pod.yaml"}
+FABRICS = {"lab": ROOT / "fabrics" / "lab.yaml", "pod": ROOT / "fabrics" / "pod.yaml",
+           "conweave": ROOT / "fabrics" / "conweave.yaml"}
 STELLAR_P4 = ROOT / "p4src" / "v1model" / "stellar.p4"
 LB_P4 = ROOT / "p4src" / "baselines" / "lb.p4"
 REACTION_US = 4900.0
@@ -74,6 +75,8 @@ ROW_KEYS: dict[str, str] = {
                   "AlltoAll algbw*(n-1)/n)",
     **{f"fct_slowdown_{b}_{q}": f"{q} FCT slowdown of {b} transfers" for b in ("short", "medium", "long")
        for q in ("p50", "p99")},
+    "fct_slowdown_mean": "mean FCT slowdown over every completed transfer (ConWeave's average)",
+    "fct_slowdown_p99": "p99 FCT slowdown over every completed transfer",
     "short_fct_p99_us": "p99 FCT of short transfers", "short_fcts": "every short FCT (CDFs; not in the CSV)",
     "latency_p50_us": "median one-way latency of first transmissions", "latency_p99_us": "its p99",
     "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers",
@@ -109,7 +112,7 @@ def program(path: Path):
 
 @dataclass(frozen=True)
 class RunSpec:
-    workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | tenants
+    workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
     topo: str  # sym | deg70 | deg40 | deg10 | fail | gray
     mode: str
     seed: int
@@ -194,6 +197,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     """Run one spec; returns its metrics row (flat dict, CSV-ready).  ``keep``: a dict that gets
     the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check)."""
     from control_plane.model import load_fabric
+    from fabric_sim import distributions as D
     from fabric_sim import workloads as W
     from fabric_sim.rdma import NicParams, RdmaNetwork, frame_bytes
     from fabric_sim.simfabric import SimFabric
@@ -262,6 +266,8 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         W.permutation(net, members, spec.nbytes * 8, spec.seed)
     elif spec.workload == "incast":
         W.incast(net, members, spec.nbytes, spec.seed)
+    elif kind in D.CDFS:  # published distributions at real sizes (the ConWeave reference setup)
+        D.poisson(net, members, kind, int(arg) / 100, spec.duration_us, spec.seed)
     elif kind in W.CDFS:
         W.poisson(net, members, kind, int(arg) / 100, spec.duration_us, spec.seed)
     elif spec.workload == "tenants":
@@ -404,6 +410,9 @@ def metrics(spec: RunSpec, net, sim, fabric, base, capacity: dict, fb: int, mete
         s = (t.done_us - t.started_us) / _ideal_fct(fabric, t, fb)
         bucket = "short" if t.packets <= SHORT_PACKETS else "medium" if t.packets <= 64 else "long"
         slow[bucket].append(s)
+    every = [s for xs in slow.values() for s in xs]
+    row["fct_slowdown_mean"] = float(np.mean(every)) if every else None
+    row["fct_slowdown_p99"] = float(np.percentile(every, 99)) if every else None
     for b, xs in slow.items():
         row[f"fct_slowdown_{b}_p50"] = float(np.percentile(xs, 50)) if xs else None
         row[f"fct_slowdown_{b}_p99"] = float(np.percentile(xs, 99)) if xs else None

@@ -83,7 +83,16 @@ CLUSTER512 = FabricSpec(
     ),
 )
 
-PRESETS = (POD, CLUSTER512)
+# ConWeave's evaluation fabric (Song et al., SIGCOMM'23, Section 5.1): 8 leaves x 8 spines,
+# 16 hosts per leaf at 100G, one 100G link per leaf-spine pair: 2:1 oversubscribed.  The
+# reference setup of `python -m fabric_sim.eval --full`; no jobs (its traffic is Poisson flows).
+CONWEAVE = FabricSpec(
+    file="conweave.yaml", name="conweave", pod=4,
+    description="ConWeave's 128-host fabric: 8 leaves x 16 hosts at 100G, 8 spines, 2:1 oversubscribed",
+    leaves=8, spines=8, gpus_per_leaf=16, gpu_gbps=100, uplink_gbps=100,
+    tenants=(("storage", "elastic", 0.5, (1, 8)),), jobs=())
+
+PRESETS = (POD, CLUSTER512, CONWEAVE)
 
 
 def _subnet_prefix(spec: FabricSpec, first: int, last: int) -> list[str]:
@@ -152,8 +161,9 @@ def render(spec: FabricSpec) -> str:
         for j in range(1, g + 1):
             out(f"  - {{name: l{i}g{j}, ip: 10.{spec.pod}.{i}.{j}, "
                 f"mac: \"02:00:{spec.pod:02x}:00:{i:02x}:{j:02x}\", leaf: leaf{i}, port: {j}}}")
-    out("")
-    out("jobs:")
+    if spec.jobs:
+        out("")
+        out("jobs:")
     for job in spec.jobs:
         members = [f"l{i}g{j}" for i in range(job.leaves[0], job.leaves[1] + 1)
                    for j in range(job.gpus[0], job.gpus[1] + 1)]
