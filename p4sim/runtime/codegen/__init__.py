@@ -67,18 +67,12 @@ class ProgramCompiler(ExpressionCompiler, ExternCompiler, StatementCompiler, Par
             self.action_name(a, None)
         self.drain_actions({})
         role_fn = {}
-        done: dict[int, str] = {}
-        for c in prog.controls.values():  # every control (sub-controls too), once
-            role = next((r for r, b in prog.blocks.items() if b is c), None)
-            done[id(c)] = self.compile_control(c, role)
-        for role in roles:
+        for role in roles:  # the package's instances only (sub-controls are inlined in them)
             b = prog.blocks[role]
             if isinstance(b, ir.ParserDecl):
                 self.cur_role = role
                 role_fn[role] = self.compile_parser(b)
                 self.cur_role = None
-            elif id(b) in done:
-                role_fn[role] = done[id(b)]
             else:
                 role_fn[role] = self.compile_control(b, role)
         for r in ("parser", "ingress_parser", "egress_parser", "ingress", "egress", "ingress_deparser",
