@@ -38,7 +38,7 @@ from typing import Any
 
 from p4sim.errors import CompileError
 from p4sim.frontend import ir
-from p4sim.runtime import support
+from p4sim.runtime import archs, support
 from p4sim.runtime.codegen.common import ActionInfo, Pinned, Scope, TableInfo, Writer, enum_member
 from p4sim.runtime.codegen.controls import ControlCompiler
 from p4sim.runtime.codegen.expressions import ExpressionCompiler
@@ -80,7 +80,7 @@ class ProgramCompiler(ExpressionCompiler, ExternCompiler, StatementCompiler, Par
             for v in prog.blocks[r].params if r in prog.blocks else ():
                 if is_composite(v.type):  # the pipeline instantiates these per packet
                     self.classes.name(v.type)
-        if prog.arch != "v1model":  # the TNA switch builds every intrinsic struct
+        if archs.get(prog.arch).builds_intrinsic_types:
             for t in prog.types.values():
                 if isinstance(t, (ir.StructT, ir.HeaderT)) and "__intrinsic_metadata" in t.annotations:
                     self.classes.name(t)
