@@ -7,7 +7,9 @@ Three rules keep the layers one-directional and each module's private names priv
   ties the two files together; an architecture plugs in through a registry instead);
 * no private name (one leading underscore) imported from, or read off, another module of those
   packages: a helper two modules share is a public function in a module of its own;
-* ``bench/`` and ``tests/`` do not import each other: harness code both use lives in ``testkit/``.
+* ``bench/`` and ``tests/`` do not import each other: harness code both use lives in ``testkit/``;
+* ``control_plane/`` imports nothing from ``p4sim/``: the simulator uses the control plane, never
+  the reverse (a compile goes through ``p4build``, the one compile step per target).
 
 """
 from __future__ import annotations
@@ -207,6 +209,11 @@ def test_bench_and_tests_do_not_import_each_other(importer, forbidden):
     assert not sorted(found), f"{importer}/ imports {forbidden}/"
 
 
+def test_control_plane_imports_nothing_from_p4sim():
+    found = cross_imports(ROOT, "control_plane", "p4sim")
+    assert not sorted(found), f"control_plane/ imports p4sim/: {sorted(found)}"
+
+
 # ---------------------------------------------------------------- the checks themselves
 
 
@@ -245,3 +252,12 @@ def test_a_dynamic_import_across_bench_and_tests_is_found(tmp_path):
     (tmp_path / "bench" / "b.py").write_text("from tests.x import y\n")
     assert cross_imports(tmp_path, "tests", "bench") == {("tests/t.py", "bench")}
     assert cross_imports(tmp_path, "bench", "tests") == {("bench/b.py", "tests.x")}
+
+
+def test_a_control_plane_import_of_p4sim_is_found(tmp_path):
+    """Negative control: a function-level import of a p4sim module is seen, a module whose
+    name only starts with "p4sim" is not."""
+    (tmp_path / "control_plane" / "p4rt").mkdir(parents=True)
+    (tmp_path / "control_plane" / "p4rt" / "f.py").write_text(
+        "import p4simple\n\ndef compile():\n    from p4sim.compiler import compile_files\n")
+    assert cross_imports(tmp_path, "control_plane", "p4sim") == {("control_plane/p4rt/f.py", "p4sim.compiler")}

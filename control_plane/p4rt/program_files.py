@@ -40,16 +40,16 @@ class ProgramFiles:
 
     @classmethod
     def compile(cls, source: str | Path, include_dirs: Sequence[str | Path] = (), out_dir: Optional[Path] = None,
-                defines: Optional[Mapping[str, str]] = None) -> "ProgramFiles":
-        """Compile with p4sim (the embedded p4c counterpart) into `out_dir` (a temp dir if None)."""
+                defines: Optional[Mapping[str, str]] = None, arch: str = "v1model",
+                target: str = "p4sim") -> "ProgramFiles":
+        """Compile through ``p4build`` (the one compile step per target: ``p4sim compile`` by
+        default) into ``out_dir`` (a temp dir if None).  Raises ``p4build.BuildError``."""
         import tempfile
 
-        from p4sim.compiler import compile_files
+        from p4build import compile_program
 
         with tempfile.TemporaryDirectory() as tmp:
             where = Path(out_dir) if out_dir is not None else Path(tmp)
-            stem = Path(source).stem
-            json_path, info_path = where / f"{stem}.json", where / f"{stem}.p4info.txtpb"
-            compile_files(str(source), include_dirs=[str(d) for d in include_dirs], defines=defines,
-                          out_json=json_path, p4info_out=info_path)
-            return cls.load(json_path, info_path)
+            built = compile_program(source, target, arch, where, include_dirs,
+                                    defines=[f"{k}={v}" for k, v in (defines or {}).items()])
+            return cls.load(*built.files())

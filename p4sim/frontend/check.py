@@ -42,10 +42,16 @@ class Checker(BlockChecker):
             if id(h) not in seen:
                 seen.add(id(h))
                 uniq_ch.append(h)
+        # the program is its package's instances: a declaration no block instantiates is
+        # dropped (p4c's front end), with its tables, externs and digests; a control applied
+        # inside another is inlined into it, so the blocks hold every instance
+        controls = {b.name: b for b in self.blocks.values() if isinstance(b, ir.ControlDecl)}
+        parsers = {b.name: b for b in self.blocks.values() if isinstance(b, ir.ParserDecl)}
         return ir.Program(source=self.source, errors=list(self.errors), types=dict(self.types),
                           externs=self.externs, actions=self.actions, functions=self.functions,
-                          parsers=self.parsers, controls=self.controls, package=self.package,
-                          blocks=self.blocks, digests=self.digests, controller_headers=uniq_ch,
+                          parsers=parsers, controls=controls, package=self.package,
+                          blocks=self.blocks, digests=_sent_digests(self.digests, self.blocks),
+                          controller_headers=uniq_ch,
                           arch=self.arch, tofino_target=self.tofino_target)
 
     def declaration(self, d: Tree) -> None:
@@ -256,6 +262,14 @@ class Checker(BlockChecker):
     def decl_abstract_instantiation(self, d: Tree) -> None:
         raise self.unsupported("instantiations with abstract method implementations outside a "
                                "control (declare a TNA RegisterAction inside its control)", d)
+
+
+def _sent_digests(declared: list[ir.StructT], blocks: dict) -> list[ir.StructT]:
+    """The digest types of ``declared`` (first-use order) that a ``digest<T>()`` call reachable
+    from the package's blocks sends."""
+    sent = {id(n.type_args[0]) for n in ir.walk(list(blocks.values()))
+            if isinstance(n, ir.BuiltinCall) and n.name == "digest" and n.type_args}
+    return [d for d in declared if id(d) in sent]
 
 
 def check(parsed: ParsedText, source: str) -> ir.Program:

@@ -1,5 +1,5 @@
-"""p4sim's architectures as plug-ins: one registry of each architecture's switch class and
-extern code generator.
+"""p4sim's architectures as plug-ins: one registry of each architecture's switch class, extern
+code generator and what its switch needs from the generated code.
 
 The base modules ask this registry instead of importing an architecture's module:
 ``p4sim.switch.Switch(program)`` builds the switch class registered for ``program``'s
@@ -49,6 +49,9 @@ class Architecture:
     name: str
     switch: str
     codegen: Optional[str] = None
+    # whether the switch builds every ``@__intrinsic_metadata`` struct/header itself (TNA's
+    # intrinsic metadata), so the code generator must emit a class for each, used or not
+    builds_intrinsic_types: bool = False
 
     def switch_class(self) -> type:
         module, _, attr = self.switch.partition(":")
@@ -61,8 +64,8 @@ class Architecture:
 _TNA_SWITCH, _TNA_CODEGEN = "p4sim.runtime.tna_switch:TnaSwitch", "p4sim.runtime.tna_codegen"
 _REGISTRY: dict[str, Architecture] = {
     "v1model": Architecture("v1model", "p4sim.switch:Switch"),
-    "tna": Architecture("tna", _TNA_SWITCH, _TNA_CODEGEN),
-    "t2na": Architecture("t2na", _TNA_SWITCH, _TNA_CODEGEN),
+    "tna": Architecture("tna", _TNA_SWITCH, _TNA_CODEGEN, builds_intrinsic_types=True),
+    "t2na": Architecture("t2na", _TNA_SWITCH, _TNA_CODEGEN, builds_intrinsic_types=True),
 }
 
 

@@ -193,14 +193,19 @@ class Pipeline:
         return t
 
     def _named(self, kind: str, d: dict, name: str) -> Any:
+        """The object whose full name is ``name``, else the one object whose name ends with
+        ``.name`` ("telemetry.drops" for "pipe.StellarIngress.telemetry.drops"); a short name
+        that several objects end with is an error that lists them, never a pick."""
         o = d.get(name)
-        if o is None:
-            # a unique dotted suffix is enough: "telemetry.drops" for "StellarIngress.telemetry.drops"
-            short = [v for k, v in d.items() if k.endswith("." + name)]
-            if len(short) == 1:
-                return short[0]
-            raise RuntimeApiError("NOT_FOUND", f"no {kind} {name!r} (have: {sorted(d)})")
-        return o
+        if o is not None:
+            return o
+        short = sorted(k for k in d if k.endswith("." + name))
+        if len(short) == 1:
+            return d[short[0]]
+        if short:
+            raise RuntimeApiError("INVALID_ARGUMENT", f"{kind} name {name!r} is ambiguous: it ends "
+                                  f"{', '.join(short)}; give a longer name")
+        raise RuntimeApiError("NOT_FOUND", f"no {kind} {name!r} (have: {sorted(d)})")
 
     def register(self, name: str) -> Register:
         return self._named("register", self.registers, name)

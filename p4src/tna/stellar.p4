@@ -48,6 +48,9 @@
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
 #include "include/control/rewrite.p4"
+#include "include/control/clock.p4"
+#include "include/control/params.p4"
+#include "include/control/finish.p4"
 
 @pa_auto_init_metadata
 control StellarIngress(inout tna_headers_t hdr,
@@ -56,35 +59,8 @@ control StellarIngress(inout tna_headers_t hdr,
                        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    /* The clock, the tunables (`params`) and the end of ingress (`finish`,
-     * with the drop counter) are StellarIngress's own objects, not controls of
-     * their own like the blocks below: the controller knows them as
-     * StellarIngress.<name>, which a control would give only through absolute
-     * @name annotations, and p4sim also compiles each control declaration on
-     * its own, whose copy of such an object then takes that name too.
-     *
-     * The clock's slices that the blocks use (the bridged stamp, the DRE
-     * window, the sketch window), taken through identity hashes: copied as
-     * slices, bf-p4c must keep every copy bit-aligned with the clock, and
-     * those alignments, chained through the other copies, did not fit the PHV. */
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) stamp_of;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) dre_window_of;
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sketch_window_of;
-    /* The three copies in two keyless tables: an action takes at most 32
-     * bits from hash units (bf-p4c's "immediate pathway"; the three in one
-     * action needed 80).  The sketch window (12 bits of clock) fits in 16. */
-    action stamps() {
-        meta.stamp16 = stamp_of.get({ig_prsr_md.global_tstamp[21:6]});
-        meta.sketch_win = (bit<32>) sketch_window_of.get({ig_prsr_md.global_tstamp[31:20]});
-    }
-    table clock_stamps { actions = { stamps; } const default_action = stamps(); size = 1; }
-#ifndef STELLAR_NO_DRE
-    action window() {
-        meta.dre_win = dre_window_of.get({ig_prsr_md.global_tstamp[31:14]});
-    }
-    table clock_dre_window { actions = { window; } const default_action = window(); size = 1; }
-#endif
-
+    Clock() clock;
+    Params() params;
     Sanity() sanity;
     FlowKey() flow_key;
     Routing() routing;
@@ -100,105 +76,15 @@ control StellarIngress(inout tna_headers_t hdr,
     Queueing() queueing;
     DropReason() drop_reason;
     IngressTelemetry() telemetry;
+    Finish() finish;
 
-    bit<32> flowlet_timeout_ns = TNA_FLOWLET_TIMEOUT_NS;
-    bit<32> elephant_bytes = TNA_ELEPHANT_BYTES;
-    bit<1>  drain_moves = 1;
-    bit<1>  dre_on = 1;
-    bit<32> drain_margin_ns = TNA_DRAIN_MARGIN_NS;
-    bit<1>  gap_drain = 1;
-
-    action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
-                      bit<1> dre_choice, bit<16> dre_delay_penalty, bit<32> drain_margin,
-                      bit<1> gap_needs_drain) {
-        flowlet_timeout_ns = flowlet_timeout;
-        elephant_bytes = elephant_threshold;
-        drain_moves = drain;
-#ifdef STELLAR_NO_DRE
-        dre_on = 0;             /* no estimate in this profile (define.p4) */
-#else
-        dre_on = dre_choice;
-#endif
-        /* written times DRE_SCORE_SCALE, as the DRE levels; the low four bits
-         * are the score's tie bit and member (dre.p4), so they are cleared */
-        meta.dre_penalty = dre_delay_penalty & 0xFFF0;
-        drain_margin_ns = drain_margin;
-        gap_drain = gap_needs_drain;
-    }
-    /* The controller's tunables (one row; the default is define.p4's):
-     * flowlet timeout, elephant bytes per window, drain moves on/off, the
-     * DRE choice on/off and its penalty for members feedback does not name
-     * best, the downstream skew margin of a drain move (ns, 64 ns units),
-     * whether a gap move must also prove drain. */
-    table params {
-        actions = { set_params; }
-        default_action = set_params(TNA_FLOWLET_TIMEOUT_NS, TNA_ELEPHANT_BYTES, 1, 1,
-                                    TNA_DRE_DELAY_PENALTY, TNA_DRAIN_MARGIN_NS, 1);
-        size = 1;
-    }
-
-    /* The end of ingress, one const table on the flags (a chain of
-     * conditions takes three steps on Tofino-1): what leaves, what is dropped and
-     * counted (no route and red are dropped here, the other reasons where
-     * they were found), a second pass, the elephant digest.  Rows in
-     * priority order (the first match wins).  Size: 10 const rows. */
-    /* Drops by reason (DROP_*), counted where the last reason is known;
-     * its P4Info name is the telemetry block's, as on v1model (the other
-     * counters are telemetry.p4's).  Size: REASON_SLOTS. */
-    @name("telemetry.drops")
-    Counter<bit<32>, bit<8>>(REASON_SLOTS, CounterType_t.PACKETS) drops;
-    action consumed() {                 /* feedback, port down */
-        hdr.bridged.setInvalid();
-        ig_dprsr_md.drop_ctl = 1;
-    }
-    action dropped() {
-        /* a packet dropped in a pass that asked for a second one (e.g. a new
-         * flow whose every member is down) ends here: no resubmit, and this
-         * pass counts it */
-        ig_dprsr_md.drop_ctl = 1;
-        drops.count(meta.drop_reason);
-    }
-    action drop_no_route() {
-        meta.drop = 1;
-        ig_dprsr_md.drop_ctl = 1;
-        drops.count(meta.drop_reason);  /* DROP_NO_ROUTE (set after the policer) */
-    }
-    action drop_red() {
-        meta.drop = 1;                  /* the policer's verdict (qos.p4) */
-        ig_dprsr_md.drop_ctl = 1;
-        drops.count(meta.drop_reason);  /* DROP_TENANT_RED, likewise */
-    }
-    /* the digest in the first pass (the one that ran the sketch), also when
-     * it is resubmitted: the digest is the deparser's, not the TM's */
-    action forward(bit<3> resubmit, bit<3> digest) {
-        hdr.bridged.member = meta.chosen;
-        /* here, not in routing: the sanity checks' TTL gate would wait for
-         * a writer of the TTL (the deparser recomputes the checksum) */
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-        hdr.bridged.ingress_ts = meta.stamp16;
-        ig_dprsr_md.resubmit_type = resubmit;
-        ig_dprsr_md.digest_type = digest;
-    }
-    table finish {
-        key = {
-            meta.kind: exact; meta.drop: ternary; meta.no_route: ternary; meta.red: ternary;
-            meta.choose: ternary; meta.drain_test: ternary; meta.eleph_report: ternary;
-        }
-        actions = { consumed; dropped; drop_no_route; drop_red; forward; }
-        const default_action = consumed();
-        const entries = {
-            (KIND_DATA, 1, _, _, _, _, _): dropped();
-            (KIND_DATA, 0, 1, _, _, _, _): drop_no_route();
-            (KIND_DATA, 0, 0, 1, _, _, _): drop_red();
-            (KIND_DATA, 0, 0, 0, 1, _, 1): forward(RESUBMIT_TYPE_SECOND_PASS, DIGEST_TYPE_ELEPHANT);
-            (KIND_DATA, 0, 0, 0, 1, _, 0): forward(RESUBMIT_TYPE_SECOND_PASS, 0);
-            (KIND_DATA, 0, 0, 0, _, 1, 1): forward(RESUBMIT_TYPE_SECOND_PASS, DIGEST_TYPE_ELEPHANT);
-            (KIND_DATA, 0, 0, 0, _, 1, 0): forward(RESUBMIT_TYPE_SECOND_PASS, 0);
-            (KIND_DATA, 0, 0, 0, 0, 0, 1): forward(0, DIGEST_TYPE_ELEPHANT);
-            (KIND_DATA, 0, 0, 0, 0, 0, 0): forward(0, 0);
-        }
-        size = 10;
-    }
+    /* the tunables (params.p4), handed to the blocks that use them */
+    bit<32> flowlet_timeout_ns;
+    bit<32> elephant_bytes;
+    bit<1>  drain_moves;
+    bit<1>  dre_on;
+    bit<32> drain_margin_ns;
+    bit<1>  gap_drain;
 
     /* Tofino-1's rule shapes this apply block (README.md, "Tofino-1"): it
      * has no long branches, so bf-p4c makes a condition wait for every
@@ -212,14 +98,10 @@ control StellarIngress(inout tna_headers_t hdr,
      * (sanity: drop, routing: no_route, the meter: red), merged in
      * `finish`.  Each block is applied once and looks at the kind itself. */
     apply {
-        meta.now = ig_prsr_md.global_tstamp[31:0];
-        meta.stamp = ig_prsr_md.global_tstamp[31:0] | 1;
-        clock_stamps.apply();
-#ifndef STELLAR_NO_DRE
-        clock_dre_window.apply();
-#endif
+        clock.apply(meta, ig_prsr_md);
         meta.change_reason = 0xFF;
-        params.apply();
+        params.apply(meta, flowlet_timeout_ns, elephant_bytes, drain_moves, dre_on,
+                     drain_margin_ns, gap_drain);
 #ifndef STELLAR_NO_DRE
         meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
 #endif
@@ -269,7 +151,7 @@ control StellarIngress(inout tna_headers_t hdr,
         if (meta.kind == KIND_DATA && meta.drop == 0 && meta.no_route == 0) {
             member_port.apply(meta, ig_tm_md);
         }
-        finish.apply();
+        finish.apply(hdr, meta, ig_dprsr_md);
         if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
             telemetry.apply(meta);             /* once per packet, not per pass */
         }

@@ -38,7 +38,7 @@ from typing import Any
 
 from p4sim.errors import CompileError
 from p4sim.frontend import ir
-from p4sim.runtime import support
+from p4sim.runtime import archs, support
 from p4sim.runtime.codegen.common import ActionInfo, Pinned, Scope, TableInfo, Writer, enum_member
 from p4sim.runtime.codegen.controls import ControlCompiler
 from p4sim.runtime.codegen.expressions import ExpressionCompiler
@@ -67,18 +67,12 @@ class ProgramCompiler(ExpressionCompiler, ExternCompiler, StatementCompiler, Par
             self.action_name(a, None)
         self.drain_actions({})
         role_fn = {}
-        done: dict[int, str] = {}
-        for c in prog.controls.values():  # every control (sub-controls too), once
-            role = next((r for r, b in prog.blocks.items() if b is c), None)
-            done[id(c)] = self.compile_control(c, role)
-        for role in roles:
+        for role in roles:  # the package's instances only (sub-controls are inlined in them)
             b = prog.blocks[role]
             if isinstance(b, ir.ParserDecl):
                 self.cur_role = role
                 role_fn[role] = self.compile_parser(b)
                 self.cur_role = None
-            elif id(b) in done:
-                role_fn[role] = done[id(b)]
             else:
                 role_fn[role] = self.compile_control(b, role)
         for r in ("parser", "ingress_parser", "egress_parser", "ingress", "egress", "ingress_deparser",
@@ -86,7 +80,7 @@ class ProgramCompiler(ExpressionCompiler, ExternCompiler, StatementCompiler, Par
             for v in prog.blocks[r].params if r in prog.blocks else ():
                 if is_composite(v.type):  # the pipeline instantiates these per packet
                     self.classes.name(v.type)
-        if prog.arch != "v1model":  # the TNA switch builds every intrinsic struct
+        if archs.get(prog.arch).builds_intrinsic_types:
             for t in prog.types.values():
                 if isinstance(t, (ir.StructT, ir.HeaderT)) and "__intrinsic_metadata" in t.annotations:
                     self.classes.name(t)
