@@ -32,6 +32,7 @@ Weighted queues (``set_weight``; p4sim's addition, BMv2 has no equivalent - see
 """
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import Any, Optional
 
@@ -51,11 +52,13 @@ class Queue:
 
 
 class Port:
-    __slots__ = ("queues", "free_at", "deficit", "rr", "fresh", "groups", "wrank")
+    __slots__ = ("queues", "free_at", "deficit", "rr", "fresh", "groups", "wrank", "ready", "stamp")
 
     def __init__(self) -> None:
         self.queues: list[Queue] = []
         self.free_at = 0.0  # the port is transmitting until this time
+        self.ready = 0.0  # when a busy port sends next: max(free_at, earliest head enqueue time)
+        self.stamp = 0  # the port's live entry in the readiness heap carries this number
         # DWRR state (only used when some queue of the port is weighted)
         self.groups: list[tuple[int, int, list[int]]] = []  # (group id, quantum, queue numbers high->low)
         self.wrank = -1  # highest weighted queue number: where the weighted level sits; -1 = none
@@ -71,6 +74,10 @@ class TrafficManager:
         self.priority_queues = priority_queues
         self.ports: dict[int, Port] = {}
         self.busy: set[int] = set()  # ports with at least one queued packet
+        # Readiness heap: (ready time, port, stamp), one live entry per busy port (the one whose
+        # stamp is the port's); older entries are skipped when they reach the top.  Ties go to the
+        # lower port number.  This replaces a scan of every busy port on each event.
+        self._heap: list[tuple[float, int, int]] = []
         self._rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
         self._depth_settings: list[tuple[Optional[int], Optional[int], int]] = []
         self._weight_settings: list[tuple[Optional[int], Optional[int], tuple[int, Optional[int]]]] = []
@@ -168,13 +175,34 @@ class TrafficManager:
     def enqueue(self, pkt: Any, port: int, priority: int, now_us: float, size: int = 1) -> int:
         """Queue ``pkt`` (``size`` bytes, what DWRR charges); returns the number of packets already
         in that queue (``enq_qdepth``), or -1 when the queue is full (drop-tail)."""
-        q = self._port(port).queues[priority]
+        ps = self._port(port)
+        q = ps.queues[priority]
         n = len(q.items)
         if n >= q.depth:
             return -1
         q.items.append((now_us, pkt, size))
-        self.busy.add(port)
+        if port not in self.busy:
+            self.busy.add(port)
+            self._schedule(port, ps, max(ps.free_at, now_us))
+        elif now_us < ps.ready and ps.free_at < ps.ready:
+            # only an enqueue time earlier than every head can move a busy port's turn forward
+            self._schedule(port, ps, max(ps.free_at, now_us))
         return n
+
+    def _schedule(self, port: int, ps: Port, ready: float) -> None:
+        ps.ready = ready
+        ps.stamp += 1
+        heapq.heappush(self._heap, (ready, port, ps.stamp))
+
+    def _top(self) -> Optional[tuple[float, int, int]]:
+        """The live heap entry of the port that sends first (stale entries are dropped)."""
+        heap, ports, busy = self._heap, self.ports, self.busy
+        while heap:
+            e = heap[0]
+            if e[1] in busy and ports[e[1]].stamp == e[2]:
+                return e
+            heapq.heappop(heap)
+        return None
 
     def idle_unlimited(self, port: int, priority: int, now_us: float) -> bool:
         """True when a packet for (port, priority) would leave the instant it is queued: the
@@ -185,36 +213,30 @@ class TrafficManager:
         q = ps.queues[priority]
         return q.rate_pps == 0 and q.depth > 0 and ps.free_at <= now_us
 
-    def _port_ready(self, ps: Port) -> float:
-        return max(ps.free_at, min(q.items[0][0] for q in ps.queues if q.items))
-
     def next_departure(self) -> Optional[float]:
         """Time of the next departure, or None when every queue is empty."""
-        best = None
-        for port in self.busy:
-            t = self._port_ready(self.ports[port])
-            if best is None or t < best:
-                best = t
-        return best
+        e = self._top()
+        return None if e is None else e[0]
 
     def pop_due(self, limit_us: float) -> Optional[tuple[float, int, int, float, int, Any]]:
         """The earliest departure at or before ``limit_us``: (departure time, port, priority,
         enqueue time, packets left in that queue, packet); None if nothing is due.  Ties go to
         the lower port number, so runs are repeatable."""
-        best_t, best_port = None, None
-        for port in self.busy:
-            t = self._port_ready(self.ports[port])
-            if t <= limit_us and (best_t is None or t < best_t or (t == best_t and port < best_port)):
-                best_t, best_port = t, port
-        if best_t is None:
+        e = self._top()
+        if e is None or e[0] > limit_us:
             return None
+        heapq.heappop(self._heap)
+        best_t, best_port = e[0], e[1]
         ps = self.ports[best_port]
         prio = self._select(ps, best_t)
         q = ps.queues[prio]
         enq_t, pkt, _ = q.items.popleft()
         rate = q.rate_pps
         ps.free_at = best_t + (1e6 / rate if rate else 0.0)
-        if not any(qq.items for qq in ps.queues):
+        heads = [qq.items[0][0] for qq in ps.queues if qq.items]
+        if heads:
+            self._schedule(best_port, ps, max(ps.free_at, min(heads)))
+        else:
             self.busy.discard(best_port)
         return best_t, best_port, prio, enq_t, len(q.items), pkt
 
