@@ -152,7 +152,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         for ref in sim.link_ports(*DEGRADED):
             cap = fabric.switches[ref.switch].ports[ref.port].capacity_gbps * frac
             capacity[(ref.switch, ref.port)] = cap
-            sim.devices[ref.switch].set_queue_rate(int(cap * 1e9 / (8 * fb)), ref.port)
+            sim.set_port_rate(ref.switch, ref.port, cap)
     if spec.topo == "gray":
         sim.gray_fail(*DEGRADED, 0.01)
 
