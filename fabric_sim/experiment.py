@@ -66,8 +66,20 @@ class RunSpec:
     mode: str
     seed: int
     fabric: str = "lab"
-    nbytes: int = 131072  # per QP for collectives
+    nbytes: int = 131072  # per QP for collectives (train-*: the collective's size per rank)
     duration_us: float = 300.0  # arrival window of Poisson workloads
+    # Switch and transport model (fabric_sim.simfabric, p4sim.buffer, fabric_sim.rdma):
+    buffer: str = "lossless"  # lossless (PFC, shared buffer) | lossy (shared buffer, drops) | static (per-queue 2 MB)
+    byte_rate: bool = True  # queues served by bytes (False: BMv2's packet rate, one 4 KB slot per frame)
+    timeout_exp: Optional[int] = None  # RTO = 4.096 us x 2^t (None: NicParams' default)
+    dcqcn: str = "nvidia"  # nvidia (ConnectX defaults) | paper (SIGCOMM'15) | off (PFC only)
+    # train-* workloads (fabric_sim.workloads.training): NCCL-like iterations on persistent QPs
+    channels: int = 2
+    slice_bytes: int = 1 << 20
+    iterations: int = 3  # measured, after the warm-up ones
+    warmup: int = 1
+    gap_us: float = 20.0  # compute between iterations
+    skew_us: float = 5.0  # launch skew between ranks
 
     @property
     def scenario(self) -> str:
@@ -141,11 +153,12 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     started = time.perf_counter()
     base = load_fabric(FABRICS[spec.fabric])
     base = replace(base, dataplane=replace(base.dataplane, reservations=False))
-    params = NicParams()
+    params = nic_params(spec)
     fb = frame_bytes(params.payload)
     stellar = spec.mode.startswith("stellar")
     fabric = stellar_fabric(base, spec.mode) if stellar else base
-    sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=QUEUE_DEPTH, seed=spec.seed)
+    sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=_queue_depth(spec), seed=spec.seed,
+                    byte_rate=spec.byte_rate, buffer=_buffer_spec(spec))
     frac = _capacity_fraction(spec.topo)
     capacity = {}
     if frac is not None:
@@ -184,10 +197,14 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
         bf = BaselineFabric(sim, fabric, baseline(spec.mode), salt_for(spec.seed), capacity)
         bf.install()
 
-    net = RdmaNetwork(sim, fabric, params)
+    net = RdmaNetwork(sim, fabric, params, seed=spec.seed)
     members = W.hosts_of(fabric)
     kind, _, arg = spec.workload.partition("-")
-    if spec.workload == "a2a":
+    job = None
+    if kind == "train":
+        job = W.training(net, W.place_ranks(members, spec.seed), W.Collective(arg, spec.nbytes, spec.channels,
+                         spec.slice_bytes), spec.iterations, spec.warmup, spec.gap_us, spec.skew_us, spec.seed)
+    elif spec.workload == "a2a":
         W.alltoall(net, members, spec.nbytes)
     elif spec.workload == "a2a-jit":
         W.alltoall(net, members, spec.nbytes, jitter_us=20.0, seed=spec.seed)
@@ -235,6 +252,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     if keep is not None:
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb)
+    row.update(transport_metrics(sim, net, job))
     if stellar:
         reasons = [sum(sim.switch(n).counter_read("StellarIngress.flowlet.path_changes", i)[0] for n in sim.devices)
                    for i in range(4)]
@@ -246,6 +264,54 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     row["drops_tail"] = _tail_drops(sim)
     row["drops_gray"] = sim.dropped_gray
     row["drops_wire"] = sim.dropped_on_wire
+    return row
+
+
+def nic_params(spec: RunSpec):
+    """The NICs of a run: NicParams' defaults with the spec's timeout and DCQCN flavour."""
+    from fabric_sim.rdma import DcqcnParams, NicParams
+
+    dcqcn = {"nvidia": DcqcnParams(), "paper": DcqcnParams.paper(),
+             "off": DcqcnParams(enabled=False)}.get(spec.dcqcn)
+    if dcqcn is None:
+        raise ValueError(f"unknown dcqcn flavour {spec.dcqcn!r} (nvidia | paper | off)")
+    p = NicParams(dcqcn=dcqcn)
+    return p if spec.timeout_exp is None else replace(p, timeout_exp=spec.timeout_exp)
+
+
+def _buffer_spec(spec: RunSpec):
+    from fabric_sim.simfabric import BufferSpec
+
+    if spec.buffer not in ("lossless", "lossy", "static"):
+        raise ValueError(f"unknown buffer mode {spec.buffer!r} (lossless | lossy | static)")
+    return None if spec.buffer == "static" else BufferSpec(lossless=spec.buffer == "lossless")
+
+
+def _queue_depth(spec: RunSpec) -> int:
+    # with a shared buffer the buffer decides; the per-queue packet depth only must not bind
+    return QUEUE_DEPTH if spec.buffer == "static" else 1 << 20
+
+
+def transport_metrics(sim, net, job) -> dict:
+    """PFC pause time (switch ports and host NICs), buffer drops, and a training job's
+    iterations (fabric_sim.workloads.Training)."""
+    ports = sim.pause_us()
+    hosts = net.pause_us(sim.now_us)
+    bufs = [dev.switch.tm.buffer for dev in sim.devices.values() if dev.switch.tm.buffer is not None]
+    row = {
+        "pause_us_total": round(sum(ports.values()) + sum(hosts.values()), 3),
+        "pause_us_max_port": round(max(list(ports.values()) + list(hosts.values()), default=0.0), 3),
+        "paused_ports": sum(1 for v in list(ports.values()) + list(hosts.values()) if v > 0),
+        "pause_us_by_port": {f"{s}:{p}": round(v, 3) for (s, p), v in sorted(ports.items()) if v > 0},
+        "xoff_sent": sum(b.xoff_sent for b in bufs),
+        "drops_buffer": sum(b.drops for b in bufs),
+        "drops_headroom": sum(b.headroom_drops for b in bufs),
+    }
+    if job is not None:
+        its = job.measured()
+        row["iter_us"] = [round(x, 3) for x in its]
+        row["iter_mean_us"] = statistics.fmean(its) if its else None
+        row["iterations_done"] = len(its)
     return row
 
 

@@ -213,11 +213,12 @@ class SimFabric:
     def _push(self, t: float, kind: int, payload) -> None:
         heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
 
-    def _bring(self, name: str, t: float) -> None:
-        """Advance one switch's clock to ``t`` (its departures due on the way go out)."""
+    def _bring(self, name: str, t: float, serve: bool = False) -> None:
+        """Advance one switch's clock to ``t`` (its departures due on the way go out); ``serve``:
+        also when it is there already (a departure became due at its present instant)."""
         dev = self.devices[name]
         sw = dev.switch
-        if sw is not None and t > sw.now_us:
+        if sw is not None and (t > sw.now_us or serve):
             if self.servers:
                 dev.advance(t - sw.now_us)  # the device also hands digests to its P4Runtime server
             else:
@@ -311,7 +312,7 @@ class SimFabric:
                 if self._due.get(payload) != t:
                     continue  # stale: the switch's head of line changed since
                 self._due[payload] = None
-                self._bring(payload, t)
+                self._bring(payload, t, serve=True)
                 self._reschedule(payload)
             elif kind == _ARRIVE:
                 ref, frame = payload
@@ -337,6 +338,7 @@ class SimFabric:
                     sw = self.devices[target.switch].switch
                     if sw is not None:
                         sw.tm.pause(target.port, cls, xoff, t)
+                        self._bring(target.switch, t, serve=True)  # a resumed queue may send now
                         self._reschedule(target.switch)
                 elif self.on_host_pause is not None:
                     self.on_host_pause(t, target, cls, xoff)
