@@ -121,11 +121,16 @@ class TrafficManager:
     def set_rate(self, pps: float, port: Optional[int] = None, priority: Optional[int] = None) -> None:
         if pps < 0:
             raise ValueError("queue rate must be >= 0 pps")
+        self._apply(self._rate_settings, "rate_pps", 0, pps, port, priority)
+
+    def _apply(self, settings: list, attr: str, default: Any, value: Any, port: Optional[int],
+               priority: Optional[int]) -> None:
+        """Record a setting and re-resolve ``attr`` of every existing queue (last match wins)."""
         self._check_prio(priority)
-        self._rate_settings.append((port, priority, pps))
+        settings.append((port, priority, value))
         for pn, ps in self.ports.items():
             for prio, q in enumerate(ps.queues):
-                q.rate_pps = self._resolve(self._rate_settings, pn, prio, 0)
+                setattr(q, attr, self._resolve(settings, pn, prio, default))
 
     def set_byte_rate(self, bps: float, port: Optional[int] = None, priority: Optional[int] = None) -> None:
         """Serve the queue by bytes: a packet of B bytes keeps the port busy B * 8 / ``bps``
@@ -134,11 +139,7 @@ class TrafficManager:
         a byte rate is how a link serialises, and what the fabric simulator uses."""
         if bps < 0:
             raise ValueError("queue byte rate must be >= 0 bits/s")
-        self._check_prio(priority)
-        self._byte_rate_settings.append((port, priority, bps))
-        for pn, ps in self.ports.items():
-            for prio, q in enumerate(ps.queues):
-                q.rate_bps = self._resolve(self._byte_rate_settings, pn, prio, 0.0)
+        self._apply(self._byte_rate_settings, "rate_bps", 0.0, bps, port, priority)
 
     def set_buffer(self, config: Optional[BufferConfig]) -> SharedBuffer:
         """Give the switch a shared buffer (dynamic thresholds, PFC when lossless; see

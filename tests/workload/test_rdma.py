@@ -116,7 +116,9 @@ def test_go_back_n_resends_from_the_expected_psn_after_a_reorder():
     assert t.retransmits >= 2
 
 
-def test_a_lost_tail_packet_is_recovered_by_the_timeout():
+def _tail_loss(params=NicParams()):
+    """A 10-packet message whose last packet (PSN 9) is lost once: no later packet triggers a
+    NAK, so only the timeout recovers it."""
     dropped = []
 
     def fault(frame):
@@ -125,10 +127,15 @@ def test_a_lost_tail_packet_is_recovered_by_the_timeout():
             return []
         return [(0.0, frame)]
 
-    wire, net = pair(fault)
-    t = net.transfer("a", "b", 10 * 4096)  # PSN 9 is the last: no later packet to trigger a NAK
+    wire, net = pair(fault, params)
+    t = net.transfer("a", "b", 10 * 4096)
     net.start()
     wire.run()
+    return t
+
+
+def test_a_lost_tail_packet_is_recovered_by_the_timeout():
+    t = _tail_loss()
     assert t.done_us is not None and t.delivered == 10 and t.timeouts == 1
     # go back to the last acknowledged PSN (ACKs are coalesced, so earlier PSNs go again too)
     assert 1 <= t.retransmits <= 10
@@ -263,18 +270,7 @@ def test_the_retransmission_timeout_is_4_096_us_times_two_to_the_exponent():
     assert NicParams(timeout_exp=14).rto_us == 4.096 * 16384
     done = {}
     for exp in (10, 12):  # the tail-loss recovery waits exactly one timeout
-        dropped = []
-
-        def fault(frame):
-            if _opcode(frame) == OP_WRITE_ONLY and _psn(frame) == 9 and not dropped:
-                dropped.append(1)
-                return []
-            return [(0.0, frame)]
-
-        wire, net = pair(fault, NicParams(timeout_exp=exp))
-        t = net.transfer("a", "b", 10 * 4096)
-        net.start()
-        wire.run()
+        t = _tail_loss(NicParams(timeout_exp=exp))
         assert t.timeouts == 1
         done[exp] = t.done_us
     assert done[12] - done[10] == pytest.approx(4.096 * (4096 - 1024), abs=5.0)
