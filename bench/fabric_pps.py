@@ -44,7 +44,9 @@ def worker(root: str, mode: str, seed: int, nbytes: int) -> dict:
 def measure(root: Path, mode: str, seed: int, nbytes: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
     out = subprocess.run([sys.executable, __file__, "--worker", str(root), "--mode", mode, "--seed", str(seed),
-                          "--nbytes", str(nbytes)], env=env, check=True, capture_output=True, text=True)
+                          "--nbytes", str(nbytes)], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the run in {root} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

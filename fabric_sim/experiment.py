@@ -1,10 +1,12 @@
 """One run of the fabric study: (workload, topology, mode, seed) -> a row of metrics.
 
-A run builds the fabric on a ``SimFabric`` with real per-byte service times (link rate divided by
-the 4 KB-MTU frame size), installs the mode's pipeline in-process (no gRPC: sweeps do not test
-the P4Runtime path, ``make demo`` does), starts ``RdmaNetwork`` NICs with the workload's
-transfers, applies the topology's events, and runs until every transfer completed (or the
-horizon).  Every run is independent and deterministic given its spec, so sweeps parallelise.
+A run builds the fabric on a ``SimFabric`` (by default: queues served by bytes at the link rate,
+and a lossless shared-buffer switch with PFC; ``RunSpec.buffer`` / ``byte_rate`` select the lossy
+mode or the older static 2 MB queues served one 4 KB frame slot per packet), installs the
+mode's pipeline in-process (no gRPC: sweeps do not test the P4Runtime path, ``make demo`` does),
+starts ``RdmaNetwork`` NICs with the workload's transfers, applies the topology's events, and
+runs until every transfer completed (or the horizon).  Every run is independent and
+deterministic given its spec, so sweeps parallelise.
 
 Modes:
 * baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp, ecmp-em,

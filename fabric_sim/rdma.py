@@ -220,7 +220,8 @@ def _unwrap(field24: int, near: int) -> int:
 class _SendQP:
     __slots__ = ("qpn", "peer_qpn", "nic", "peer", "msgs", "snd_nxt", "snd_una", "snd_end", "max_sent", "rate",
                  "target", "alpha", "eligible", "t_stage", "b_stage", "bytes_since", "last_alpha",
-                 "last_rate_timer", "last_cut", "cnp_in_period", "timer_raised", "last_progress", "rto_check", "sport", "sent_at",
+                 "last_rate_timer", "last_cut", "cnp_in_period", "timer_raised", "last_progress", "rto_check",
+                 "sport", "sent_at",
                  "queued", "last_tx", "last_size")
 
     def __init__(self, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", now: float, sport: int) -> None:
