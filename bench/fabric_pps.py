@@ -1,44 +1,91 @@
 """Fabric packets per second: switch traversals per CPU second of the packet-level study.
 
-    .venv/bin/python bench/fabric_pps.py [--runs 3] [--nbytes 65536]
+    .venv/bin/python bench/fabric_pps.py [--runs 3] [--nbytes 65536] [--baseline /work/main]
 
 One run = the 16-GPU lab fabric (fabric_sim.experiment), an AlltoAll with every QP starting at
 t=0, reacting RoCEv2 NICs, the pipeline installed in-process; once on the baseline program
 (ECMP, p4src/baselines/lb.p4) and once on stellar.p4.  A traversal is one frame taken in by one
 switch (data, ACK, NAK and CNP frames alike).  Printed: every run, and the median (CPU time of
-this process, so other load on a shared machine stretches wall time, not the figure).
+the measuring process, so other load on a shared machine stretches wall time, not the figure).
+
+``--baseline CHECKOUT`` measures the same runs with another checkout's code (for example the
+previous main) in the same sitting, and prints both medians and their ratio.  Each side runs in
+its own process with its checkout first on ``sys.path``; programs are compiled before the timed
+part on both sides, and the sides alternate run by run so load on the machine hits both alike.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+MODES = ("ecmp", "stellar")
 
-from fabric_sim.experiment import RunSpec, program, run, LB_P4, STELLAR_P4  # noqa: E402
+
+def worker(root: str, mode: str, seed: int, nbytes: int) -> dict:
+    """One timed run with the code of checkout ``root`` (called in a fresh process)."""
+    sys.path.insert(0, root)
+    from fabric_sim.experiment import LB_P4, STELLAR_P4, RunSpec, program, run
+
+    program(LB_P4 if mode == "ecmp" else STELLAR_P4)  # compile outside the timed part
+    run(RunSpec("a2a", "sym", mode, seed + 1000, nbytes=4096))  # imports and first-use caches
+    c0 = time.process_time()
+    row = run(RunSpec("a2a", "sym", mode, seed, nbytes=nbytes))
+    cpu = time.process_time() - c0
+    return {"traversals": row["traversals"], "cpu_s": cpu, "rate": row["traversals"] / cpu}
+
+
+def measure(root: Path, mode: str, seed: int, nbytes: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, __file__, "--worker", str(root), "--mode", mode, "--seed", str(seed),
+                          "--nbytes", str(nbytes)], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the run in {root} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--nbytes", type=int, default=65536, help="bytes per QP of the AlltoAll")
+    ap.add_argument("--baseline", metavar="CHECKOUT", help="another checkout to measure side by side")
+    ap.add_argument("--worker", metavar="CHECKOUT", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="ecmp", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    program(LB_P4), program(STELLAR_P4)  # compile outside the timed part
-    medians = {}
-    for mode in ("ecmp", "stellar"):
-        rates = []
+    if a.worker:
+        print(json.dumps(worker(a.worker, a.mode, a.seed, a.nbytes)))
+        return
+    sides = {"this": ROOT}
+    if a.baseline:
+        sides["baseline"] = Path(a.baseline).resolve()
+    medians: dict[tuple[str, str], float] = {}
+    for mode in MODES:
+        rates: dict[str, list[float]] = {side: [] for side in sides}
+        trav: dict[str, int] = {}
         for seed in range(a.runs):
-            c0 = time.process_time()
-            row = run(RunSpec("a2a", "sym", mode, seed, nbytes=a.nbytes))
-            rates.append(row["traversals"] / (time.process_time() - c0))
-        medians[mode] = statistics.median(rates)
-        print(f"{mode:8s} lab AlltoAll {a.nbytes} B/QP: {row['traversals']} traversals/run; runs "
-              + ", ".join(f"{r:,.0f}" for r in rates) + f" /s; median {medians[mode]:,.0f} traversals/s")
-    print(f"stellar.p4 costs {medians['ecmp'] / medians['stellar']:.2f}x the baseline program per traversal")
+            for side, root in sides.items():  # alternate: load on the machine hits both alike
+                r = measure(root, mode, seed, a.nbytes)
+                rates[side].append(r["rate"])
+                trav[side] = r["traversals"]
+        for side in sides:
+            medians[(side, mode)] = statistics.median(rates[side])
+            print(f"{side:8s} {mode:8s} lab AlltoAll {a.nbytes} B/QP: {trav[side]} traversals/run; runs "
+                  + ", ".join(f"{r:,.0f}" for r in rates[side])
+                  + f" /s; median {medians[(side, mode)]:,.0f} traversals/s")
+    for side in sides:
+        print(f"{side}: stellar.p4 costs {medians[(side, 'ecmp')] / medians[(side, 'stellar')]:.2f}x "
+              "the baseline program per traversal")
+    if a.baseline:
+        for mode in MODES:
+            print(f"{mode}: this checkout runs {medians[('this', mode)] / medians[('baseline', mode)]:.2f}x "
+                  f"the baseline's traversals per CPU second")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """One run of the fabric study: (workload, topology, mode, seed) -> a row of metrics.
 
-A run builds the fabric on a ``SimFabric`` with real per-byte service times (link rate divided by
-the 4 KB-MTU frame size), installs the mode's pipeline in-process (no gRPC: sweeps do not test
-the P4Runtime path, ``make demo`` does), starts ``RdmaNetwork`` NICs with the workload's
-transfers, applies the topology's events, and runs until every transfer completed (or the
-horizon).  Every run is independent and deterministic given its spec, so sweeps parallelise.
+A run builds the fabric on a ``SimFabric`` (by default: queues served by bytes at the link rate,
+and a lossless shared-buffer switch with PFC; ``RunSpec.buffer`` / ``byte_rate`` select the lossy
+mode or the older static 2 MB queues served one 4 KB frame slot per packet), installs the
+mode's pipeline in-process (no gRPC: sweeps do not test the P4Runtime path, ``make demo`` does),
+starts ``RdmaNetwork`` NICs with the workload's transfers, applies the topology's events, and
+runs until every transfer completed (or the horizon).  Every run is independent and
+deterministic given its spec, so sweeps parallelise.
 
 Modes:
 * baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp (path
@@ -64,6 +66,11 @@ ROW_KEYS: dict[str, str] = {
     "workload": "RunSpec.workload", "topo": "RunSpec.topo", "mode": "RunSpec.mode", "seed": "RunSpec.seed",
     "fabric": "RunSpec.fabric", "nbytes": "RunSpec.nbytes (bytes per QP of a collective)",
     "duration_us": "RunSpec.duration_us (arrival window of Poisson workloads)",
+    "buffer": "RunSpec.buffer (lossless PFC shared buffer | lossy | static)",
+    "byte_rate": "RunSpec.byte_rate (queues served by bytes)", "timeout_exp": "RunSpec.timeout_exp (RTO 4.096 us x 2^t)",
+    "dcqcn": "RunSpec.dcqcn (nvidia | paper | off)", "channels": "RunSpec.channels (QPs per rank pair, train-*)",
+    "slice_bytes": "RunSpec.slice_bytes (message slice, train-*)", "warmup": "RunSpec.warmup (iterations left out)",
+    "gap_us": "RunSpec.gap_us (compute between iterations)", "skew_us": "RunSpec.skew_us (launch skew)",
     "scenario": "workload/topo",
     "transfers": "RDMA messages (QPs) in the run", "incomplete": "transfers not done at the horizon",
     "completion_us": "the collective's last completion minus its first start (None if unfinished)",
@@ -94,6 +101,12 @@ ROW_KEYS: dict[str, str] = {
     "moves_membership": "Stellar path changes because its path set's members changed",
     "moves_explore": "Stellar path changes by exploration (congestion signals on a locally best path)",
     "moves_suspect": "Stellar path changes off a suspect path (silent, or retransmissions above the threshold)",
+    "iter_us": "every measured iteration's time of a training job (not in the CSV)",
+    "pause_us_total": "PFC pause time summed over switch ports and host NICs",
+    "pause_us_max_port": "the most-paused port's pause time", "paused_ports": "ports paused at least once",
+    "pause_us_by_port": "pause time per paused switch port (not in the CSV)",
+    "xoff_sent": "PFC XOFF frames sent", "drops_buffer": "frames dropped for want of shared buffer (lossy)",
+    "drops_headroom": "frames dropped beyond PFC headroom (lossless: must be 0)",
     "wall_s": "wall time of the run (s)", "traversals": "frames taken in by a switch",
     "drops_tail": "frames dropped at a full queue", "drops_gray": "frames dropped by a gray failure",
     "drops_wire": "frames sent on a dead port",
@@ -117,8 +130,20 @@ class RunSpec:
     mode: str
     seed: int
     fabric: str = "lab"
-    nbytes: int = 131072  # per QP for collectives
+    nbytes: int = 131072  # per QP for collectives (train-*: the collective's size per rank)
     duration_us: float = 300.0  # arrival window of Poisson workloads
+    # Switch and transport model (fabric_sim.simfabric, p4sim.buffer, fabric_sim.rdma):
+    buffer: str = "lossless"  # lossless (PFC, shared buffer) | lossy (shared buffer, drops) | static (per-queue 2 MB)
+    byte_rate: bool = True  # queues served by bytes (False: BMv2's packet rate, one 4 KB slot per frame)
+    timeout_exp: Optional[int] = None  # RTO = 4.096 us x 2^t (None: NicParams' default)
+    dcqcn: str = "nvidia"  # nvidia (ConnectX defaults) | paper (SIGCOMM'15) | off (PFC only)
+    # train-* workloads (fabric_sim.workloads.training): NCCL-like iterations on persistent QPs
+    channels: int = 2
+    slice_bytes: int = 1 << 20
+    iterations: int = 3  # measured, after the warm-up ones
+    warmup: int = 1
+    gap_us: float = 20.0  # compute between iterations
+    skew_us: float = 5.0  # launch skew between ranks
 
     @property
     def scenario(self) -> str:
@@ -205,18 +230,19 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     started = time.perf_counter()
     base = load_fabric(FABRICS[spec.fabric])
     base = replace(base, dataplane=replace(base.dataplane, reservations=False))
-    params = NicParams()
+    params = nic_params(spec)
     fb = frame_bytes(params.payload)
     stellar = spec.mode.startswith("stellar")
     fabric = stellar_fabric(base, spec.mode) if stellar else base
-    sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=QUEUE_DEPTH, seed=spec.seed)
+    sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=_queue_depth(spec), seed=spec.seed,
+                    byte_rate=spec.byte_rate, buffer=_buffer_spec(spec))
     frac = _capacity_fraction(spec.topo)
     capacity = {}
     if frac is not None:
         for ref in sim.link_ports(*DEGRADED):
             cap = fabric.switches[ref.switch].ports[ref.port].capacity_gbps * frac
             capacity[(ref.switch, ref.port)] = cap
-            sim.devices[ref.switch].set_queue_rate(int(cap * 1e9 / (8 * fb)), ref.port)
+            sim.set_port_rate(ref.switch, ref.port, cap)
         fabric = with_capacities(fabric, capacity)  # every mode learns the real rate the same way
     if spec.topo == "gray":
         sim.gray_fail(*DEGRADED, 0.01)
@@ -253,10 +279,14 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     from fabric_sim.metrics import LinkMeter
 
     meter = LinkMeter(sim)
-    net = RdmaNetwork(sim, fabric, params)
+    net = RdmaNetwork(sim, fabric, params, seed=spec.seed)
     members = W.hosts_of(fabric)
     kind, _, arg = spec.workload.partition("-")
-    if spec.workload == "a2a":
+    job = None
+    if kind == "train":
+        job = W.training(net, W.place_ranks(members, spec.seed), W.Collective(arg, spec.nbytes, spec.channels,
+                         spec.slice_bytes), spec.iterations, spec.warmup, spec.gap_us, spec.skew_us, spec.seed)
+    elif spec.workload == "a2a":
         W.alltoall(net, members, spec.nbytes)
     elif spec.workload == "a2a-jit":
         W.alltoall(net, members, spec.nbytes, jitter_us=20.0, seed=spec.seed)
@@ -306,6 +336,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     if keep is not None:
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb, meter)
+    row.update(transport_metrics(sim, net, job))
     if stellar:
         # flowlet.path_changes is indexed by define.p4's CHANGE_* reason (0 = a new flow's placement)
         for index, key in enumerate(STELLAR_MOVE_KEYS, start=1):
@@ -318,6 +349,57 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     row["drops_tail"] = _tail_drops(sim)
     row["drops_gray"] = sim.dropped_gray
     row["drops_wire"] = sim.dropped_on_wire
+    return row
+
+
+def nic_params(spec: RunSpec):
+    """The NICs of a run: NicParams' defaults with the spec's timeout and DCQCN flavour."""
+    from fabric_sim.rdma import DcqcnParams, NicParams
+
+    dcqcn = {"nvidia": DcqcnParams(), "paper": DcqcnParams.paper(),
+             "off": DcqcnParams(enabled=False)}.get(spec.dcqcn)
+    if dcqcn is None:
+        raise ValueError(f"unknown dcqcn flavour {spec.dcqcn!r} (nvidia | paper | off)")
+    p = NicParams(dcqcn=dcqcn)
+    return p if spec.timeout_exp is None else replace(p, timeout_exp=spec.timeout_exp)
+
+
+def _buffer_spec(spec: RunSpec):
+    from fabric_sim.simfabric import BufferSpec
+
+    if spec.buffer not in ("lossless", "lossy", "static"):
+        raise ValueError(f"unknown buffer mode {spec.buffer!r} (lossless | lossy | static)")
+    return None if spec.buffer == "static" else BufferSpec(lossless=spec.buffer == "lossless")
+
+
+def _queue_depth(spec: RunSpec) -> int:
+    # with a shared buffer the buffer decides; the per-queue packet depth only must not bind
+    return QUEUE_DEPTH if spec.buffer == "static" else 1 << 20
+
+
+def transport_metrics(sim, net, job) -> dict:
+    """PFC pause time (switch ports and host NICs), buffer drops, and a training job's
+    iterations (fabric_sim.workloads.Training)."""
+    ports = sim.pause_us()
+    hosts = net.pause_us(sim.now_us)
+    bufs = [dev.switch.tm.buffer for dev in sim.devices.values() if dev.switch.tm.buffer is not None]
+    row = {
+        "pause_us_total": round(sum(ports.values()) + sum(hosts.values()), 3),
+        "pause_us_max_port": round(max(list(ports.values()) + list(hosts.values()), default=0.0), 3),
+        "paused_ports": sum(1 for v in list(ports.values()) + list(hosts.values()) if v > 0),
+        "pause_us_by_port": {f"{s}:{p}": round(v, 3) for (s, p), v in sorted(ports.items()) if v > 0},
+        "xoff_sent": sum(b.xoff_sent for b in bufs),
+        "drops_buffer": sum(b.drops for b in bufs),
+        "drops_headroom": sum(b.headroom_drops for b in bufs),
+    }
+    if job is not None:
+        # the job's own iteration records (it starts each iteration after the last one's end
+        # plus the compute gap) replace metrics()' reading of the transfers' iteration tags
+        its = job.measured()
+        row["iter_us"] = [round(x, 3) for x in its]
+        row["iterations"] = len(its)
+        row["iteration_us_p50"] = statistics.median(its) if its else None
+        row["iteration_us_max"] = max(its) if its else None
     return row
 
 

@@ -1,37 +1,54 @@
 """RoCEv2 NICs that react: RC queue pairs with PSNs, a window, go-back-N and DCQCN.
 
 Why: a fixed send schedule decides a job's length before the first packet; RDMA NICs instead
-slow down on congestion (DCQCN), stop at their window and resend everything after a PSN gap
-(go-back-N).  Those reactions are what turn reordering, loss and queueing into job time, so the
-study needs them.
+slow down on congestion (DCQCN), stop at their window, pause on PFC and resend everything after a
+PSN gap (go-back-N).  Those reactions are what turn reordering, loss and queueing into job time,
+so the study needs them.
 
-Model, per RC queue pair (one transfer = one QP, PSNs from 0):
+Model:
 
+* **Queue pairs.**  A message (``Transfer``: one RDMA WRITE) is posted on an RC QP.  With
+  ``channel=None`` every message gets its own QP; with a channel number the QP of (source,
+  destination, channel) is created once and kept, as NCCL keeps its QPs for the whole job: PSNs
+  run on across messages and DCQCN state (rate, target, alpha) carries over.  QP numbers and UDP
+  source ports are drawn from the network's ``seed`` (so each seed hashes differently).
 * **Requester** sends PSN ``snd_nxt`` while ``snd_nxt < snd_una + window``, paced at its DCQCN
-  rate ``Rc``; the NIC's port serialises packets of all its QPs at line rate (round robin among
-  QPs that may send, ACK/NAK/CNP first).
-* **Responder** accepts only the expected PSN (``epsn``).  A higher PSN is a sequence error: it
-  sends one NAK carrying ``epsn`` (and drops out-of-order packets silently until ``epsn`` arrives,
-  as RC responders do); a lower PSN is a duplicate and is answered with an ACK.  In-order packets
-  are acknowledged every ``ack_every`` packets and at the end of the message (ACK coalescing).
-* **Go-back-N**: a NAK(e) sets ``snd_nxt = snd_una = e``; so does a retransmission timeout with no
-  ACK progress for ``rto_us``.  Every packet sent again is counted as a retransmission.
-* **DCQCN** (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM'15):
-  the responder (NP) answers a CE-marked packet with a CNP, at most one per ``cnp_interval_us``
-  per QP; the requester (RP) on a CNP sets ``Rt = Rc``, ``Rc *= (1 - alpha/2)`` and
-  ``alpha = (1-g) alpha + g``; without CNPs alpha decays by ``(1-g)`` every ``alpha_timer_us``;
-  a timer (``rate_timer_us``) and a byte counter (``byte_counter``) each drive rate increase
-  stages: fast recovery ``Rc = (Rt+Rc)/2`` for the first F stages, then additive increase
-  (``Rt += R_AI``), then hyper increase (``Rt += R_HAI``) once both counters passed F.
+  rate ``Rc``; the NIC's port serialises its QPs at line rate, round robin among those whose
+  pacing allows a packet now, with ACK/NAK/CNP frames first (they share one DSCP, ``DSCP_CNP``,
+  so the switches give them the same priority queue in every mode).
+* **Responder** accepts only the expected PSN (``epsn``).  A higher PSN is a sequence error: one
+  NAK carrying ``epsn`` (out-of-order packets are dropped until ``epsn`` arrives, as RC
+  responders do); a lower PSN is a duplicate, answered with an ACK.  In-order packets are
+  acknowledged every ``ack_every`` packets, at each message's end, and otherwise at most
+  ``ack_timer_us`` after the first unacknowledged one (ACK coalescing with a timer, so a QP
+  slowed to a trickle still hears from its responder long before its timeout).
+* **Go-back-N**: a NAK(e) sets ``snd_nxt = snd_una = e``; so does the retransmission timeout
+  (no ACK progress for ``rto_us`` = 4.096 µs x 2^``timeout_exp``, the InfiniBand/RoCE local ACK
+  timeout a QP is configured with; NCCL_IB_TIMEOUT sets the exponent).  Every packet sent again
+  is counted as a retransmission.
+* **DCQCN** (Zhu et al., SIGCOMM'15) with NVIDIA ConnectX's default parameters (``DcqcnParams``).
+  The responder (NP) answers CE-marked packets with a CNP, at most one per QP per
+  ``cnp_interval_us``; the requester (RP) on a CNP sets ``Rt = Rc`` and
+  ``Rc *= max(1 - alpha/2, min_dec_factor)`` (at most once per ``rate_reduce_period_us``) and
+  raises alpha; each ``alpha_timer_us`` without a CNP alpha decays by ``(1-g)``; a timer
+  (``rate_timer_us``) and a byte counter (``byte_counter``) drive rate increase stages: fast
+  recovery ``Rc = (Rt+Rc)/2`` while both stage counts are at most F, then additive increase
+  (``Rt += R_AI``), then hyper increase (``Rt += i R_HAI``) once both passed F.
+* **PFC**: a PAUSE from the NIC's leaf (``SimFabric.on_host_pause``) stops the NIC's data (class
+  ``DATA_CLASS``) or its ACK/CNP frames (``CONTROL_CLASS``) until the XON; paused time per host is
+  in ``RdmaNetwork.pause_us``.
 
 All control packets (ACK, NAK, CNP) are real RoCEv2 frames that cross the fabric on the reverse
-path, so they queue, can be lost, and are seen by the switches.  PFC is not modelled: a full
-queue drops (tail drop), and go-back-N recovers.  Times are virtual µs of the fabric.
+path, so they queue, can be lost, and are seen by the switches.  Times are virtual µs.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
+import random
 import struct
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Callable, Optional
@@ -44,49 +61,72 @@ OP_CNP = 0x81  # RoCEv2 Congestion Notification Packet
 AETH_ACK = 0x1F  # syndrome: ACK, credits field "invalid" (no end-to-end credits)
 AETH_NAK_PSN_SEQ = 0x60  # syndrome: NAK, PSN sequence error
 DSCP_DATA = 26
-DSCP_CNP = 48  # NVIDIA NICs' default cnp_dscp
+DSCP_CNP = 48  # NVIDIA NICs' default cnp_dscp; ACKs and NAKs use it too (one control queue)
+DATA_CLASS, CONTROL_CLASS = 0, 1  # PFC classes (fabric_sim.simfabric uses the same two)
+PSN_MASK = 0xFFFFFF
 
 
 @dataclass(frozen=True)
 class DcqcnParams:
-    """DCQCN constants.  Where each comes from:
+    """DCQCN constants: NVIDIA ConnectX-4 and later firmware defaults, from NVIDIA's public "DCQCN
+    CC Parameters" page (MLNX_OFED sysfs names in brackets):
 
-    * ``g`` = 1/256, ``alpha_timer_us`` K = 55 µs, ``rate_timer_us`` T = 55 µs, ``byte_counter``
-      B = 10 MB, ``stages_f`` F = 5, ``rai_gbps`` R_AI = 40 Mb/s and ``cnp_interval_us`` N = 50 µs:
-      the DCQCN paper's recommended parameters (SIGCOMM'15, section 5).
-    * ``rhai_gbps`` R_HAI = 10 R_AI: the ratio of NVIDIA/Mellanox's defaults (rpg_hai_rate 50 Mb/s
-      vs rpg_ai_rate 5 Mb/s); the paper leaves it open.
-    * ``alpha_init`` = 1023/1024 (initial_alpha_value 1023) and ``min_dec_factor`` = 0.5 (one CNP
-      at most halves the rate, rpg_min_dec_fac 50%): NVIDIA's DCQCN parameter defaults.
-    * ``min_rate_gbps`` = 0.001 (rpg_min_rate 1 Mb/s): the same defaults.
-    """
+    * ``g`` = 5/1024: alpha = (1019/1024) alpha (+ 5/1024 with a CNP) [dce_tcp_g = 1019];
+    * ``alpha_timer_us`` = 1 µs [dce_tcp_rtt]; ``alpha_init`` = 1023/1024 [initial_alpha_value];
+    * ``rate_timer_us`` = 300 µs [rpg_time_reset]; ``byte_counter`` = 32767 B [rpg_byte_reset];
+    * ``stages_f`` = 1 [rpg_threshold]; ``rai_gbps`` = 5 Mb/s [rpg_ai_rate];
+      ``rhai_gbps`` = 50 Mb/s [rpg_hai_rate];
+    * ``min_dec_factor`` = 0.5 [rpg_min_dec_fac 50%]; ``min_rate_gbps`` = 1 Mb/s [rpg_min_rate];
+    * ``rate_reduce_period_us`` = 4 µs [rate_reduce_monitor_period];
+    * ``cnp_interval_us`` = 4 µs [min_time_between_cnps, the NP side];
+    * ``clamp_target`` = False [clamp_tgt_rate 0]: a CNP sets Rt = Rc only when
+      ``clamp_target_after_timer`` [clamp_tgt_rate_after_time_inc 1] and the rate timer raised the
+      rate since the last CNP; otherwise Rt keeps the higher target and fast recovery heads back
+      to it.
 
-    g: float = 1 / 256
-    alpha_timer_us: float = 55.0
-    rate_timer_us: float = 55.0
-    byte_counter: int = 10 * 1024 * 1024
-    stages_f: int = 5
-    rai_gbps: float = 0.040
-    rhai_gbps: float = 0.400
-    cnp_interval_us: float = 50.0
+    The DCQCN paper's own recommendation (g = 1/256, K = T = 55 µs, B = 10 MB, F = 5, R_AI = 40
+    Mb/s, N = 50 µs) is ``DcqcnParams.paper()``."""
+
+    g: float = 5 / 1024
+    alpha_timer_us: float = 1.0
+    rate_timer_us: float = 300.0
+    byte_counter: int = 32767
+    stages_f: int = 1
+    rai_gbps: float = 0.005
+    rhai_gbps: float = 0.050
+    cnp_interval_us: float = 4.0
+    rate_reduce_period_us: float = 4.0
     alpha_init: float = 1023 / 1024
     min_dec_factor: float = 0.5
     min_rate_gbps: float = 0.001
+    clamp_target: bool = False
+    clamp_target_after_timer: bool = True
     enabled: bool = True
+
+    @classmethod
+    def paper(cls) -> "DcqcnParams":
+        return cls(g=1 / 256, alpha_timer_us=55.0, rate_timer_us=55.0, byte_counter=10 * 1024 * 1024, stages_f=5,
+                   rai_gbps=0.040, rhai_gbps=0.400, cnp_interval_us=50.0, rate_reduce_period_us=0.0,
+                   clamp_target=True)
 
 
 @dataclass(frozen=True)
 class NicParams:
-    """What every NIC of a run shares.  ``payload`` 4096 B is RoCE's largest MTU (what AI
-    fabrics run); ``window`` bounds packets in flight per QP; ``rto_us`` is scaled down from
-    real RNIC timeouts (4.096 µs x 2^14 = 67 ms by default) so a run stays short: a stalled
-    flow's penalty in the study is therefore a lower bound of the real one."""
+    """What every NIC of a run shares.  ``payload`` 4096 B is RoCE's largest MTU (what AI fabrics
+    run); ``window`` bounds packets in flight per QP; ``timeout_exp`` t gives the retransmission
+    timeout 4.096 µs x 2^t (t = 14: 67 ms; NCCL's NCCL_IB_TIMEOUT defaults to 18-20, 1-4 s: sweep
+    it); ``ack_every`` / ``ack_timer_us``: ACK coalescing (see the module docstring)."""
 
     payload: int = 4096
     window: int = 64
     ack_every: int = 16
-    rto_us: float = 500.0
+    ack_timer_us: float = 4.0
+    timeout_exp: int = 14
     dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+
+    @property
+    def rto_us(self) -> float:
+        return 4.096 * (1 << self.timeout_exp)
 
 
 def frame_bytes(payload: int) -> int:
@@ -126,17 +166,22 @@ def _mac(s: str) -> bytes:
 
 
 class Transfer:
-    """One RDMA WRITE message of ``packets`` packets on its own RC QP (requester ``src``,
-    responder ``dst``).  Filled in by the run: start, completion, counters."""
+    """One RDMA WRITE message of ``packets`` packets from requester ``src`` to responder ``dst``,
+    on its own QP (``channel`` None) or on the persistent QP of (src, dst, channel).  Filled in
+    by the run: start, completion, counters."""
 
     def __init__(self, tid: int, src: str, dst: str, packets: int, kind: str = "job",
-                 tag: Optional[str] = None) -> None:
+                 tag: Optional[str] = None, channel: Optional[int] = None) -> None:
         self.tid, self.src, self.dst, self.packets, self.kind, self.tag = tid, src, dst, packets, kind, tag
+        self.channel = channel
         self.deps: list["Transfer"] = []
         self.dependents: list["Transfer"] = []
+        self.callbacks: list[Callable[["Transfer", float], None]] = []  # run at completion
         self.waiting = 0
         self.start_at: Optional[float] = None  # earliest start (for time-triggered transfers)
-        self.started_us: Optional[float] = None
+        self.not_before: Optional[float] = None  # a dependent transfer starts no earlier than this
+        self.psn0 = 0  # first PSN on its QP
+        self.started_us: Optional[float] = None  # posted on its QP
         self.done_us: Optional[float] = None  # responder holds the whole message
         self.retransmits = 0
         self.naks = 0
@@ -154,18 +199,35 @@ class Transfer:
         for d in deps:
             self.deps.append(d)
             d.dependents.append(self)
-        self.waiting = len(self.deps)
+        self.waiting = sum(d.done_us is None for d in self.deps)
         return self
 
 
-class _SendQP:
-    __slots__ = ("t", "qpn", "peer_qpn", "nic", "peer", "snd_nxt", "snd_una", "max_sent", "rate", "target",
-                 "alpha", "eligible", "t_stage", "b_stage", "bytes_since", "last_alpha", "last_rate_timer",
-                 "cnp_in_period", "last_progress", "rto_check", "sport", "sent_at")
+def _msg_of(msgs: deque, psn: int) -> Optional[Transfer]:
+    """The posted message that holds ``psn`` (messages are in PSN order; few are outstanding)."""
+    for m in msgs:
+        if psn < m.psn0 + m.packets:
+            return m if psn >= m.psn0 else None
+    return None
 
-    def __init__(self, t: Transfer, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", now: float, sport: int) -> None:
-        self.t, self.qpn, self.peer_qpn, self.nic, self.peer = t, qpn, peer_qpn, nic, peer
-        self.snd_nxt = self.snd_una = 0
+
+def _unwrap(field24: int, near: int) -> int:
+    """A 24-bit PSN from the wire as the full PSN closest to ``near``."""
+    d = (field24 - near) & PSN_MASK
+    return near + d - (1 << 24) if d >= 1 << 23 else near + d
+
+
+class _SendQP:
+    __slots__ = ("qpn", "peer_qpn", "nic", "peer", "msgs", "snd_nxt", "snd_una", "snd_end", "max_sent", "rate",
+                 "target", "alpha", "eligible", "t_stage", "b_stage", "bytes_since", "last_alpha",
+                 "last_rate_timer", "last_cut", "cnp_in_period", "timer_raised", "last_progress", "rto_check",
+                 "sport", "sent_at",
+                 "queued", "last_tx", "last_size")
+
+    def __init__(self, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", now: float, sport: int) -> None:
+        self.qpn, self.peer_qpn, self.nic, self.peer = qpn, peer_qpn, nic, peer
+        self.msgs: deque[Transfer] = deque()  # posted and not yet fully acknowledged
+        self.snd_nxt = self.snd_una = self.snd_end = 0
         self.max_sent = -1
         self.rate = self.target = nic.line_gbps
         self.alpha = nic.params.dcqcn.alpha_init
@@ -173,27 +235,45 @@ class _SendQP:
         self.t_stage = self.b_stage = 0
         self.bytes_since = 0
         self.last_alpha = self.last_rate_timer = now
+        self.last_cut = -1e18
         self.cnp_in_period = False
+        self.timer_raised = False  # the rate timer raised the rate since the last CNP
         self.last_progress = now
         self.rto_check: Optional[float] = None
         self.sport = sport
         self.sent_at: dict[int, float] = {}
+        self.queued = False  # in the NIC's ready deque or waiting heap
+        self.last_tx = now  # the rate limiter spaces packets from the last one sent
+        self.last_size = 0
+
+    def repace(self) -> None:
+        """The next packet may leave one frame time at the current rate after the last one."""
+        self.eligible = self.last_tx + self.last_size * 8 / (self.rate * 1e3)
 
 
 class _RecvQP:
-    __slots__ = ("t", "qpn", "peer_qpn", "nic", "peer", "epsn", "nak_sent", "last_cnp", "max_seen", "sport")
+    __slots__ = ("qpn", "peer_qpn", "nic", "peer", "msgs", "epsn", "nak_sent", "last_cnp", "max_seen", "sport",
+                 "sq", "unacked", "ack_due")
 
-    def __init__(self, t: Transfer, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", sport: int) -> None:
-        self.t, self.qpn, self.peer_qpn, self.nic, self.peer = t, qpn, peer_qpn, nic, peer
+    def __init__(self, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", sport: int, sq: _SendQP) -> None:
+        self.qpn, self.peer_qpn, self.nic, self.peer = qpn, peer_qpn, nic, peer
+        self.msgs: deque[Transfer] = deque()  # posted and not yet complete, in PSN order
         self.epsn = 0
         self.nak_sent = False
         self.last_cnp = -1e18
         self.max_seen = -1
         self.sport = sport
+        self.sq = sq  # the requester's side (send times, for latency measurement only)
+        self.unacked = 0
+        self.ack_due: Optional[float] = None
 
 
 class Nic:
-    """One GPU's RoCEv2 NIC on the fabric: its QPs, its port's serialiser, its feedback."""
+    """One GPU's RoCEv2 NIC on the fabric: its QPs, its port's serialiser, its feedback.
+
+    Scheduling keeps no per-packet scans: QPs that may send now wait in ``ready`` (round robin),
+    QPs held back by their DCQCN pacing in the ``waiting`` heap by the time they may send; QPs
+    with nothing to send (window full, no message) are in neither until an ACK or a post."""
 
     def __init__(self, net: "RdmaNetwork", host, line_gbps: float, params: NicParams) -> None:
         self.net, self.host, self.params = net, host, params
@@ -202,51 +282,73 @@ class Nic:
         self.mac = _mac(host.mac)
         self.gw = _mac(net.fabric.switches[host.leaf].mac)
         self.line_gbps = line_gbps
-        self.senders: list[_SendQP] = []
-        self.ctrl: list[bytes] = []
+        self.ctrl: deque[bytes] = deque()
+        self.ready: deque[_SendQP] = deque()
+        self.waiting: list[tuple[float, int, _SendQP]] = []
+        self._seq = itertools.count()
         self.free_at = 0.0
         self._tx_at: Optional[float] = None
-        self._rr = 0
+        self.paused = [False, False]  # PFC: [data class, control class]
+        self._paused_since: dict[int, float] = {}
+        self.paused_us = 0.0
         self.payload = bytes(range(256)) * (params.payload // 256) + bytes(params.payload % 256)
 
     def ser_us(self, nbytes: int) -> float:
         return nbytes * 8 / (self.line_gbps * 1e3)
 
     # ---- transmission scheduling
+    def _can_send(self, q: _SendQP) -> bool:
+        return q.snd_nxt < q.snd_end and q.snd_nxt < q.snd_una + self.params.window
+
+    def activate(self, q: _SendQP, now: float) -> None:
+        """``q`` may have something to send: put it where the scheduler finds it."""
+        if q.queued or not self._can_send(q):
+            return
+        q.queued = True
+        if q.eligible <= now + 1e-9:
+            self.ready.append(q)
+        else:
+            # wake no later than the next rate-timer stage: a rate increase may move it forward
+            d = self.params.dcqcn
+            wake = min(q.eligible, q.last_rate_timer + d.rate_timer_us) if d.enabled else q.eligible
+            heapq.heappush(self.waiting, (wake, next(self._seq), q))
+
     def kick(self, now: float) -> None:
         t = max(now, self.free_at)
-        if not self.ctrl:
-            ready = [q.eligible for q in self.senders if self._can_send(q)]
-            if not ready:
+        if not (self.ctrl and not self.paused[CONTROL_CLASS]):
+            if self.paused[DATA_CLASS] or not (self.ready or self.waiting):
                 return
-            t = max(t, min(ready))
+            if not self.ready:
+                t = max(t, self.waiting[0][0])
         if self._tx_at is not None and self._tx_at <= t:
             return
         self._tx_at = t
         self.net.sim.at(t, lambda: self._tx(t), sync=False)
 
-    def _can_send(self, q: _SendQP) -> bool:
-        return q.snd_nxt < q.t.packets and q.snd_nxt < q.snd_una + self.params.window
-
     def _tx(self, t: float) -> None:
         if self._tx_at != t:
             return  # superseded by an earlier transmission opportunity
         self._tx_at = None
-        if self.ctrl:
-            frame = self.ctrl.pop(0)
+        if self.ctrl and not self.paused[CONTROL_CLASS]:
+            frame = self.ctrl.popleft()
             self.net.sim.inject(t, self.name, frame)
             self.free_at = t + self.ser_us(len(frame))
-        else:
-            n = len(self.senders)
-            chosen = None
-            for i in range(n):
-                q = self.senders[(self._rr + i) % n]
-                if self._can_send(q) and q.eligible <= t + 1e-9:
-                    chosen = q
-                    self._rr = (self._rr + i + 1) % n
+        elif not self.paused[DATA_CLASS]:
+            waiting, ready = self.waiting, self.ready
+            while waiting and waiting[0][0] <= t + 1e-9:
+                ready.append(heapq.heappop(waiting)[2])
+            while ready:
+                q = ready.popleft()
+                q.queued = False
+                if not self._can_send(q):
+                    continue
+                if q.eligible > t + 1e-9:
+                    self._dcqcn_timers(q, t)  # a rate-timer stage may have raised its rate
+                if q.eligible <= t + 1e-9:
+                    self._send_data(q, t)
+                    self.activate(q, t)
                     break
-            if chosen is not None:
-                self._send_data(chosen, t)
+                self.activate(q, t)  # not yet (pacing, or a CNP slowed it): back to waiting
         self.kick(t)
 
     def _send_data(self, q: _SendQP, t: float) -> None:
@@ -254,7 +356,9 @@ class Nic:
         psn = q.snd_nxt
         retx = psn <= q.max_sent
         if retx:
-            q.t.retransmits += 1
+            m = _msg_of(q.msgs, psn)
+            if m is not None:
+                m.retransmits += 1
         else:
             q.max_sent = psn
         q.snd_nxt += 1
@@ -270,24 +374,43 @@ class Nic:
             q.bytes_since = 0
             q.b_stage += 1
             self._increase(q)
-        q.eligible = t + size * 8 / (q.rate * 1e3)
+        q.last_tx, q.last_size = t, size
+        q.repace()
         if q.rto_check is None:
             self._arm_rto(q, t)
+
+    # ---- PFC
+    def on_pause(self, cls: int, xoff: bool, t: float) -> None:
+        if self.paused[cls] == xoff:
+            return
+        self.paused[cls] = xoff
+        if xoff:
+            self._paused_since[cls] = t
+        else:
+            self.paused_us += t - self._paused_since.pop(cls, t)
+            self.kick(t)
+
+    def pause_time_us(self, now: float) -> float:
+        return self.paused_us + sum(now - since for since in self._paused_since.values())
 
     # ---- DCQCN reaction point
     def _dcqcn_timers(self, q: _SendQP, t: float) -> None:
         d = self.params.dcqcn
         if not d.enabled:
             return
-        while t - q.last_alpha >= d.alpha_timer_us:
-            q.last_alpha += d.alpha_timer_us
-            if not q.cnp_in_period:
-                q.alpha *= 1 - d.g
+        n = int((t - q.last_alpha) / d.alpha_timer_us + 1e-9)  # (float slack: a stage due now is due)
+        if n > 0:  # alpha periods gone by: decay in each but one that saw a CNP
+            q.last_alpha += n * d.alpha_timer_us
+            q.alpha *= (1 - d.g) ** (n - 1 if q.cnp_in_period else n)
             q.cnp_in_period = False
-        while t - q.last_rate_timer >= d.rate_timer_us:
-            q.last_rate_timer += d.rate_timer_us
-            q.t_stage += 1
-            self._increase(q)
+        n = int((t - q.last_rate_timer) / d.rate_timer_us + 1e-9)
+        if n > 0:
+            q.last_rate_timer += n * d.rate_timer_us
+            for _ in range(min(n, 64)):  # past 64 stages a QP is at line rate: count the rest
+                q.t_stage += 1
+                self._increase(q)
+            q.timer_raised = True
+            q.t_stage += max(0, n - 64)
 
     def _increase(self, q: _SendQP) -> None:
         d = self.params.dcqcn
@@ -298,39 +421,46 @@ class Nic:
             q.target += d.rai_gbps
         q.target = min(q.target, self.line_gbps)
         q.rate = min(self.line_gbps, (q.target + q.rate) / 2)
+        q.repace()
 
     def on_cnp(self, q: _SendQP, t: float) -> None:
         d = self.params.dcqcn
-        q.t.cnps += 1
+        m = q.msgs[0] if q.msgs else None
+        if m is not None:
+            m.cnps += 1
         if not d.enabled:
             return
         self._dcqcn_timers(q, t)
-        q.target = q.rate
-        q.rate = max(d.min_rate_gbps, q.rate * max(d.min_dec_factor, 1 - q.alpha / 2))
+        if t - q.last_cut >= d.rate_reduce_period_us:
+            q.last_cut = t
+            if d.clamp_target or (d.clamp_target_after_timer and q.timer_raised):
+                q.target = q.rate
+            q.timer_raised = False
+            q.rate = max(d.min_rate_gbps, q.rate * max(d.min_dec_factor, 1 - q.alpha / 2))
+            q.t_stage = q.b_stage = 0
+            q.bytes_since = 0
+            q.last_rate_timer = t
+            if m is not None and (m.min_rate_gbps is None or q.rate < m.min_rate_gbps):
+                m.min_rate_gbps = q.rate
         q.alpha = (1 - d.g) * q.alpha + d.g
         q.cnp_in_period = True
-        q.t_stage = q.b_stage = 0
-        q.bytes_since = 0
-        q.last_rate_timer = t
         q.last_alpha = t
-        if q.t.min_rate_gbps is None or q.rate < q.t.min_rate_gbps:
-            q.t.min_rate_gbps = q.rate
-        # a slower rate pushes the next departure out
-        q.eligible = max(q.eligible, t)
+        q.repace()
 
     # ---- go-back-N requester
     def on_ack(self, q: _SendQP, epsn: int, nak: bool, t: float) -> None:
         if epsn > q.snd_una:
             q.snd_una = epsn
             q.last_progress = t
+            while q.msgs and q.msgs[0].psn0 + q.msgs[0].packets <= epsn:
+                q.msgs.popleft()
         if nak:
-            q.t.naks += 1
+            if q.msgs:
+                q.msgs[0].naks += 1
             q.snd_nxt = q.snd_una  # go back N: resend from the expected PSN
         elif q.snd_nxt < q.snd_una:
             q.snd_nxt = q.snd_una
-        if q.snd_una >= q.t.packets:
-            self.senders.remove(q)
-            self.net.sender_done(q)
+        self.activate(q, t)
         self.kick(t)
 
     def _arm_rto(self, q: _SendQP, t: float) -> None:
@@ -339,43 +469,55 @@ class Nic:
         self.net.sim.at(due, lambda: self._rto(q, due), sync=False)
 
     def _rto(self, q: _SendQP, due: float) -> None:
-        if q.rto_check != due or q.snd_una >= q.t.packets:
+        if q.rto_check != due:
             return
         q.rto_check = None
         if q.snd_una < q.snd_nxt and due - q.last_progress >= self.params.rto_us - 1e-9:
-            q.t.timeouts += 1
+            if q.msgs:
+                q.msgs[0].timeouts += 1
             q.snd_nxt = q.snd_una
             q.last_progress = due
+            self.activate(q, due)
             self.kick(due)
-        if q.snd_una < q.t.packets and q in self.senders:
-            self._arm_rto(q, max(due, q.last_progress))
+        if q.snd_una < q.snd_end:
+            # the timer runs from the last ACK progress (or on from now, when nothing moved)
+            progressed = q.last_progress + self.params.rto_us > due + 1e-9
+            self._arm_rto(q, q.last_progress if progressed else due)
 
     # ---- responder
     def on_data(self, r: _RecvQP, psn: int, retx: bool, ecn: int, t: float) -> None:
-        tr = r.t
+        if not r.msgs:
+            return  # a late duplicate of a completed message
+        head = r.msgs[0]
         if not retx:
             if psn < r.max_seen:
-                tr.reorders += 1
+                head.reorders += 1
             r.max_seen = max(r.max_seen, psn)
         if ecn == ECN_CE:
-            tr.ce += 1
+            head.ce += 1
             if t - r.last_cnp >= self.params.dcqcn.cnp_interval_us:
                 r.last_cnp = t
-                self._queue_ctrl(r, OP_CNP, 0, b"\x00" * 16, DSCP_CNP, t)
+                self._queue_ctrl(r, OP_CNP, 0, b"\x00" * 16, t)
         if psn == r.epsn:
             r.epsn += 1
             r.nak_sent = False
-            tr.delivered += 1
-            tr.delivery_times.append(t)
-            sent = self.net.sent_time(tr, psn)
+            head.delivered += 1
+            head.delivery_times.append(t)
+            sent = r.sq.sent_at.pop(psn, None)
             if sent is not None and not retx:
-                tr.latencies.append(t - sent)
-            if r.epsn == tr.packets:
-                tr.done_us = t
+                head.latencies.append(t - sent)
+            r.unacked += 1
+            if r.epsn == head.psn0 + head.packets:
+                head.done_us = t
+                r.msgs.popleft()
                 self._ack(r, False, t)
-                self.net.transfer_done(tr, t)
-            elif r.epsn % self.params.ack_every == 0:
+                self.net.transfer_done(head, t)
+            elif r.unacked >= self.params.ack_every:
                 self._ack(r, False, t)
+            elif r.ack_due is None:
+                due = t + self.params.ack_timer_us
+                r.ack_due = due
+                self.net.sim.at(due, lambda: self._ack_timer(r, due), sync=False)
         elif psn > r.epsn:
             if not r.nak_sent:
                 r.nak_sent = True
@@ -383,79 +525,122 @@ class Nic:
         else:
             self._ack(r, False, t)  # duplicate: tell the requester where we are
 
-    def _ack(self, r: _RecvQP, nak: bool, t: float) -> None:
-        syndrome = AETH_NAK_PSN_SEQ if nak else AETH_ACK
-        aeth = struct.pack("!I", (syndrome << 24) | (r.epsn & 0xFFFFFF))
-        self._queue_ctrl(r, OP_ACK, r.epsn, aeth, DSCP_DATA, t)
+    def _ack_timer(self, r: _RecvQP, due: float) -> None:
+        if r.ack_due == due and r.unacked:
+            self._ack(r, False, due)
 
-    def _queue_ctrl(self, r: _RecvQP, opcode: int, psn: int, payload: bytes, dscp: int, t: float) -> None:
+    def _ack(self, r: _RecvQP, nak: bool, t: float) -> None:
+        r.unacked = 0
+        r.ack_due = None
+        syndrome = AETH_NAK_PSN_SEQ if nak else AETH_ACK
+        aeth = struct.pack("!I", (syndrome << 24) | (r.epsn & PSN_MASK))
+        self._queue_ctrl(r, OP_ACK, r.epsn, aeth, t)
+
+    def _queue_ctrl(self, r: _RecvQP, opcode: int, psn: int, payload: bytes, t: float) -> None:
         frame = build_frame(self.mac, self.gw, self.ip, r.peer.ip, r.sport, r.peer_qpn, psn, opcode,
-                            payload, ECN_NOT_ECT, dscp, 0)
+                            payload, ECN_NOT_ECT, DSCP_CNP, 0)
         self.ctrl.append(frame)
         self.kick(t)
 
 
 class RdmaNetwork:
-    """Every NIC of a fabric on a ``SimFabric``, plus the transfers (QPs) it runs."""
+    """Every NIC of a fabric on a ``SimFabric``, plus the messages (transfers) it runs.
+
+    ``seed`` draws QP numbers and UDP source ports (the ECMP entropy a NIC gives each QP)."""
 
     def __init__(self, sim, fabric, params: NicParams = NicParams(),
-                 on_done: Optional[Callable[[Transfer, float], None]] = None) -> None:
+                 on_done: Optional[Callable[[Transfer, float], None]] = None, seed: int = 0) -> None:
         self.sim, self.fabric, self.params = sim, fabric, params
         self.nics = {h.name: Nic(self, h, h.capacity_gbps, params) for h in fabric.hosts.values()}
         self.transfers: list[Transfer] = []
         self._send: dict[tuple[str, int], _SendQP] = {}
         self._recv: dict[tuple[str, int], _RecvQP] = {}
-        self._by_tid: dict[int, _SendQP] = {}
-        self._next_qpn = 0x100
+        self._qps: dict[tuple[str, str, int], tuple[_SendQP, _RecvQP]] = {}
+        self._rng = random.Random(seed * 7919 + 0x5EED)
         self.on_done = on_done
         self.unmatched = 0
+        self.started = False
         sim.deliver = self._deliver
+        if hasattr(sim, "on_host_pause"):
+            sim.on_host_pause = self._host_pause
 
     def transfer(self, src: str, dst: str, nbytes: int, kind: str = "job", tag: Optional[str] = None,
-                 start_us: Optional[float] = 0.0) -> Transfer:
-        """A message of ``nbytes`` from ``src`` to ``dst`` (rounded up to whole packets); it starts
-        at ``start_us``, or (``start_us=None``) once the transfers it is made to wait ``after()``
-        have completed."""
+                 start_us: Optional[float] = 0.0, channel: Optional[int] = None) -> Transfer:
+        """A message of ``nbytes`` from ``src`` to ``dst`` (rounded up to whole packets) on its own
+        QP or, with ``channel``, on the persistent QP of (src, dst, channel).  It starts at
+        ``start_us``, or (``start_us=None``) once the transfers it is made to wait ``after()``
+        have completed.  Transfers made while the network runs are scheduled at once."""
         packets = max(1, -(-nbytes // self.params.payload))
-        t = Transfer(len(self.transfers), src, dst, packets, kind, tag)
+        t = Transfer(len(self.transfers), src, dst, packets, kind, tag, channel)
         t.start_at = start_us
         self.transfers.append(t)
+        if self.started and start_us is not None:
+            self.sim.at(start_us, lambda: self._begin(t, start_us), sync=False)
         return t
 
     def start(self) -> None:
         """Schedule every transfer that waits for nothing (call once, before ``sim.run``)."""
+        self.started = True
         for t in self.transfers:
             if not t.deps and t.start_at is not None:
                 self.sim.at(t.start_at, lambda t=t: self._begin(t, t.start_at), sync=False)
 
-    def _begin(self, t: Transfer, now: float) -> None:
-        src, dst = self.nics[t.src], self.nics[t.dst]
-        sq, rq = self._next_qpn, self._next_qpn + 1
-        self._next_qpn += 2
-        sport = 49152 + (sq * 2654435761 >> 8) % 16384  # RoCEv2 NICs pick a UDP source port per QP
-        s = _SendQP(t, sq, rq, src, dst, now, sport)
-        r = _RecvQP(t, rq, sq, dst, src, sport ^ 1)
-        self._send[(src.name, sq)] = s
-        self._recv[(dst.name, rq)] = r
-        self._by_tid[t.tid] = s
-        t.started_us = now
-        src.senders.append(s)
-        src.kick(now)
+    def qp(self, src: str, dst: str, channel: Optional[int], now: float) -> tuple[_SendQP, _RecvQP]:
+        """The QP pair a message from ``src`` to ``dst`` on ``channel`` goes on (a fresh one for
+        ``channel=None``)."""
+        key = (src, dst, channel)
+        if channel is not None and key in self._qps:
+            return self._qps[key]
+        s_nic, d_nic = self.nics[src], self.nics[dst]
+        sq = self._fresh_qpn(src)
+        rq = self._fresh_qpn(dst)
+        sport = self._rng.randrange(49152, 65536)  # RoCEv2 NICs pick a UDP source port per QP
+        s = _SendQP(sq, rq, s_nic, d_nic, now, sport)
+        r = _RecvQP(rq, sq, d_nic, s_nic, sport ^ 1, s)
+        self._send[(src, sq)] = s
+        self._recv[(dst, rq)] = r
+        if channel is not None:
+            self._qps[key] = (s, r)
+        return s, r
 
-    def sent_time(self, t: Transfer, psn: int) -> Optional[float]:
-        s = self._by_tid.get(t.tid)
-        return s.sent_at.pop(psn, None) if s is not None else None
+    def _fresh_qpn(self, host: str) -> int:
+        while True:
+            n = self._rng.randrange(0x100, 1 << 24)
+            if (host, n) not in self._send and (host, n) not in self._recv:
+                return n
+
+    def _begin(self, t: Transfer, now: float) -> None:
+        if t.not_before is not None and t.not_before > now:
+            when = t.not_before
+            self.sim.at(when, lambda: self._begin(t, when), sync=False)
+            return
+        s, r = self.qp(t.src, t.dst, t.channel, now)
+        t.psn0 = s.snd_end
+        s.snd_end += t.packets
+        s.msgs.append(t)
+        r.msgs.append(t)
+        t.started_us = now
+        s.nic.activate(s, now)
+        s.nic.kick(now)
 
     def transfer_done(self, t: Transfer, now: float) -> None:
         if self.on_done is not None:
             self.on_done(t, now)
+        for cb in t.callbacks:
+            cb(t, now)
         for d in t.dependents:
             d.waiting -= 1
             if d.waiting == 0:
                 self.sim.at(now, lambda d=d: self._begin(d, now), sync=False)
 
-    def sender_done(self, q: _SendQP) -> None:
-        pass
+    def _host_pause(self, t: float, host: str, cls: int, xoff: bool) -> None:
+        nic = self.nics.get(host)
+        if nic is not None:
+            nic.on_pause(cls, xoff, t)
+
+    def pause_us(self, now: float) -> dict[str, float]:
+        """Time each host NIC spent paused by PFC, up to ``now``."""
+        return {name: nic.pause_time_us(now) for name, nic in self.nics.items()}
 
     def _deliver(self, t: float, host: str, frame: bytes) -> None:
         if len(frame) < L2_L3_LEN + 12 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
@@ -472,7 +657,7 @@ class RdmaNetwork:
                 self.unmatched += 1
                 return
             ip_id = int.from_bytes(frame[18:20], "big")
-            nic.on_data(r, psn, bool(ip_id & 1), frame[15] & 3, t)
+            nic.on_data(r, _unwrap(psn, r.epsn), bool(ip_id & 1), frame[15] & 3, t)
             return
         s = self._send.get((host, dqpn))
         if s is None:
@@ -482,8 +667,7 @@ class RdmaNetwork:
             nic.on_cnp(s, t)
         elif opcode == OP_ACK:
             syndrome = frame[bth + 12]
-            epsn = int.from_bytes(frame[bth + 13:bth + 16], "big")
-            if s in nic.senders:
-                nic.on_ack(s, epsn, (syndrome & 0xE0) == 0x60, t)
+            epsn = _unwrap(int.from_bytes(frame[bth + 13:bth + 16], "big"), s.snd_una)
+            nic.on_ack(s, epsn, (syndrome & 0xE0) == 0x60, t)
         else:
             self.unmatched += 1

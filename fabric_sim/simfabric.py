@@ -19,6 +19,16 @@ Rates are modelled, not real: ``pps_per_gbps`` converts a link's capacity into t
 (packets per second of virtual time).  The default, 10,000 pps per Gbps, makes a 100G link send
 one packet per virtual microsecond, which keeps queue delays in the tens of microseconds where
 flowlet timeouts and ECN windows live, while the number of simulated packets stays small.
+``byte_rate=True`` instead serves every queue by bytes at the link's capacity (p4sim.tm's byte
+rate), so a 64-byte ACK takes 64 bytes of link time, not a full frame's slot.
+
+``buffer`` gives every switch a shared buffer (p4sim.buffer): ``BufferSpec(lossless=True)`` is a
+PFC fabric (per ingress port and class XOFF/XON at a dynamic threshold, headroom of 2 BDP + 2 MTU
+per port); the PAUSE reaches the upstream port (or host NIC, through ``on_host_pause``) after the
+link delay and stops that class there.  PAUSE frames are signals here, not frames on the wire
+(64 bytes each: their link time is negligible).  Two PFC classes: the top queue (control: CNPs
+and ACKs) and every other queue (data).  ``BufferSpec(lossless=False)`` is the lossy mode:
+dynamic-threshold drops, no pauses.
 """
 from __future__ import annotations
 
@@ -29,6 +39,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
 from control_plane.model import Fabric
+from p4sim.buffer import BufferConfig, headroom_for
 
 DeliverFn = Callable[[float, str, bytes], None]  # (time_us, host name, frame)
 
@@ -37,6 +48,23 @@ DeliverFn = Callable[[float, str, bytes], None]  # (time_us, host name, frame)
 class PortRef:
     switch: str
     port: int
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """Every switch's shared buffer.  ``kb_per_gbps``: buffer per Gbps of the switch's port
+    capacity; 5 KB/Gbps is Broadcom Tomahawk's ratio (16 MB for 32 x 100G), so a leaf with six
+    100G ports has 3 MB.  ``alpha``: the dynamic threshold's factor.  ``mtu``: the largest frame,
+    for headroom."""
+
+    lossless: bool = True
+    kb_per_gbps: float = 5.0
+    alpha: float = 0.125
+    mtu: int = 4200
+
+
+HostPauseFn = Callable[[float, str, int, bool], None]  # (time_us, host, PFC class, xoff)
+DATA_CLASS, CONTROL_CLASS = 0, 1
 
 
 class SimFabric:
@@ -48,18 +76,26 @@ class SimFabric:
     """
 
     def __init__(self, fabric: Fabric, pps_per_gbps: float = 10_000.0,
-                 queue_depth: Optional[int] = None, seed: int = 0) -> None:
+                 queue_depth: Optional[int] = None, seed: int = 0, byte_rate: bool = False,
+                 buffer: Optional[BufferSpec] = None) -> None:
         from p4sim.p4rt.device import Device, DeviceOptions
 
         self.fabric = fabric
         self.now_us = 0.0
+        self.pps_per_gbps = pps_per_gbps
+        self.byte_rate = byte_rate
+        self.buffer_spec = buffer
         dp = fabric.dataplane
         self.devices = {
             name: Device(DeviceOptions(device_id=fabric.switches[name].device_id, clock="virtual",
-                                       priority_queues=dp.priority_queues, seed=seed + i))
+                                       priority_queues=dp.priority_queues, seed=seed + i),
+                         switch_factory=self._switch_factory(name))
             for i, name in enumerate(sorted(fabric.switches))
         }
+        self.on_host_pause: Optional[HostPauseFn] = None
+        self.host_pause_us: dict[str, float] = {}  # filled by whoever pauses hosts (RdmaNetwork)
         # Wiring: (switch, port) -> (peer switch, peer port, delay) or (host name, delay).
+        self._rates: dict[tuple[str, int], float] = {}  # (switch, port) -> Gbps it sends at
         self.peer: dict[PortRef, tuple[PortRef, float]] = {}
         self.host_port: dict[PortRef, tuple[str, float]] = {}
         self.host_attach: dict[str, tuple[PortRef, float]] = {}
@@ -67,7 +103,7 @@ class SimFabric:
             dev = self.devices[sname]
             for number, port in s.ports.items():
                 # Device remembers queue settings and re-applies them to every pipeline pushed.
-                dev.set_queue_rate(int(port.capacity_gbps * pps_per_gbps), number)
+                self.set_port_rate(sname, number, port.capacity_gbps)
                 if queue_depth is not None:
                     dev.set_queue_depth(queue_depth, number)
                 ref = PortRef(sname, number)
@@ -91,6 +127,60 @@ class SimFabric:
         self.servers: dict[str, object] = {}
         for name, dev in self.devices.items():
             dev.transmit = self._make_output_handler(name)
+
+    def _switch_factory(self, name: str):
+        """Every switch a device builds (in-process or pushed over P4Runtime) gets the fabric's
+        byte rates and shared buffer, wired to the PFC signalling of this fabric."""
+        from p4sim.p4rt.device import default_switch_factory
+
+        def build(program, options):
+            sw = default_switch_factory(program, options)
+            s = self.fabric.switches[name]
+            if self.byte_rate:
+                for number, port in s.ports.items():
+                    sw.tm.set_byte_rate(self._rates.get((name, number), port.capacity_gbps) * 1e9, number)
+            spec = self.buffer_spec
+            if spec is not None:
+                nq = sw.priority_queues
+                total = sum(p.capacity_gbps for p in s.ports.values())
+                buf = sw.tm.set_buffer(BufferConfig(
+                    int(spec.kb_per_gbps * 1000 * total), alpha=spec.alpha, lossless=spec.lossless,
+                    classes=tuple(CONTROL_CLASS if q == nq - 1 and nq > 1 else DATA_CLASS for q in range(nq)),
+                    headroom_bytes={n: headroom_for(p.capacity_gbps, p.delay_us, spec.mtu)
+                                    for n, p in s.ports.items()},
+                    xon_offset_bytes=2 * spec.mtu))
+                buf.on_pfc = lambda ingress, cls, xoff, t: self._pfc(name, ingress, cls, xoff, t)
+            return sw
+
+        return build
+
+    def set_port_rate(self, switch: str, port: int, gbps: float) -> None:
+        """The rate a switch port sends at (a degraded link: less than its capacity)."""
+        self._rates[(switch, port)] = gbps
+        dev = self.devices[switch]
+        dev.set_queue_rate(int(gbps * self.pps_per_gbps), port)
+        if self.byte_rate and dev.switch is not None:
+            dev.switch.tm.set_byte_rate(gbps * 1e9, port)
+
+    def _pfc(self, name: str, ingress: int, cls: int, xoff: bool, t: float) -> None:
+        """A switch's buffer sends XOFF/XON for ``cls`` out of ``ingress``: it reaches the peer
+        one link delay later."""
+        ref = PortRef(name, ingress)
+        if ref in self.peer:
+            peer, delay = self.peer[ref]
+            self._push(t + delay, _PFC, (peer, cls, xoff))
+        elif ref in self.host_port:
+            host, delay = self.host_port[ref]
+            self._push(t + delay, _PFC, (host, cls, xoff))
+
+    def pause_us(self) -> dict[tuple[str, int], float]:
+        """Time each switch port spent paused by PFC (summed over classes), up to now."""
+        out: dict[tuple[str, int], float] = {}
+        for name, dev in self.devices.items():
+            if dev.switch is not None:
+                for (port, _), us in dev.switch.tm.pause_time_us(self.now_us).items():
+                    out[(name, port)] = out.get((name, port), 0.0) + us
+        return out
 
     def switch(self, name: str):
         """The running ``p4sim.Switch`` of a device (after a pipeline was installed)."""
@@ -123,16 +213,21 @@ class SimFabric:
     def _push(self, t: float, kind: int, payload) -> None:
         heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
 
-    def _bring(self, name: str, t: float) -> None:
-        """Advance one switch's clock to ``t`` (its departures due on the way go out)."""
+    def _bring(self, name: str, t: float, serve: bool = False) -> None:
+        """Advance one switch's clock to ``t`` (its departures due on the way go out); ``serve``:
+        also when it is there already (a departure became due at its present instant)."""
         dev = self.devices[name]
         sw = dev.switch
-        if sw is not None and t > sw.now_us:
-            dev.advance(t - sw.now_us)
+        if sw is not None and (t > sw.now_us or serve):
+            if self.servers:
+                dev.advance(t - sw.now_us)  # the device also hands digests to its P4Runtime server
+            else:
+                sw.advance(t - sw.now_us)
+                _drain_digests(dev, sw)
 
     def _reschedule(self, name: str) -> None:
         sw = self.devices[name].switch
-        nd = sw.next_departure_us() if sw is not None else None
+        nd = sw.tm.next_departure() if sw is not None else None
         if nd is not None and nd != self._due[name]:
             self._push(nd, _DEPART, name)
         self._due[name] = nd
@@ -217,7 +312,7 @@ class SimFabric:
                 if self._due.get(payload) != t:
                     continue  # stale: the switch's head of line changed since
                 self._due[payload] = None
-                self._bring(payload, t)
+                self._bring(payload, t, serve=True)
                 self._reschedule(payload)
             elif kind == _ARRIVE:
                 ref, frame = payload
@@ -226,11 +321,27 @@ class SimFabric:
                     continue
                 self._bring(ref.switch, t)
                 self.traversals += 1
-                self.devices[ref.switch].inject(ref.port, frame)
+                dev = self.devices[ref.switch]
+                if self.servers or dev.switch is None:
+                    dev.inject(ref.port, frame)
+                else:  # what Device.inject does, minus its locking and re-service (hot path)
+                    dev.switch.send(ref.port, frame)
+                    _drain_digests(dev, dev.switch)
                 self._reschedule(ref.switch)
             elif kind == _DELIVER:
                 if self.deliver is not None:
                     self.deliver(t, *payload)
+            elif kind == _PFC:
+                target, cls, xoff = payload
+                if isinstance(target, PortRef):
+                    self._bring(target.switch, t)
+                    sw = self.devices[target.switch].switch
+                    if sw is not None:
+                        sw.tm.pause(target.port, cls, xoff, t)
+                        self._bring(target.switch, t, serve=True)  # a resumed queue may send now
+                        self._reschedule(target.switch)
+                elif self.on_host_pause is not None:
+                    self.on_host_pause(t, target, cls, xoff)
             elif kind == _HOST:
                 payload()
             elif kind == _TIMER:
@@ -247,5 +358,13 @@ class SimFabric:
                     self._push(pending.time_us, _SEND, token)
 
 
+def _drain_digests(dev, sw) -> None:
+    """Digests a switch generated go where ``Device`` sends them (nowhere when nobody listens)."""
+    if sw.ctx.digests:
+        digests = sw.digests()
+        if dev.on_digests is not None:
+            dev.on_digests(digests)
+
+
 # Event kinds, in tie-break order at one instant.
-_DEPART, _TIMER, _SEND, _HOST, _ARRIVE, _DELIVER = range(6)
+_DEPART, _TIMER, _SEND, _HOST, _ARRIVE, _DELIVER, _PFC = range(7)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 # (bytes, cumulative fraction)
@@ -132,3 +133,170 @@ def tenants(net, fabric, nbytes: int, seed: int):
     rng = random.Random(seed)
     bad = [net.transfer(s, rng.choice(a), nbytes * len(a), "bulk", "tenantB", 0.0) for s in b]
     return job + bad
+
+
+# ---------------------------------------------------------------------------------------------
+# Training-like collectives: NCCL's structure on persistent QPs, repeated over iterations.
+#
+# What is modelled (NCCL's documented behaviour, no NCCL code):
+# * a collective is split over ``channels``; each channel has its own QP per (rank pair), kept
+#   for the whole job (``RdmaNetwork`` channel QPs: PSNs and DCQCN state carry across messages);
+# * data moves in slices of ``slice_bytes`` (NCCL's chunks: 0.5-4 MB on large collectives), and a
+#   rank forwards slice j of a step once it received slice j of the previous step (pipelining);
+# * iterations: compute (``gap_us``) between them, each rank launching with a random skew in
+#   [0, ``skew_us``]; the first ``warmup`` iterations are excluded from the measured times.
+# Sizes: ``Collective.nbytes`` is the buffer each rank contributes (AllReduce) or sends in total
+# (AlltoAll/AlltoAllv); realistic collectives are 1-256 MB (the study picks what fits its time).
+
+@dataclass(frozen=True)
+class Collective:
+    kind: str  # ring | tree (AllReduce) | a2a (AlltoAll) | moe (AlltoAllv, skewed sizes)
+    nbytes: int
+    channels: int = 2
+    slice_bytes: int = 1 << 20
+    zipf: float = 1.0  # moe: destination popularity ~ 1 / rank^zipf (reshuffled every iteration)
+
+    def __post_init__(self) -> None:
+        if self.kind not in BUILDERS:
+            raise ValueError(f"unknown collective {self.kind!r} (one of {', '.join(BUILDERS)})")
+        if self.nbytes <= 0 or self.channels < 1 or self.slice_bytes <= 0:
+            raise ValueError("a collective needs nbytes > 0, channels >= 1 and slice_bytes > 0")
+
+
+def place_ranks(hosts: Sequence[str], seed: int) -> list[str]:
+    """Rank r runs on the returned list's r-th host: a seeded random placement."""
+    out = list(hosts)
+    random.Random(seed ^ 0xA5A5).shuffle(out)
+    return out
+
+
+def _slices(nbytes: float, slice_bytes: int) -> list[int]:
+    n = max(1, int(nbytes))
+    return [min(slice_bytes, n - k) for k in range(0, n, slice_bytes)]
+
+
+def _ring(net, ranks, c: "Collective", starts, tag, rng) -> list:
+    """Ring AllReduce per channel: 2(n-1) steps of nbytes/(n channels) to the next rank."""
+    n, out = len(ranks), []
+    sizes = _slices(c.nbytes / (n * c.channels), c.slice_bytes)
+    for ch in range(c.channels):
+        prev: list[list] = [[] for _ in range(n)]  # slices rank r received in the previous step
+        for step in range(2 * (n - 1)):
+            cur: list[list] = [[] for _ in range(n)]
+            for r in range(n):
+                src, dst = ranks[r], ranks[(r + 1) % n]
+                for j, size in enumerate(sizes):
+                    t = net.transfer(src, dst, size, "job", tag, starts[src] if step == 0 else None, channel=ch)
+                    if step:
+                        t.after(prev[r][j])
+                        t.not_before = starts[src]
+                    cur[(r + 1) % n].append(t)
+                    out.append(t)
+            prev = cur
+    return out
+
+
+def _tree(net, ranks, c: "Collective", starts, tag, rng) -> list:
+    """Tree AllReduce per channel: reduce to the root of a binary tree, then broadcast back down;
+    odd channels use the mirrored tree (NCCL's double binary tree spreads the root's load the
+    same way).  Each node forwards slice j once it holds slice j from all its children."""
+    n, out = len(ranks), []
+    sizes = _slices(c.nbytes / c.channels, c.slice_bytes)
+    for ch in range(c.channels):
+        order = list(ranks) if ch % 2 == 0 else list(reversed(ranks))
+        kids = [[k for k in (2 * i + 1, 2 * i + 2) if k < n] for i in range(n)]
+        up: dict[int, list] = {}
+        for i in range(n - 1, 0, -1):  # children before parents
+            src, dst = order[i], order[(i - 1) // 2]
+            up[i] = []
+            for j, size in enumerate(sizes):
+                t = net.transfer(src, dst, size, "job", tag, starts[src] if not kids[i] else None, channel=ch)
+                if kids[i]:
+                    t.after(*(up[k][j] for k in kids[i]))
+                    t.not_before = starts[src]
+                up[i].append(t)
+                out.append(t)
+        down: dict[int, list] = {}
+        for i in range(1, n):  # parents before children
+            p = (i - 1) // 2
+            src, dst = order[p], order[i]
+            down[i] = []
+            for j, size in enumerate(sizes):
+                t = net.transfer(src, dst, size, "job", tag, None, channel=ch)
+                t.after(*([up[k][j] for k in kids[0]] if p == 0 else [down[p][j]]))
+                down[i].append(t)
+                out.append(t)
+    return out
+
+
+def _pairs(net, ranks, c: "Collective", starts, tag, share) -> list:
+    out = []
+    for ch in range(c.channels):
+        for s in ranks:
+            for d in ranks:
+                if s != d:
+                    for size in _slices(share(s, d) / c.channels, c.slice_bytes):
+                        out.append(net.transfer(s, d, size, "job", tag, starts[s], channel=ch))
+    return out
+
+
+def _a2a(net, ranks, c: "Collective", starts, tag, rng) -> list:
+    """AlltoAll: every rank sends nbytes/(n-1) to every other rank, all at its launch."""
+    return _pairs(net, ranks, c, starts, tag, lambda s, d: c.nbytes / (len(ranks) - 1))
+
+
+def _moe(net, ranks, c: "Collective", starts, tag, rng) -> list:
+    """MoE AlltoAllv: a rank's nbytes split over the others in proportion to their experts'
+    popularity, Zipf(``zipf``) over a fresh random order each iteration (hot experts)."""
+    order = list(ranks)
+    rng.shuffle(order)
+    weight = {r: 1.0 / (k + 1) ** c.zipf for k, r in enumerate(order)}
+    return _pairs(net, ranks, c, starts, tag,
+                  lambda s, d: c.nbytes * weight[d] / sum(w for r, w in weight.items() if r != s))
+
+
+BUILDERS = {"ring": _ring, "tree": _tree, "a2a": _a2a, "moe": _moe}
+
+
+class Training:
+    """A training job: ``iterations`` + ``warmup`` rounds of one collective with compute gaps.
+
+    Iteration i+1 starts ``gap_us`` after the last transfer of iteration i completed (a
+    synchronous training step), each rank after its own launch skew.  ``records`` holds (start,
+    end) per completed iteration; ``measured()`` the durations after the warm-up."""
+
+    def __init__(self, net, ranks: Sequence[str], collective: Collective, iterations: int, warmup: int,
+                 gap_us: float, skew_us: float, seed: int) -> None:
+        if len(ranks) < 2:
+            raise ValueError("a collective needs at least 2 ranks")
+        self.net, self.ranks, self.collective = net, list(ranks), collective
+        self.total, self.warmup = iterations + warmup, warmup
+        self.gap_us, self.skew_us = gap_us, skew_us
+        self.rng = random.Random(seed ^ 0x7A1)
+        self.records: list[tuple[float, float]] = []
+        self._iteration(0, 0.0)
+
+    def _iteration(self, i: int, t0: float) -> None:
+        starts = {r: t0 + (self.rng.uniform(0, self.skew_us) if self.skew_us else 0.0) for r in self.ranks}
+        c = self.collective
+        transfers = BUILDERS[c.kind](self.net, self.ranks, c, starts, f"{c.kind}{i}", self.rng)
+        left = [len(transfers)]
+
+        def done(_t, now: float) -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                self.records.append((t0, now))
+                if i + 1 < self.total:
+                    self._iteration(i + 1, now + self.gap_us)
+
+        for t in transfers:
+            t.callbacks.append(done)
+
+    def measured(self) -> list[float]:
+        return [end - start for start, end in self.records[self.warmup:]]
+
+
+def training(net, ranks: Sequence[str], collective: Collective, iterations: int = 5, warmup: int = 1,
+             gap_us: float = 20.0, skew_us: float = 5.0, seed: int = 0) -> Training:
+    """Start a training job on ``net`` (call before or while the network runs)."""
+    return Training(net, ranks, collective, iterations, warmup, gap_us, skew_us, seed)

@@ -51,6 +51,14 @@ class _Session:
     truncate_bytes: int = 0
 
 
+def _checked(setting: Callable[..., Any], *args: Any) -> None:
+    """Apply a traffic-manager setting; a refused one is a control-plane INVALID_ARGUMENT."""
+    try:
+        setting(*args)
+    except ValueError as e:
+        raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
+
+
 class Switch:
     """One v1model switch running ``program`` (a ``p4sim.Program`` or an ``ir.Program``).
 
@@ -296,7 +304,7 @@ class Switch:
             sm.enq_timestamp = int(now) & M32
             self._depart(now, port, prio, now, 0, pkt)
             return
-        depth = tm.enqueue(pkt, port, prio, now, len(pkt.orig))  # DWRR charges bytes
+        depth = tm.enqueue(pkt, port, prio, now, len(pkt.orig), sm.ingress_port)  # DWRR charges bytes
         if depth < 0:
             self.stats["queue_full"] += 1
             return
@@ -496,6 +504,11 @@ class Switch:
                 self.tm.set_rate(pps, port, priority)
             except ValueError as e:
                 raise RuntimeApiError("INVALID_ARGUMENT", str(e)) from None
+
+    def set_queue_byte_rate(self, bps: float, port: Optional[int] = None, priority: Optional[int] = None) -> None:
+        """Serve queues by bytes at ``bps`` bits/s instead of packets (p4sim.tm; beyond BMv2)."""
+        with self.lock:
+            _checked(self.tm.set_byte_rate, bps, port, priority)
 
     def set_queue_depth(self, pkts: int, port: Optional[int] = None, priority: Optional[int] = None) -> None:
         with self.lock:

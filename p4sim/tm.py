@@ -32,30 +32,40 @@ Weighted queues (``set_weight``; p4sim's addition, BMv2 has no equivalent - see
 """
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import Any, Optional
 
+from p4sim.buffer import BufferConfig, SharedBuffer
+
 DEFAULT_DEPTH = 64
+_BLOCKED = float("inf")  # Port.ready of a port whose queued packets are all paused
 MAX_WEIGHT = 1 << 24  # bytes per DWRR round; far above any MTU, low enough to keep deficits small
 
 
 class Queue:
-    __slots__ = ("items", "depth", "rate_pps", "weight", "group")
+    __slots__ = ("items", "depth", "rate_pps", "rate_bps", "weight", "group", "bytes", "paused", "ingress")
 
     def __init__(self, depth: int, rate_pps: float, weight: int = 0, group: int = 0) -> None:
         self.items: deque = deque()  # (enqueue time us, packet, size in bytes)
         self.depth = depth
         self.rate_pps = rate_pps
+        self.rate_bps = 0.0  # > 0: served by bytes at this many bits/s (wins over rate_pps)
         self.weight = weight  # 0 = strict priority
         self.group = group
+        self.bytes = 0  # bytes queued
+        self.paused = False  # PFC: the downstream port sent XOFF for this queue's class
+        self.ingress: deque = deque()  # ingress port of each queued packet (shared buffer only)
 
 
 class Port:
-    __slots__ = ("queues", "free_at", "deficit", "rr", "fresh", "groups", "wrank")
+    __slots__ = ("queues", "free_at", "deficit", "rr", "fresh", "groups", "wrank", "ready", "stamp")
 
     def __init__(self) -> None:
         self.queues: list[Queue] = []
         self.free_at = 0.0  # the port is transmitting until this time
+        self.ready = 0.0  # when a busy port sends next: max(free_at, earliest head enqueue time)
+        self.stamp = 0  # the port's live entry in the readiness heap carries this number
         # DWRR state (only used when some queue of the port is weighted)
         self.groups: list[tuple[int, int, list[int]]] = []  # (group id, quantum, queue numbers high->low)
         self.wrank = -1  # highest weighted queue number: where the weighted level sits; -1 = none
@@ -71,6 +81,14 @@ class TrafficManager:
         self.priority_queues = priority_queues
         self.ports: dict[int, Port] = {}
         self.busy: set[int] = set()  # ports with at least one queued packet
+        # Readiness heap: (ready time, port, stamp), one live entry per busy port (the one whose
+        # stamp is the port's); older entries are skipped when they reach the top.  Ties go to the
+        # lower port number.  This replaces a scan of every busy port on each event.
+        self._heap: list[tuple[float, int, int]] = []
+        self._byte_rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
+        self.buffer: Optional[SharedBuffer] = None
+        self.paused_us: dict[tuple[int, int], float] = {}  # (port, PFC class) -> time paused
+        self._paused_since: dict[tuple[int, int], float] = {}
         self._rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
         self._depth_settings: list[tuple[Optional[int], Optional[int], int]] = []
         self._weight_settings: list[tuple[Optional[int], Optional[int], tuple[int, Optional[int]]]] = []
@@ -91,6 +109,7 @@ class TrafficManager:
             for prio in range(self.priority_queues):
                 ps.queues.append(Queue(self._resolve(self._depth_settings, port, prio, DEFAULT_DEPTH),
                                        self._resolve(self._rate_settings, port, prio, 0)))
+                ps.queues[-1].rate_bps = self._resolve(self._byte_rate_settings, port, prio, 0.0)
             self._apply_weights(port, ps)
             self.ports[port] = ps
         return ps
@@ -102,11 +121,56 @@ class TrafficManager:
     def set_rate(self, pps: float, port: Optional[int] = None, priority: Optional[int] = None) -> None:
         if pps < 0:
             raise ValueError("queue rate must be >= 0 pps")
+        self._apply(self._rate_settings, "rate_pps", 0, pps, port, priority)
+
+    def _apply(self, settings: list, attr: str, default: Any, value: Any, port: Optional[int],
+               priority: Optional[int]) -> None:
+        """Record a setting and re-resolve ``attr`` of every existing queue (last match wins)."""
         self._check_prio(priority)
-        self._rate_settings.append((port, priority, pps))
+        settings.append((port, priority, value))
         for pn, ps in self.ports.items():
             for prio, q in enumerate(ps.queues):
-                q.rate_pps = self._resolve(self._rate_settings, pn, prio, 0)
+                setattr(q, attr, self._resolve(settings, pn, prio, default))
+
+    def set_byte_rate(self, bps: float, port: Optional[int] = None, priority: Optional[int] = None) -> None:
+        """Serve the queue by bytes: a packet of B bytes keeps the port busy B * 8 / ``bps``
+        seconds (0 = back to the packet rate).  p4sim's addition: BMv2's queue rate counts
+        packets whatever their size, so a 64-byte ACK costs as much link time as a 4 KB frame;
+        a byte rate is how a link serialises, and what the fabric simulator uses."""
+        if bps < 0:
+            raise ValueError("queue byte rate must be >= 0 bits/s")
+        self._apply(self._byte_rate_settings, "rate_bps", 0.0, bps, port, priority)
+
+    def set_buffer(self, config: Optional[BufferConfig]) -> SharedBuffer:
+        """Give the switch a shared buffer (dynamic thresholds, PFC when lossless; see
+        ``p4sim.buffer``), or none (``None``: per-queue packet depths only, as BMv2)."""
+        if any(self.busy):
+            raise ValueError("set the buffer before packets are queued")
+        self.buffer = SharedBuffer(config) if config is not None else None
+        return self.buffer
+
+    def pause(self, port: int, pfc_class: int, on: bool, now_us: float) -> None:
+        """PFC from the peer of ``port``: stop (``on``) or resume sending the queues of
+        ``pfc_class``.  A frame already being sent finishes; paused time is kept per (port, class)."""
+        ps = self._port(port)
+        classes = self.buffer.config.classes if self.buffer is not None else tuple(range(self.priority_queues))
+        for prio, q in enumerate(ps.queues):
+            if classes[prio] == pfc_class:
+                q.paused = on
+        key = (port, pfc_class)
+        if on:
+            self._paused_since.setdefault(key, now_us)
+        elif key in self._paused_since:
+            self.paused_us[key] = self.paused_us.get(key, 0.0) + now_us - self._paused_since.pop(key)
+        if port in self.busy:
+            self._reready(port, ps, now_us)
+
+    def pause_time_us(self, now_us: float) -> dict[tuple[int, int], float]:
+        """Time each (port, PFC class) has spent paused up to ``now_us``."""
+        out = dict(self.paused_us)
+        for key, since in self._paused_since.items():
+            out[key] = out.get(key, 0.0) + now_us - since
+        return out
 
     def set_depth(self, pkts: int, port: Optional[int] = None, priority: Optional[int] = None) -> None:
         if pkts < 0:
@@ -165,16 +229,50 @@ class TrafficManager:
         return len(ps.queues[priority].items) if ps else 0
 
     # ---------------------------------------------------------------- data path
-    def enqueue(self, pkt: Any, port: int, priority: int, now_us: float, size: int = 1) -> int:
-        """Queue ``pkt`` (``size`` bytes, what DWRR charges); returns the number of packets already
-        in that queue (``enq_qdepth``), or -1 when the queue is full (drop-tail)."""
-        q = self._port(port).queues[priority]
+    def enqueue(self, pkt: Any, port: int, priority: int, now_us: float, size: int = 1,
+                ingress: int = -1) -> int:
+        """Queue ``pkt`` (``size`` bytes, what DWRR and a byte rate charge; ``ingress``: the port
+        it came in on, for the shared buffer); returns the number of packets already in that
+        queue (``enq_qdepth``), or -1 when the packet is dropped (queue or buffer full)."""
+        ps = self._port(port)
+        q = ps.queues[priority]
         n = len(q.items)
         if n >= q.depth:
             return -1
+        buf = self.buffer
+        if buf is not None:
+            if not buf.admit(ingress, priority, q.bytes, size, now_us):
+                return -1
+            q.ingress.append(ingress)
         q.items.append((now_us, pkt, size))
-        self.busy.add(port)
+        q.bytes += size
+        if q.paused:
+            if port not in self.busy:
+                self.busy.add(port)
+                ps.ready, ps.stamp = _BLOCKED, ps.stamp + 1  # nothing to send until a resume
+        elif port not in self.busy:
+            self.busy.add(port)
+            self._schedule(port, ps, max(ps.free_at, now_us))
+        elif now_us < ps.ready and ps.free_at < ps.ready:
+            # an enqueue time earlier than every head, or the first sendable packet of a port
+            # whose other queues are paused, moves the port's turn forward
+            self._schedule(port, ps, max(ps.free_at, now_us))
         return n
+
+    def _schedule(self, port: int, ps: Port, ready: float) -> None:
+        ps.ready = ready
+        ps.stamp += 1
+        heapq.heappush(self._heap, (ready, port, ps.stamp))
+
+    def _top(self) -> Optional[tuple[float, int, int]]:
+        """The live heap entry of the port that sends first (stale entries are dropped)."""
+        heap, ports, busy = self._heap, self.ports, self.busy
+        while heap:
+            e = heap[0]
+            if e[1] in busy and ports[e[1]].stamp == e[2]:
+                return e
+            heapq.heappop(heap)
+        return None
 
     def idle_unlimited(self, port: int, priority: int, now_us: float) -> bool:
         """True when a packet for (port, priority) would leave the instant it is queued: the
@@ -183,44 +281,53 @@ class TrafficManager:
             return False
         ps = self._port(port)
         q = ps.queues[priority]
-        return q.rate_pps == 0 and q.depth > 0 and ps.free_at <= now_us
-
-    def _port_ready(self, ps: Port) -> float:
-        return max(ps.free_at, min(q.items[0][0] for q in ps.queues if q.items))
+        return (q.rate_pps == 0 and not q.rate_bps and q.depth > 0 and ps.free_at <= now_us and not q.paused
+                and self.buffer is None)
 
     def next_departure(self) -> Optional[float]:
         """Time of the next departure, or None when every queue is empty."""
-        best = None
-        for port in self.busy:
-            t = self._port_ready(self.ports[port])
-            if best is None or t < best:
-                best = t
-        return best
+        e = self._top()
+        return None if e is None else e[0]
 
     def pop_due(self, limit_us: float) -> Optional[tuple[float, int, int, float, int, Any]]:
         """The earliest departure at or before ``limit_us``: (departure time, port, priority,
         enqueue time, packets left in that queue, packet); None if nothing is due.  Ties go to
         the lower port number, so runs are repeatable."""
-        best_t, best_port = None, None
-        for port in self.busy:
-            t = self._port_ready(self.ports[port])
-            if t <= limit_us and (best_t is None or t < best_t or (t == best_t and port < best_port)):
-                best_t, best_port = t, port
-        if best_t is None:
+        e = self._top()
+        if e is None or e[0] > limit_us:
             return None
+        heapq.heappop(self._heap)
+        best_t, best_port = e[0], e[1]
         ps = self.ports[best_port]
         prio = self._select(ps, best_t)
         q = ps.queues[prio]
-        enq_t, pkt, _ = q.items.popleft()
-        rate = q.rate_pps
-        ps.free_at = best_t + (1e6 / rate if rate else 0.0)
-        if not any(qq.items for qq in ps.queues):
-            self.busy.discard(best_port)
+        enq_t, pkt, size = q.items.popleft()
+        q.bytes -= size
+        if q.rate_bps:
+            ps.free_at = best_t + size * 8e6 / q.rate_bps
+        else:
+            rate = q.rate_pps
+            ps.free_at = best_t + (1e6 / rate if rate else 0.0)
+        if self.buffer is not None:
+            self.buffer.release(q.ingress.popleft(), prio, size, best_t)
+        self._reready(best_port, ps, best_t)
         return best_t, best_port, prio, enq_t, len(q.items), pkt
+
+    def _reready(self, port: int, ps: Port, now_us: float) -> None:
+        """Put a port's next turn (not before ``now_us``) in the heap, or take the port out of
+        it (empty, or every queued packet paused)."""
+        heads = [qq.items[0][0] for qq in ps.queues if qq.items and not qq.paused]
+        if heads:
+            self._schedule(port, ps, max(ps.free_at, min(heads), now_us))
+        else:
+            if not any(qq.items for qq in ps.queues):
+                self.busy.discard(port)
+            ps.ready = _BLOCKED
+            ps.stamp += 1
 
     @staticmethod
     def _ready(q: Queue, t: float) -> bool:
-        return bool(q.items) and q.items[0][0] <= t
+        return bool(q.items) and q.items[0][0] <= t and not q.paused
 
     def _select(self, ps: Port, t: float) -> int:
         """The queue that sends at ``t``: strict queues by number, the weighted level by DWRR."""
@@ -280,8 +387,13 @@ class TrafficManager:
         if ps is None:
             return 0
         n = sum(len(q.items) for q in ps.queues)
-        for q in ps.queues:
+        for prio, q in enumerate(ps.queues):
+            if self.buffer is not None:
+                for (_, _, size), ingress in zip(q.items, q.ingress):
+                    self.buffer.release(ingress, prio, size, ps.free_at)
+                q.ingress.clear()
             q.items.clear()
+            q.bytes = 0
         for g in ps.deficit:
             ps.deficit[g] = 0
         self.busy.discard(port)

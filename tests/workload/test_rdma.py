@@ -116,7 +116,9 @@ def test_go_back_n_resends_from_the_expected_psn_after_a_reorder():
     assert t.retransmits >= 2
 
 
-def test_a_lost_tail_packet_is_recovered_by_the_timeout():
+def _tail_loss(params=NicParams()):
+    """A 10-packet message whose last packet (PSN 9) is lost once: no later packet triggers a
+    NAK, so only the timeout recovers it."""
     dropped = []
 
     def fault(frame):
@@ -125,10 +127,15 @@ def test_a_lost_tail_packet_is_recovered_by_the_timeout():
             return []
         return [(0.0, frame)]
 
-    wire, net = pair(fault)
-    t = net.transfer("a", "b", 10 * 4096)  # PSN 9 is the last: no later packet to trigger a NAK
+    wire, net = pair(fault, params)
+    t = net.transfer("a", "b", 10 * 4096)
     net.start()
     wire.run()
+    return t
+
+
+def test_a_lost_tail_packet_is_recovered_by_the_timeout():
+    t = _tail_loss()
     assert t.done_us is not None and t.delivered == 10 and t.timeouts == 1
     # go back to the last acknowledged PSN (ACKs are coalesced, so earlier PSNs go again too)
     assert 1 <= t.retransmits <= 10
@@ -234,3 +241,90 @@ def test_cnp_frames_go_to_the_requester_qp():
     net.start()
     wire.run()
     assert seen and all(f[30:34] == bytes([10, 0, 0, 1]) for f in seen)
+
+
+def _slow_pair(ack_timer_us, gbps=0.1, timeout_exp=8):
+    wire, net = pair(params=NicParams(ack_timer_us=ack_timer_us, timeout_exp=timeout_exp))
+    for nic in net.nics.values():
+        nic.line_gbps = gbps  # a QP crawling at 100 Mb/s: 16 packets take 5.3 ms
+    return wire, net
+
+
+def test_the_ack_timer_keeps_a_slow_qp_from_timing_out():
+    wire, net = _slow_pair(ack_timer_us=4.0)
+    t = net.transfer("a", "b", 40 * 4096)
+    net.start()
+    wire.run()
+    assert t.done_us is not None and t.timeouts == 0 and t.retransmits == 0
+
+
+def test_without_the_ack_timer_coalescing_makes_a_slow_qp_time_out():  # negative control
+    wire, net = _slow_pair(ack_timer_us=1e9)
+    t = net.transfer("a", "b", 40 * 4096)
+    net.start()
+    wire.run()
+    assert t.done_us is not None and t.timeouts > 0 and t.retransmits > 0
+
+
+def test_the_retransmission_timeout_is_4_096_us_times_two_to_the_exponent():
+    assert NicParams(timeout_exp=14).rto_us == 4.096 * 16384
+    done = {}
+    for exp in (10, 12):  # the tail-loss recovery waits exactly one timeout
+        t = _tail_loss(NicParams(timeout_exp=exp))
+        assert t.timeouts == 1
+        done[exp] = t.done_us
+    assert done[12] - done[10] == pytest.approx(4.096 * (4096 - 1024), abs=5.0)
+
+
+def test_acks_and_cnps_share_the_control_dscp():
+    seen = {}
+
+    def fault(frame):
+        seen.setdefault(_opcode(frame), set()).add(frame[15] >> 2)
+        return _ce_marks(frame)
+
+    wire, net = pair(fault)
+    net.transfer("a", "b", 40 * 4096)
+    net.start()
+    wire.run()
+    from fabric_sim.rdma import DSCP_CNP, OP_ACK
+    assert seen[OP_ACK] == seen[OP_CNP] == {DSCP_CNP} and seen[OP_WRITE_ONLY] == {26}
+
+
+def _two_messages(channel):
+    """Message 1 is CE-marked all along (DCQCN cuts its QP's rate); message 2 follows on the same
+    (channel) or a fresh (None) QP, unmarked.  Returns both transfers."""
+    marking = [True]
+
+    def fault(frame):
+        return _ce_marks(frame) if marking[0] else [(0.0, frame)]
+
+    wire, net = pair(fault)
+    first = net.transfer("a", "b", 300 * 4096, channel=channel)
+    second = net.transfer("a", "b", 100 * 4096, start_us=None, channel=channel).after(first)
+    first.callbacks.append(lambda t, now: marking.__setitem__(0, False))
+    net.start()
+    wire.run()
+    return net, first, second
+
+
+def test_a_persistent_qp_keeps_its_dcqcn_state_and_psns_across_messages():
+    net, first, second = _two_messages(channel=0)
+    assert len(net._send) == 1 and second.psn0 == first.packets  # one QP, PSNs run on
+    _, f2, fresh = _two_messages(channel=None)  # negative control: a new QP per message
+    assert fresh.psn0 == 0
+    assert first.min_rate_gbps < 50 and f2.min_rate_gbps < 50
+    # the carried-over (cut) rate makes the second message slower than on a fresh QP at line rate
+    assert second.done_us - second.started_us > 1.3 * (fresh.done_us - fresh.started_us)
+
+
+def test_each_seed_draws_its_own_qp_numbers_and_udp_ports():
+    def qps(seed):
+        wire, _ = pair()
+        net = RdmaNetwork(wire, _Fabric(hosts=wire_hosts, switches={"leaf": _Switch()}), seed=seed)
+        s, _ = net.qp("a", "b", 0, 0.0)
+        return s.qpn, s.sport
+
+    wire0, net0 = pair()
+    wire_hosts = net0.fabric.hosts
+    assert qps(1) == qps(1) and qps(1) != qps(2)
