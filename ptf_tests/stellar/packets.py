@@ -12,6 +12,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
+from testkit import leaf
+
 __all__ = ['CHANGE_NEW', 'CHANGE_GAP', 'CHANGE_DRAIN', 'CHANGE_FAILOVER', 'CHANGE_MEMBERSHIP',
            'DROP_MALFORMED', 'DROP_BAD_CHECKSUM', 'DROP_TTL_EXPIRED', 'DROP_NO_ROUTE',
            'DROP_NO_PATH_SET', 'DROP_NO_LIVE_MEMBER', 'MALFORMED_TRUNC_ETHERNET',
@@ -40,25 +42,9 @@ REMOTE_NET, SINGLE_NET = "10.0.2.0", "10.0.4.0"
 HOST_MAC = "02:00:00:00:09:09"       # the sending NIC
 ROUTER_MAC = "02:00:00:00:00:01"     # what hosts address the leaf as
 
-# Switch-wide parameters (config.params) every test starts from; tests say what they change.
-BASE_PARAMS: dict[str, int] = {
-    "flowlet_timeout_us": 200,
-    "drain_margin_us": 8,
-    "hysteresis_us": 4,
-    "gap_moves": 1,
-    "drain_moves": 1,
-    "qdelay_max_age_us": 200,
-    "elephant_bytes": (1 << 31),   # the sketch never fires; hints make elephants
-    "elephant_window_us": 1000,
-    "elephant_idle_us": 2000,
-    "malformed_l4_forward": 0,
-    "report_path_changes": 0,
-    "order_guards": 15,
-    "dre_shift": 5,
-    "util_weight": 1024,
-    "qdelay_weight": 1024,
-    "level_weight": 1024,
-}
+# Switch-wide parameters (config.params) every test starts from (the in-process tests' own,
+# testkit.leaf); tests say what they change.
+BASE_PARAMS: dict[str, int] = dict(leaf.BASE_PARAMS)
 # Virtual time let pass in setUp: longer than every age/timeout above, so that queue-delay
 # readings, flowlet gaps and ECN windows left by an earlier test no longer count.
 SETTLE_US = 10_000

@@ -58,7 +58,7 @@ def test_ecmp_removes_the_dead_next_hop_locally_and_loses_less_than_without(monk
     from fabric_sim.baselines import BaselineFabric
 
     monkeypatch.setattr(E, "HORIZON_US", 12_000.0)  # past the routing layer's 4.9 ms, not 200 ms
-    spec = RunSpec("a2a", "fail", "ecmp", 1, nbytes=32768)
+    spec = RunSpec("a2a", "fail", "ecmp", 1, nbytes=32768, timeout_exp=7)  # RTO 524 us, inside the horizon
     local = run(spec)
 
     monkeypatch.setattr(BaselineFabric, "local_link_down", lambda self, ports: None)
