@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from bmv2_env.commands import SwitchOptions, switch_command
+from bmv2_env.target import stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DEBIAN_DIST = "/usr/lib/python3/dist-packages"  # where Debian's mininet lives (not in the venv)
@@ -134,13 +135,8 @@ def make_switch_class():
             raise RuntimeError(f"{self.name}: P4Runtime {self.plan.grpc_addr} did not come up in 60 s")
 
         def stop(self, deleteIntfs: bool = True) -> None:
-            if self.proc is not None and self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait(timeout=10)
+            if self.proc is not None:
+                stop_process(self.proc)
             super().stop(deleteIntfs)
 
     return TargetSwitch

@@ -242,3 +242,16 @@ def connect(target: str, control_addr: str | None = None, thrift_port: int | Non
     if target == "bmv2":
         return Bmv2Target(thrift_port or 9090, interfaces)
     raise ValueError(f"unknown target {target!r} (p4sim or bmv2)")
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Stop a switch (or helper) process: SIGTERM, then SIGKILL if it has not exited in
+    ``timeout`` seconds; a process that already exited is left alone."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

@@ -168,6 +168,11 @@ _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_
                      "(ecn.prob rows); it has no adaptation window")
 
 
+def _v3(field: str, define: str) -> dict[str, Implementation]:
+    """A tunable of the v1model data plane v3 that the TNA program does not have yet."""
+    return {"v1model": P4(field, define), "tna": Refused(_NO_TNA_V3)}
+
+
 def _cp(note: str) -> dict[str, Implementation]:
     return {"v1model": ControlPlane(note), "tna": ControlPlane(note)}
 
@@ -328,31 +333,27 @@ PARAMS: tuple[Param, ...] = (
     Param("drain_any", "bool", "", True, "drain moves for every tracked flow, not only elephants", {
         "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit), "tna": Refused(_NO_TNA_V3)}, yaml=False),
     Param("move_guards", "int", "bit mask", 15, "move guards (define.p4 MOVE_GUARD_*): bit 0 makes explore "
-          "and suspect moves wait for the drain proof", {
-              "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"), "tna": Refused(_NO_TNA_V3)}, yaml=False),
+          "and suspect moves wait for the drain proof", _v3(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+          yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
-          "locally best path try the next best at its next safe point", {
-              "v1model": P4(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"), "tna": Refused(_NO_TNA_V3)},
-          yaml=False),
-    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration", {
-        "v1model": P4(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"), "tna": Refused(_NO_TNA_V3)},
-          yaml=False),
+          "locally best path try the next best at its next safe point",
+          _v3(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"), yaml=False),
+    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration",
+          _v3(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"), yaml=False),
     Param("feedback_enabled", "bool", "", False, "leaf-to-leaf path feedback (the 0x88B5 shim); off in the "
           "program until the controller names the leaf, rendered on for every leaf", {
               "v1model": P4(_F + "enabled", "DEFAULT_FEEDBACK_ENABLED", _bit, derived=True),
               "tna": Refused(_NO_TNA_V3)}, yaml=False),
-    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement", {
-        "v1model": P4(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"), "tna": Refused(_NO_TNA_V3)}, yaml=False),
+    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement",
+          _v3(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"), yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "
-          "suspect", {
-              "v1model": P4(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"), "tna": Refused(_NO_TNA_V3)},
-          yaml=False),
-    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect", {
-        "v1model": P4(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"), "tna": Refused(_NO_TNA_V3)}, yaml=False),
-    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count", {
-        "v1model": P4(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"), "tna": Refused(_NO_TNA_V3)}, yaml=False),
-    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried", {
-        "v1model": P4(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"), "tna": Refused(_NO_TNA_V3)}, yaml=False),
+          "suspect", _v3(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"), yaml=False),
+    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect",
+          _v3(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"), yaml=False),
+    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count",
+          _v3(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"), yaml=False),
+    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried",
+          _v3(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"), yaml=False),
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {
               "v1model": P4("StellarEgress.ecn.set_floor.kfloor_bytes", "DEFAULT_ECN_KFLOOR_BYTES"),

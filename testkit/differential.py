@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from bmv2_env.target import stop_process
+
 ROOT = Path(__file__).resolve().parents[1]
 
 P4TOOLS_BIN = Path("/opt/p4tools/bin")
@@ -225,12 +227,7 @@ def run_target(target: str, frames: list[tuple[int, bytes, str]], work: Path,
             sock.close()
         if client is not None:
             client.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
     return run
 
 

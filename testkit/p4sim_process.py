@@ -11,6 +11,8 @@ from pathlib import Path
 
 import grpc
 
+from bmv2_env.target import stop_process
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -38,13 +40,7 @@ class P4simProcess:
     log_path: Path
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
