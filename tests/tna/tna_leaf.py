@@ -47,10 +47,11 @@ PROFILES = {"tofino": (1, False), "tofino2": (2, False), "tofino-no-dre": (1, Tr
 
 
 def roce(src: str, dst: str, qp: int, psn: int, *, ecn: int = ECN_ECT0, dscp: int = 26,
-         payload: int = 64, ttl: int = 64) -> bytes:
+         payload: int = 64, ttl: int = 64, opcode: int = 4) -> bytes:
+    """A RoCEv2 packet; ``opcode`` the BTH opcode (4: RC SEND only)."""
     return raw(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:fe") /
                IP(src=src, dst=dst, tos=(dscp << 2) | ecn, ttl=ttl) /
-               UDP(sport=49152, dport=4791) / BTH(opcode=4, dqpn=qp, psn=psn) /
+               UDP(sport=49152, dport=4791) / BTH(opcode=opcode, dqpn=qp, psn=psn) /
                Raw(b"\x00" * payload))
 
 
@@ -63,11 +64,13 @@ class TnaLeaf:
                  elephant_bytes: int = 1 << 31, feedback: bool = True,
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
-                 gap_drain: bool = True, measured: int = 0xFF, no_dre: bool = False) -> None:
+                 gap_drain: bool = True, measured: int = 0xFF, no_dre: bool = False,
+                 prog: Optional[p4sim.Program] = None) -> None:
         """``measured``: dre_base.levels' bitmap of members whose controller level was measured
         (the program's default, no entry, is none: no gap or drain move off any member); the
-        leaf is set up as after the controller's first poll unless a test says otherwise."""
-        self.sw = p4sim.Switch(program(target, no_dre), priority_queues=8)
+        leaf is set up as after the controller's first poll unless a test says otherwise.
+        ``prog``: another build of the program (a negative control's variant) instead."""
+        self.sw = p4sim.Switch(prog or program(target, no_dre), priority_queues=8)
         self._probe_groups: set[int] = set()
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
