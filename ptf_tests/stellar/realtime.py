@@ -6,9 +6,12 @@ itself and this 2-core machine is shared, so the scheduler adds milliseconds of 
 every step.  The real-time mode makes that jitter small against what the test measures:
 
 - **One scale factor.**  Every time the test talks about -- a queue's service time, the
-  pushed timeouts, margins, ECN windows and thresholds -- is multiplied by ``SCALE`` (real µs
-  per test µs; default 2000, environment ``STELLAR_TIME_SCALE``): the 100 kpps test queue
-  becomes 50 pps (20 ms per packet), a 200 µs flowlet timeout 400 ms.  The switch's own
+  pushed timeouts, margins, ECN windows and thresholds -- is multiplied by the scale S (real
+  µs per test µs; environment ``STELLAR_TIME_SCALE``, else ``DEFAULT_SCALE`` of the target):
+  on BMv2 (S = 2000) the 100 kpps test queue becomes 50 pps (20 ms per packet), a 200 µs
+  flowlet timeout 400 ms.  p4sim interprets the program in Python, a few ms per packet and
+  per P4Runtime read on this shared machine, so its service time is longer (S = 5000, 50 ms)
+  for the same margins against its own processing.  The switch's own
   controls slow the queue (``set_queue_rate`` through simple_switch_CLI/Thrift on BMv2, the
   side channel on p4sim), so the delays are real queueing delays of tens of milliseconds.
 - **Waiting on what the switch shows, not on time.**  Where a virtual test advances the clock
@@ -38,19 +41,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 
-SCALE = int(os.environ.get("STELLAR_TIME_SCALE", "2000"))
+DEFAULT_SCALE = {"bmv2": 2000, "p4sim": 5000}
 # The parameters (config.params, ecn.config) that are times: scaled with the queue.
 TIME_SUFFIX = "_us"
 RX, TX = "StellarIngress.telemetry.rx_port", "StellarEgress.telemetry.tx_port"
 # How often a wait polls the switch: often against a service time (20 ms at the default
-# scale), rarely enough that the reads do not slow a Python switch down.
-POLL_S = 0.01
+# scale), rarely enough that the reads (each a P4Runtime round trip) do not swamp the switch.
+POLL_S = 0.005
 
 
 class RealTime:
     """The wall-clock side of a StellarTest: scaled units, counter barriers, the source's pace."""
 
-    def __init__(self, test: "StellarTest", scale: int = SCALE) -> None:
+    def __init__(self, test: "StellarTest", scale: int | None = None) -> None:
+        if scale is None:
+            scale = int(os.environ.get("STELLAR_TIME_SCALE", DEFAULT_SCALE.get(test.target.name, 5000)))
         if scale < 1:
             raise ValueError(f"STELLAR_TIME_SCALE={scale}: real µs per test µs, at least 1")
         self.t = test

@@ -187,7 +187,7 @@ class StellarTest(P4RuntimeTest):
     def require_timing(self) -> None:
         """A timing test starts here.  On a virtual clock nothing changes (it drives time).  On a
         wall clock (BMv2, ``p4sim run --clock wall``) the test runs in real-time mode: the
-        switch-wide times are pushed scaled (realtime.SCALE), so are the times the test sets
+        switch-wide times are pushed scaled (realtime.py's scale), so are the times the test sets
         from now on (``set_params``, ``ecn_port``), and time-defined state of the previous
         test is let expire.  The real-time mode is v1model's (BMv2's architecture): the TNA
         program runs on p4sim's virtual clock only."""
@@ -305,9 +305,13 @@ class StellarTest(P4RuntimeTest):
         """Send packets and wait until the switch took them all in, so on a virtual clock they
         all arrive at the same instant (the clock moves only when the test advances it)."""
         pkts = list(pkts)
-        if self.realtime:   # the switch's own ingress counter is the barrier
+        if self.realtime:
+            # Serialised first (Scapy takes ms per packet, as long as a service time takes on
+            # the virtual clock's scale), then sent back to back; the switch's own ingress
+            # counter is the barrier.
+            wire = [bytes(p) for p in pkts]
             before = self.realtime.received(port)
-            for p in pkts:
+            for p in wire:
                 tu.send_packet(self, port, p)
             self.realtime.wait_received(port, len(pkts), before)
             return

@@ -11,7 +11,7 @@ probed (one packet out of FAST; a no-op on v1model).  ECMP, per architecture: v1
 mode; on TNA the DRE choice off and the group's ports not reporting (arch.py).
 
 Real time (BMv2, ``p4sim run --clock wall``; realtime.py): SLOW serves a packet every 10*S µs
-(20 ms at the default scale), so the 30-packet backlog lasts 30 service times (600 ms); the
+(20 ms on BMv2), so the 30-packet backlog lasts 30 service times (600 ms); the
 test waits until SLOW's egress counted 3 departures (so its recorded queue delay is >= 2
 service times, against a hysteresis of 0.4) and sends the new flows as one burst, which
 ingress places within a few ms -- 27 service times before the backlog could be gone.  The
@@ -50,6 +50,7 @@ class _BacklogTest(StellarTest):
         else:
             self.advance_us(HOG_DRAIN_US)
         left = self.collect_sent_since(before)
+        self.collected = before + len(left)   # the tally up to which PTF's queue is read
         self.assertEqual({port for port, _ in left}, {SLOW}, "setup: the hog must be on SLOW")
         self.assertLess(len(left), HOG_PKTS, "setup: a backlog must remain on SLOW")
         self.probe(FAST)
@@ -116,7 +117,7 @@ class EcmpIgnoresCongestionTest(_BacklogTest):
         self.require_timing()
         new = self.qps_hashing_to(0, DST, 2, n=8, start=0x910)
         self.build_backlog(ecmp=True)
-        before = self.transmitted()
+        before = self.collected
         self.send_at_once(HOST_PORT, [roce(DST, qp, 0) for qp in new])
         if self.realtime:   # everything queued behind the backlog leaves on SLOW
             self.realtime.wait_departed([SLOW], HOG_PKTS + len(new), self.hog_since,

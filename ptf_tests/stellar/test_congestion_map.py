@@ -54,7 +54,7 @@ class HistogramShowsTheQueueDelayTest(_Histogram):
 
     def burst(self) -> list[int]:
         before = self.histogram(SINGLE_PORT)
-        sent = self.transmitted()
+        sent = self.realtime.departed([SINGLE_PORT]) if self.realtime else 0
         self.send_at_once(HOST_PORT, [roce(DST, 0xC02, psn) for psn in range(self.PKTS)])
         if self.realtime:
             self.realtime.wait_departed([SINGLE_PORT], self.PKTS, sent,

@@ -32,18 +32,20 @@ KMIN_US, KMAX_US = 25, 45
 BURST = 8
 # Real time: how many service times a delay must clear a threshold by for the test to assert
 # which side it is on (a packet's delay is off by how late its ingress ran behind the burst's).
-MARGIN_SERVICES = 1
+MARGIN_SERVICES = 2
 
 
 class _EcnTest(StellarTest):
-    def let_burst_leave(self, sent_before: int, count: int = BURST) -> None:
-        """Until the burst left SINGLE_PORT: on a virtual clock the time it takes plus one
-        service time; in real time, until its egress counted them."""
+    def send_burst(self, pkts: list) -> None:
+        """Send the burst at once, then until it left SINGLE_PORT: on a virtual clock the time
+        it takes plus one service time; in real time, until its egress counted them."""
+        sent = self.realtime.departed([SINGLE_PORT]) if self.realtime else 0
+        self.send_at_once(HOST_PORT, pkts)
         if self.realtime:
-            self.realtime.wait_departed([SINGLE_PORT], count, sent_before,
+            self.realtime.wait_departed([SINGLE_PORT], len(pkts), sent,
                                         service_us=self.t_us(SPACING_US))
         else:
-            self.advance_us(SPACING_US * count + SPACING_US)
+            self.advance_us(SPACING_US * len(pkts) + SPACING_US)
 
 
 class EcnMarkingTest(_EcnTest):
@@ -51,18 +53,17 @@ class EcnMarkingTest(_EcnTest):
     below Kmin none is marked even with a certain ramp; not-ECT packets queued just as long
     are never marked; the marks counter counts exactly the CE packets.
 
-    Real time: packet i waits about 10*i service-µs (x S); the test asserts "unmarked" only
-    for delays a service time (10*S µs, 20 ms at the default scale) below Kmin (packets 0, 1)
-    and "marked" only a service time above Kmax (packets 6, 7); the ones between may go
-    either way.  Packet 6 would need its ingress to run 1.5 service times behind the burst's
-    first packet, or the queue to serve faster than its rate, to fall below Kmax.  The counter
-    check and the not-ECT control do not depend on time at all."""
+    Real time: packet i waits about 10*i test-µs (x S), i service times; the test asserts
+    "unmarked" only for delays two service times (40 ms on BMv2) below Kmin (packet 0) and
+    "marked" only two above Kmax (packet 7); the ones between may go either way.  Packet 7
+    would need its ingress to run 2.5 service times behind the burst's first packet, or the
+    queue to serve faster than its rate, to fall below Kmax; packet 0 to be held 2.5 service
+    times by an idle queue to reach Kmin.  The counter check and the not-ECT control do not
+    depend on time at all."""
 
     def burst(self, qp: int, ecns: list[int]) -> list:
         pkts = [roce(DST, qp, psn, ecn=ecn) for psn, ecn in enumerate(ecns)]
-        sent = self.transmitted() if self.realtime else 0
-        self.send_at_once(HOST_PORT, pkts)
-        self.let_burst_leave(sent)
+        self.send_burst(pkts)
         return pkts
 
     def runTest(self):
@@ -120,9 +121,7 @@ class EcnOffControlTest(_EcnTest):
         try:
             marks = self.packets(MARKS, SINGLE_PORT)
             pkts = [roce(DST, 0xA02, psn, ecn=ECN_ECT0) for psn in range(BURST)]
-            sent = self.transmitted() if self.realtime else 0
-            self.send_at_once(HOST_PORT, pkts)
-            self.let_burst_leave(sent)
+            self.send_burst(pkts)
             for pkt in pkts:
                 tu.verify_packet(self, self.routed(pkt, SINGLE_PORT), SINGLE_PORT)
             tu.verify_no_other_packets(self)
@@ -138,16 +137,20 @@ K_INDEX = SINGLE_PORT << 3
 ADAPT = dict(kmin_us=4, kmax_us=12, k_init_us=12, step_us=2, window_us=100, target_us=4,
              pmax=65536, idle_bytes=600)
 STANDING_US, LIGHT_US, LIGHT_GAP_US = 1000, 1600, 50
-# Real time: the sender keeps one packet queued behind the one in service, topping the queue
-# up when egress counts a departure, so a packet waits between one and two service times
-# (10..20 test-µs) as long as the sender notices a departure within 1.7 service times.  The
-# band around that is wide: the target (3) and Kmin are 0.3 service times, K starts at Kmax =
-# 6 service times (static K marks only a packet held 4 service times longer than the queue
-# holds it), and one step goes from Kmax to Kmin, so one window of the four with a standing
-# queue suffices.  pmax = 4.0 makes an adapted K mark a standing packet with p >= 0.49.
-ADAPT_REALTIME = dict(kmin_us=3, kmax_us=60, k_init_us=60, step_us=57, window_us=100,
-                      target_us=3, pmax=4 * 65536, idle_bytes=600)
-STANDING_PKTS_REALTIME, LIGHT_PKTS_REALTIME = 40, 8
+# Real time: the sender keeps QUEUED_REALTIME = 5 packets queued, topping the queue up when
+# egress counts a departure, so a packet waits 6 service times less the time L the sender took
+# to notice (a P4Runtime read away: tens of ms on a loaded p4sim).  The band around that is
+# wide: the target and Kmin are one service time (a window stays "standing" while the sender
+# notices every departure within 5 service times, 100 ms on BMv2), K starts at Kmax = 10
+# service times (static K marks only a packet the switch holds 4 service times longer than
+# the queue does), and one step goes from Kmax to Kmin, so one window of the five with a
+# standing queue suffices; a window counts as light (K back up) only with three 90-byte
+# packets or fewer (idle_bytes 300: the sender stalled for 7 service times); the light phase
+# sends one every 5, two or three to a window.  pmax = 4.0 makes an adapted
+# K mark a packet that waited 3.25 service times or more with certainty.
+ADAPT_REALTIME = dict(kmin_us=10, kmax_us=100, k_init_us=100, step_us=90, window_us=100,
+                      target_us=10, pmax=4 * 65536, idle_bytes=300)
+QUEUED_REALTIME, STANDING_PKTS_REALTIME, LIGHT_PKTS_REALTIME = 5, 50, 8
 
 
 class _EcnWindows(StellarTest):
@@ -201,7 +204,8 @@ class _EcnWindows(StellarTest):
 
     def standing_then_light_realtime(self, adapt: int) -> tuple:
         """The same two phases on a wall clock (ADAPT_REALTIME says why these bounds): the
-        standing queue is kept by topping it up on every departure egress counts, the light
+        standing queue is kept by topping it up on every departure egress counts (the packets
+        are sent without an ingress barrier: the departures are the sender's clock), the light
         load is a packet every 5 service times (each finds the queue empty).  K is read over
         P4Runtime where the target serves register reads, else over Thrift (BMv2)."""
         rt = self.realtime
@@ -219,9 +223,9 @@ class _EcnWindows(StellarTest):
             self.take()
             base, psn = rt.departed(port), 1
             for sent in range(STANDING_PKTS_REALTIME):
-                if sent >= 2:   # one queued behind the one in service
-                    rt.wait_departed(port, sent - 1, base, service)
-                self.send_at_once(HOST_PORT, [roce(DST, self.qp, psn)])
+                if sent > QUEUED_REALTIME:   # QUEUED_REALTIME packets ahead of this one
+                    rt.wait_departed(port, sent - QUEUED_REALTIME, base, service)
+                tu.send_packet(self, HOST_PORT, roce(DST, self.qp, psn))
                 psn += 1
             rt.wait_departed(port, STANDING_PKTS_REALTIME, base, service)
             phase1 = self.take()
@@ -243,9 +247,9 @@ class _EcnWindows(StellarTest):
 class EcnAdaptiveThresholdTest(_EcnWindows):
     """Under a standing queue K falls window by window to Kmin, so the 10 µs packets get
     marked; once the load goes K climbs back to Kmax.  Real time (ADAPT_REALTIME): K falls
-    to Kmin in one step, as long as one window of four kept every packet 0.3 service times
-    (6 ms at the default scale) in the queue; the marks then need p >= 0.49 per packet to
-    show at least once in ~30 packets."""
+    to Kmin in one step, as long as one window of five kept every packet a service time (20 ms
+    on BMv2) in the queue, where the sender keeps it six; after that every packet that
+    waited 3.25 service times is marked."""
 
     qp = 0xA10
 
@@ -261,9 +265,9 @@ class EcnAdaptiveThresholdTest(_EcnWindows):
 
 class EcnStaticThresholdControlTest(_EcnWindows):
     """Control: adaptation off (static K = 12 µs): K never moves and the 10 µs standing queue
-    is never marked.  Real time: static K = Kmax = 6 service times, and a standing packet
-    waits at most 2 (one ahead of it, one in service) unless the switch holds it 4 service
-    times (80 ms at the default scale) longer."""
+    is never marked.  Real time: static K = Kmax = 10 service times, and a standing packet
+    waits at most 6 (five ahead of it) unless the switch holds it 4 service times (80 ms on
+    BMv2) longer."""
 
     qp = 0xA11
 
