@@ -10,7 +10,7 @@
 #   TRANSPORT=nn|veth   packet ports: nanomsg socket (default, no root) or veth pairs (root)
 #   NPORTS=8            switch ports (nanomsg ports or veth pairs ptf-p<i> <-> ptf-h<i>)
 #   VPY=...             the Python with the project installed (default .venv/bin/python)
-#   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they skip)
+#   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they run in real-time mode, ptf_tests/README.md)
 #   SUITES="a b"        which suites (default: every ptf_tests/*/suite.env)
 #   PTF_ARGS=...        extra ptf arguments (e.g. a test name filter)
 #   PTF_TIMEOUT=900     seconds one suite's ptf may run before it is stopped (a stalled target

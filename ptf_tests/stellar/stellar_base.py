@@ -32,6 +32,14 @@ from bmv2_env.target import NotSupportedByTarget
 from ptf_tests.base import P4RuntimeTest
 from ptf_tests.stellar.arch import Leaf, NotOnArch, leaf_for
 from ptf_tests.stellar.packets import *  # noqa: F401,F403 - the tests take the leaf's numbers and packets from here
+from ptf_tests.stellar.realtime import RealTime
+
+# The settle time in real time (scaled, realtime.py): longer than qdelay_max_age_us and an ECN
+# window -- the state a timing test on a port of an earlier one could still see.  Flowlet
+# state is per flow, and every test has its own flows.
+SETTLE_REALTIME_US = 250
+# The leaf's ports whose departures the tests count (telemetry.tx_port).
+LEAF_PORTS = (1, 2, 3, 4)
 
 # --------------------------------------------------------------------------- the test class
 class StellarTest(P4RuntimeTest):
@@ -52,6 +60,9 @@ class StellarTest(P4RuntimeTest):
         self.route(SINGLE_NET, 24, SINGLE_SET)
         self.leaf.port_macs({port: (mac_int(port_mac(port)), mac_int(neighbour_mac(port)))
                              for port in (HOST_PORT, UPLINK_A, UPLINK_B, SINGLE_PORT)})
+        # None on a virtual clock; on a wall clock the real-time mode of the timing tests
+        # (realtime.py), switched on by require_timing().
+        self.realtime: RealTime | None = None
         if self.target.has_virtual_clock:
             self.target.advance_us(SETTLE_US)
 
@@ -73,6 +84,32 @@ class StellarTest(P4RuntimeTest):
             print(f"SKIP {self.id()}: {reason}")
             self.skipTest(reason)
 
+    def require_timing(self) -> None:
+        """A timing test starts here.  On a virtual clock nothing changes (it drives time).  On a
+        wall clock (BMv2, ``p4sim run --clock wall``) the test runs in real-time mode: the
+        switch-wide times are pushed scaled (realtime.py's scale), so are the times the test sets
+        from now on (``set_params``, ``ecn_port``), and time-defined state of the previous
+        test is let expire.  The real-time mode is v1model's (BMv2's architecture): the TNA
+        program runs on p4sim's virtual clock only."""
+        if self.target.has_virtual_clock:
+            return
+        if self.arch != "v1model":
+            reason = f"{self.arch} on a wall clock: the real-time mode is v1model's (BMv2's)"
+            print(f"SKIP {self.id()}: {reason}")
+            self.skipTest(reason)
+        self.realtime = RealTime(self)
+        self.set_params(**{k: v for k, v in BASE_PARAMS.items() if k.endswith("_us")})
+        self.realtime.settle(SETTLE_REALTIME_US)
+
+    def t_us(self, test_us: int) -> int:
+        """A time in the switch's µs: itself on a virtual clock, scaled in real time."""
+        return self.realtime.us(test_us) if self.realtime else test_us
+
+    def t_pps(self, test_pps: int) -> int:
+        """A queue rate as the switch is to be set: itself on a virtual clock, scaled down in
+        real time (the service time grows with the scale)."""
+        return self.realtime.pps(test_pps) if self.realtime else test_pps
+
     def name(self, key: str) -> str:
         """A P4Info name by role (arch.py's tables), skipping where the program has none."""
         return self.on_arch(self.leaf.name, key)
@@ -80,7 +117,10 @@ class StellarTest(P4RuntimeTest):
     # -- configuration (CONTRACT.md section 2; section 9 for TNA) -------------------------------
     def set_params(self, **changes: int) -> None:
         """Switch-wide parameters, in v1model's names (config.params); the TNA leaf translates
-        the ones its program has (units: ns) and skips the test for the others."""
+        the ones its program has (units: ns) and skips the test for the others.  In real-time
+        mode the ``*_us`` ones are scaled."""
+        if self.realtime:
+            changes = self.realtime.scale_params(changes)
         self.on_arch(self.leaf.set_params, changes)
 
     def route(self, prefix: str, plen: int, path_set: int) -> None:
@@ -99,10 +139,13 @@ class StellarTest(P4RuntimeTest):
     def ecn_port(self, port: int, *, kmin_us: int, kmax_us: int, pmax: int, adapt: int = 0,
                  k_init_us: int | None = None, window_us: int = 100, target_us: int = 4,
                  step_us: int = 2, idle_bytes: int = 625000) -> None:
-        self.on_arch(self.leaf.ecn_port, port, kmin_us=kmin_us, kmax_us=kmax_us, pmax=pmax,
-                     adapt=adapt, k_init_us=kmin_us if k_init_us is None else k_init_us,
-                     window_us=window_us, target_us=target_us, step_us=step_us,
-                     idle_bytes=idle_bytes)
+        """ECN on ``port``; in real-time mode its times (``*_us``) are scaled."""
+        times = dict(kmin_us=kmin_us, kmax_us=kmax_us, window_us=window_us, target_us=target_us,
+                     step_us=step_us, k_init_us=kmin_us if k_init_us is None else k_init_us)
+        if self.realtime:
+            times = self.realtime.scale_params(times)
+        self.on_arch(self.leaf.ecn_port, port, pmax=pmax, adapt=adapt, idle_bytes=idle_bytes,
+                     **times)
 
     def hint_elephant(self, dst: str, qp: int, src: str = HOST_IP) -> None:
         self.leaf.hint_elephant(src, dst, qp)
@@ -162,12 +205,26 @@ class StellarTest(P4RuntimeTest):
         """Send packets and wait until the switch took them all in, so on a virtual clock they
         all arrive at the same instant (the clock moves only when the test advances it)."""
         pkts = list(pkts)
+        if self.realtime:
+            # Serialised first (Scapy takes ms per packet, as long as a service time takes on
+            # the virtual clock's scale), then sent back to back; the switch's own ingress
+            # counter is the barrier.
+            wire = [bytes(p) for p in pkts]
+            before = self.realtime.received(port)
+            for p in wire:
+                tu.send_packet(self, port, p)
+            self.realtime.wait_received(port, len(pkts), before)
+            return
         before = self.received_count()
         for p in pkts:
             tu.send_packet(self, port, p)
         self.wait_ingested(before, len(pkts))
 
     def transmitted(self) -> int:
+        """Packets the switch sent so far: the target's tally, or in real-time mode the
+        program's egress counter over the leaf's ports (every target reads it)."""
+        if self.realtime:
+            return self.realtime.departed(LEAF_PORTS)
         return int(self.target_op(self.target.stats).get("transmitted", 0))
 
     def collect(self, count: int, timeout: float = 5.0) -> list[tuple[int, Packet]]:
@@ -182,8 +239,10 @@ class StellarTest(P4RuntimeTest):
         return out
 
     def collect_sent_since(self, before: int) -> list[tuple[int, Packet]]:
-        """Everything the switch transmitted since ``transmitted()`` was ``before``."""
-        self.target_op(self.target.sync)
+        """Everything the switch transmitted since ``transmitted()`` was ``before`` (in real
+        time: counted by egress, so on its way; ``collect`` waits for it)."""
+        if not self.realtime:
+            self.target_op(self.target.sync)
         return self.collect(self.transmitted() - before)
 
     def tally(self) -> int | None:

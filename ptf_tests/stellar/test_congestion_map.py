@@ -1,8 +1,8 @@
 """The controller's congestion map, read the way the controller reads it: the egress queue-delay
 histogram (counter StellarEgress.telemetry.qdelay_hist) over P4Runtime.  Counters, because
 BMv2's P4Runtime (PI) reads counters but not registers -- so these run on TARGET=bmv2 too
-(only the one that needs a controlled queue delay skips where the clock cannot be driven).
-On TNA the same counter is pipe.StellarEgress.telemetry.qdelay_hist (index port ++ bucket,
+(the one that needs a controlled queue delay runs in real-time mode on a wall clock, see
+HistogramShowsTheQueueDelayTest).  On TNA the same counter is pipe.StellarEgress.telemetry.qdelay_hist (index port ++ bucket,
 the bucket from deq_timedelta in ns by a const range table): both run there too."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from control_plane.controller import qdelay_quantile_us
 from ptf_tests.stellar.stellar_base import HOST_PORT, SINGLE_PORT, StellarTest, roce
 
 DST = "10.0.4.40"
+PPS, SPACING_US = 100_000, 10
 BUCKETS = len(contract.QDELAY_BUCKET_LOWER_US)
 
 
@@ -40,21 +41,40 @@ class HistogramCountsEveryDepartureTest(_Histogram):
 class HistogramShowsTheQueueDelayTest(_Histogram):
     """A burst of 10 on a 100 kpps port: packet i waits 10*i us, so 90% of them left within
     the [64, 96) us bucket -- what the controller turns into a level.  Control: the same burst
-    on an unlimited port reads as (almost) no queue."""
+    on an unlimited port reads as (almost) no queue.
+
+    Real time (scale S, realtime.py): the slowed queue serves a packet every 10*S µs (20 ms at
+    the default), so packets 1..9 wait at least one service time, 40 times the top bucket's
+    lower edge (512 µs): the 90% quantile is the top bucket unless a packet's ingress came a
+    whole service time after its predecessor's.  The control's 90% quantile must stay below
+    the top bucket: one packet out of ten may be held 512 µs or more by the scheduler; two
+    would be a queue."""
+
+    PKTS = 10
 
     def burst(self) -> list[int]:
         before = self.histogram(SINGLE_PORT)
-        self.send_at_once(HOST_PORT, [roce(DST, 0xC02, psn) for psn in range(10)])
-        self.advance_us(200)
+        sent = self.realtime.departed([SINGLE_PORT]) if self.realtime else 0
+        self.send_at_once(HOST_PORT, [roce(DST, 0xC02, psn) for psn in range(self.PKTS)])
+        if self.realtime:
+            self.realtime.wait_departed([SINGLE_PORT], self.PKTS, sent,
+                                        service_us=self.t_us(SPACING_US))
+        else:
+            self.advance_us(200)
         self.take()
         return [a - b for a, b in zip(self.histogram(SINGLE_PORT), before)]
 
     def runTest(self):
-        self.require_virtual_clock()
+        self.require_timing()
         self.start_tap()
-        self.assertLessEqual(qdelay_quantile_us(self.burst()), 1)
-        self.target_op(self.target.set_queue_rate, 100_000, port=SINGLE_PORT)
+        top = contract.qdelay_bucket_upper_us(BUCKETS - 1)
+        unlimited = qdelay_quantile_us(self.burst())
+        if self.realtime:
+            self.assertLess(unlimited, top)
+        else:
+            self.assertLessEqual(unlimited, 1)
+        self.target_op(self.target.set_queue_rate, self.t_pps(PPS), port=SINGLE_PORT)
         try:
-            self.assertEqual(qdelay_quantile_us(self.burst()), 96)
+            self.assertEqual(qdelay_quantile_us(self.burst()), top if self.realtime else 96)
         finally:
             self.target_op(self.target.set_queue_rate, 0, port=SINGLE_PORT)
