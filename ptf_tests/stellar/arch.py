@@ -227,8 +227,8 @@ class TnaLeaf(Leaf):
         "tenant_meter": "pipe.StellarIngress.qos.tenant_meter",
     }
     missing = {
-        "ecn_k": "K is not adapted in the data plane on Tofino (no run-time multiply); the "
-                 "controller moves the ecn.prob rows per window (p4src/tna/README.md, 'ecn')",
+        "ecn_k": "K is not adapted on Tofino (no run-time multiply): the TNA ECN is a static "
+                 "ramp the controller renders once (p4src/tna/README.md, 'ecn')",
         "elephant_detections": "the TNA program counts packets classified elephant "
                                "(telemetry.elephants), not detections",
         "tenant_yellow": "the TNA program acts on RED only (dropped, counted as a drop reason)",
