@@ -243,7 +243,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         if mode != "ecmp":
             _poll(lab, net)
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 5)
+        reasons = lab.counters(lab.names.path_changes, 7) + [0, 0]  # define.p4 CHANGE_* (TNA: 0..4)
         done = [t for t in a2a if t.done_us is not None]
         job_us = (max(t.done_us for t in a2a) - min(t.started_us for t in a2a)) if len(done) == len(a2a) else None
         mice_fct = _fct(mice)
@@ -258,6 +258,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
             "CE marks / CNPs": f"{sum(t.ce for t in net.transfers)}/{sum(t.cnps for t in net.transfers)}",
             "transfers completed": f"{sum(t.done_us is not None for t in net.transfers)}/{len(net.transfers)}",
             "path changes gap/drain/failover": f"{reasons[1]}/{reasons[2]}/{reasons[3]}",
+            "path changes explore/suspect": f"{reasons[5]}/{reasons[6]}",
             "controller writes": lab.controller.writes,
         })
         label, count = lab.elephants()
@@ -280,18 +281,23 @@ def _stall(t, after: float) -> Optional[float]:
     return max((b - a for a, b in zip(times, times[1:])), default=0.0)
 
 
+FAILURE_TIMEOUT_EXP = 7
+
+
 def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = True,
                 arch: str = "v1model") -> ModeResult:
     """``local_failover``: the failed link's own switches take the dead port out of path choice at
     once (its ``failover.liveness0..7`` entries MODIFYed to down; what ECMP hardware's link-down
     handling does too).  False is the negative
     control: every switch waits for the controller."""
-    from fabric_sim.rdma import RdmaNetwork
+    from fabric_sim.rdma import NicParams, RdmaNetwork
 
     started = time.perf_counter()
     lab = Lab(fabric, files, mode, arch, local_failover)
     try:
-        net = RdmaNetwork(lab.sim, lab.fabric)
+        # A short retransmission timeout (4.096 us x 2^7 = 524 us, what an adaptive-retransmission
+        # NIC uses): with a standard one (t = 14: 67 ms and up) both modes just wait for it.
+        net = RdmaNetwork(lab.sim, lab.fabric, NicParams(timeout_exp=FAILURE_TIMEOUT_EXP))
         hosts = lab.fabric.hosts
         l1 = [h for h in hosts if hosts[h].leaf == "leaf1"]
         l2 = [h for h in hosts if hosts[h].leaf == "leaf2"]
@@ -315,7 +321,7 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
         lab.sim.at(fail_at, fail)
         net.start()
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 5)
+        reasons = lab.counters(lab.names.path_changes, 7) + [0, 0]  # define.p4 CHANGE_* (TNA: 0..4)
         r = report.get("r")
 
         def worst(tag):
@@ -387,6 +393,44 @@ def format_report(results: list[ModeResult]) -> str:
     return "\n".join(lines)
 
 
+def verdict(results: list[ModeResult]) -> str:
+    """The report's first lines: per scenario, Stellar's figures as ratios to ECMP's (lower is
+    better for each), said plainly when Stellar is behind, with whether any flow moved -- at the
+    demo's sizes the figures are mostly placement when a QP starts."""
+    def pick(scenario: str, mode: str) -> Optional[ModeResult]:
+        return next((r for r in results if r.scenario == scenario and r.mode == mode), None)
+
+    lines = ["Verdict (Stellar / ECMP; below 1 is better for Stellar):"]
+    for scenario, keys in PLOT_METRICS.items():
+        ecmp, stellar = pick(scenario, "ecmp"), pick(scenario, "stellar")
+        if ecmp is None or stellar is None:
+            continue
+        parts, behind = [], []
+        for key in keys:
+            a, b = ecmp.metrics.get(key), stellar.metrics.get(key)
+            if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+                continue
+            name = key.strip().split(" (")[0]
+            if a == 0:
+                parts.append(f"{name} {_fmt(b)} vs {_fmt(a)}")
+                if b > 0:
+                    behind.append(name)
+                continue
+            parts.append(f"{name} {b / a:.2f}x")
+            if b > a * 1.02:
+                behind.append(name)
+        moved = stellar.metrics.get("path changes gap/drain/failover", "")
+        explored = stellar.metrics.get("path changes explore/suspect", "")
+        lines.append(f"- {scenario}: " + ", ".join(parts)
+                     + (f"; Stellar is BEHIND ECMP on {', '.join(behind)}" if behind else "; Stellar is not behind")
+                     + (f" (moves gap/drain/failover {moved}, explore/suspect {explored})" if moved else ""))
+    if any(r.mode == "stellar" and r.metrics.get("path changes gap/drain/failover", "0/0/0").split("/")[:2] == ["0", "0"]
+           and r.scenario != "failure" for r in results):
+        lines.append("  Where no flow moved, the run ended before Stellar's adaptation acted: what differs is "
+                     "the placement when each QP started (make eval runs the sizes where flows move).")
+    return "\n".join(lines)
+
+
 def _fmt(v) -> str:
     if v is None:
         return "-"
@@ -450,7 +494,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for mode in modes:
             print(f"running {scenario} / {mode} ...", flush=True)
             results.append(runner(fabric, files, mode, messages, arch=arch))
-    text = format_report(results)
+    text = verdict(results) + "\n" + format_report(results)
     if arch == "tna":
         text = TNA_NOTES + text
     print(text)

@@ -12,12 +12,22 @@ def congestion(lab_fabric_full, stellar_files):
             for m in ("ecmp", "stellar", "no-drain")}
 
 
+def _silence_rule_off(mp: pytest.MonkeyPatch) -> None:
+    """Stellar without its path-silence rule (a path whose feedback stops is suspect)."""
+    import control_plane.contract as contract
+
+    mp.setattr(contract, "FEEDBACK_DEFAULTS", {**contract.FEEDBACK_DEFAULTS, "suspect_silence_us": 0})
+
+
 @pytest.fixture(scope="module")
 def failure(lab_fabric_full, stellar_files):
-    return {"local": demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2).metrics,
-            "ecmp": demo.run_failure(lab_fabric_full, stellar_files, "ecmp", messages=2).metrics,
-            "none": demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2,
-                                     local_failover=False).metrics}
+    runs = {"local": demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2).metrics,
+            "ecmp": demo.run_failure(lab_fabric_full, stellar_files, "ecmp", messages=2).metrics}
+    with pytest.MonkeyPatch.context() as mp:   # the control: no local marking, no silence rule
+        _silence_rule_off(mp)
+        runs["none"] = demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2,
+                                        local_failover=False).metrics
+    return runs
 
 
 def _done(m):
@@ -50,10 +60,13 @@ def test_local_failover_recovers_without_the_controller_and_its_control_waits(fa
         assert _done(m)
         # the failure is local to leaf1's outgoing flows: the liveness entries move them at once; what was
         # queued on the dead port is lost and comes back by NAK or, for a tail, by one RTO
-        assert m["  longest stall leaving leaf1, local failure (us)"] <= NicParams().rto_us + 50
-        # flows entering leaf1 through the dead spine link wait for the controller
-        assert m["  longest stall entering leaf1, remote failure (us)"] >= reaction
+        assert m["  longest stall leaving leaf1, local failure (us)"] <= NicParams(
+            timeout_exp=demo.FAILURE_TIMEOUT_EXP).rto_us + 50
         assert m["controller entries written"] > 0
+    # flows entering leaf1 through the dead spine link: ECMP waits for the controller; Stellar's
+    # source leaves find the path silent (no feedback) and leave it in the data plane
+    assert failure["ecmp"]["  longest stall entering leaf1, remote failure (us)"] >= reaction
+    assert failure["local"]["  longest stall entering leaf1, remote failure (us)"] < reaction / 4
     assert failure["local"]["path changes for failover"] > 0
     # negative control: nobody marks the port down, so leaf1's own flows wait for the controller too
     none = failure["none"]
@@ -62,3 +75,11 @@ def test_local_failover_recovers_without_the_controller_and_its_control_waits(fa
     # (Retransmission totals are no signal here: with two messages per flow most data is delivered
     # before the failure, and the resends counted in both modes are the senders' RTOs while their
     # last ACKs are lost on the remote direction, which only the controller repairs.)
+
+
+def test_without_silence_detection_a_remote_failure_waits_for_the_controller(lab_fabric_full, stellar_files,
+                                                                             monkeypatch):
+    """Negative control of the remote recovery above: the same run with the path-silence rule off."""
+    _silence_rule_off(monkeypatch)
+    m = demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2).metrics
+    assert m["  longest stall entering leaf1, remote failure (us)"] >= demo.CONTROLLER_REACTION_US

@@ -20,13 +20,13 @@ SLOW, FAST = 3, 4
 BURST, ROUND_PKTS, ROUND_GAP_US, ROUNDS = 20, 2, 40, 25
 
 
-def _run(leaf: Leaf, cnps: int = 4) -> dict:
+def _run(leaf: Leaf, cnps: int = 4, ecmp: bool = False, qp: int = QP) -> dict:
     leaf.set_params(flowlet_timeout_us=1000, hysteresis_us=10_000)
     leaf.sw.set_queue_rate(100_000, port=SLOW)
-    leaf.set_path_set(UPLINK_PATH_SET, [SLOW, FAST], [0, 500], modify=True)
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW, FAST], [0, 500], modify=True, ecmp=ecmp)
     psn = 0
     for _ in range(BURST):
-        leaf.send(1, roce(SRC, DST, QP, psn))
+        leaf.send(1, roce(SRC, DST, qp, psn))
         psn += 1
     for _ in range(cnps):
         leaf.advance(1)
@@ -36,15 +36,15 @@ def _run(leaf: Leaf, cnps: int = 4) -> dict:
         leaf.advance(ROUND_GAP_US - 1)
         sent_at = int(leaf.sw.now_us)
         for _ in range(ROUND_PKTS):
-            leaf.send(1, roce(SRC, DST, QP, psn))
+            leaf.send(1, roce(SRC, DST, qp, psn))
             psn += 1
         leaf.advance(1)
-        out = [d for d in leaf.drain_output() if d.qp == QP]
+        out = [d for d in leaf.drain_output() if d.qp == qp]
         if first_fast is None and any(d.port == FAST for d in out):
             first_fast = sent_at
         departures += out
-    departures += [d for d in leaf.drain_output(settle_us=2000) if d.qp == QP]
-    return {"psns": psns_in_order(departures, QP), "ports": [d.port for d in departures],
+    departures += [d for d in leaf.drain_output(settle_us=2000) if d.qp == qp]
+    return {"psns": psns_in_order(departures, qp), "ports": [d.port for d in departures],
             "explore": leaf.path_changes(CHANGE_EXPLORE), "drain": leaf.path_changes(CHANGE_DRAIN),
             "gap": leaf.path_changes(CHANGE_GAP), "reorders": leaf.reorder_total(), "first_fast": first_fast}
 
@@ -83,3 +83,20 @@ def test_signals_older_than_the_window_do_not_count(leaf):
     leaf.set_adapt(explore_signals=4, explore_window_us=2)   # 4 CNPs 1 us apart span 3 us
     run = _run(leaf)
     assert run["explore"] == 0
+
+
+def test_an_ecmp_path_set_never_explores(leaf):
+    """ECMP keeps each flow on its hash member whatever the signals (the same run as the first
+    test, which explores, with the path set in ECMP mode)."""
+    leaf.set_adapt(explore_signals=4, explore_window_us=1000)
+    leaf.set_path_set(UPLINK_PATH_SET, [SLOW, FAST], [0, 500], modify=True, ecmp=True)
+    qp = next(q for q in range(QP, QP + 64, 2) if _hash_port(leaf, q) == SLOW)  # a flow ECMP puts on SLOW
+    run = _run(leaf, ecmp=True, qp=qp)
+    assert run["explore"] == 0 and set(run["ports"]) == {SLOW}
+    assert run["psns"] == sorted(run["psns"]) and run["reorders"] == 0
+
+
+def _hash_port(leaf: Leaf, qp: int) -> int:
+    """The port one packet of ``qp`` leaves on (PSN 2^24 - 1: the run's PSN 0 comes next)."""
+    leaf.send(1, roce(SRC, DST, qp, 0xFFFFFF))
+    return next(d.port for d in leaf.drain_output(settle_us=100) if d.qp == qp)
