@@ -555,6 +555,8 @@ class RdmaNetwork:
         self.transfers: list[Transfer] = []
         self._send: dict[tuple[str, int], _SendQP] = {}
         self._recv: dict[tuple[str, int], _RecvQP] = {}
+        # transfer id -> the send QP it went on (the flow model reads each flow's QP and UDP port)
+        self.send_qp_of: dict[int, _SendQP] = {}
         self._qps: dict[tuple[str, str, int], tuple[_SendQP, _RecvQP]] = {}
         self._rng = random.Random(seed * 7919 + 0x5EED)
         self.on_done = on_done
@@ -615,6 +617,7 @@ class RdmaNetwork:
             self.sim.at(when, lambda: self._begin(t, when), sync=False)
             return
         s, r = self.qp(t.src, t.dst, t.channel, now)
+        self.send_qp_of[t.tid] = s
         t.psn0 = s.snd_end
         s.snd_end += t.packets
         s.msgs.append(t)

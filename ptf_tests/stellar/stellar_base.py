@@ -93,6 +93,10 @@ class StellarTest(P4RuntimeTest):
         program runs on p4sim's virtual clock only."""
         if self.target.has_virtual_clock:
             return
+        told = tu.test_param_get("timing", "")
+        if told.startswith("skip"):
+            print(f"SKIP {self.id()}: {told}")
+            self.skipTest(told)
         if self.arch != "v1model":
             reason = f"{self.arch} on a wall clock: the real-time mode is v1model's (BMv2's)"
             print(f"SKIP {self.id()}: {reason}")

@@ -202,16 +202,20 @@ def test_stellar_moves_no_flow_off_an_unmeasured_uplink_so_the_degraded_fabric_s
     """The quick matrix's web-search runs on the degraded fabric reordered when leaves drain-moved
     flows before the controller's first poll, trusting the rendered level 0 of a spine downlink
     that was ~59 us deep (p4src/README.md, "Unmeasured means unknown").  Negative control: the
-    same run with every rendered level marked measured and the path feedback off (feedback's
-    measured margin would otherwise also keep the moves safe) reorders."""
+    same run with every rendered level marked measured, the path feedback off and no skew margin
+    (feedback's measured delay and the margin would otherwise also keep these moves safe) reorders."""
     import control_plane.contract as contract
     import control_plane.render_v1model as render
 
-    spec = RunSpec("websearch-50", "deg40", "stellar", 3, nbytes=65536, duration_us=120.0)
+    # the lossy, packet-slot switch the case was found on: deep static queues, no PFC pauses
+    spec = RunSpec("websearch-50", "deg40", "stellar", 3, nbytes=65536, duration_us=120.0, buffer="static",
+                   byte_rate=False)
     fixed = run(spec)
     assert fixed["incomplete"] == 0 and fixed["reorders"] == 0
     monkeypatch.setattr(render, "known_downstream_mask", lambda fabric, slots: (1 << len(slots)) - 1)
     monkeypatch.setattr(contract, "FEEDBACK_DEFAULTS", {**contract.FEEDBACK_DEFAULTS, "enabled": 0})
+    params = render.switch_params   # and no skew margin: a trusted level 0 is the whole wait
+    monkeypatch.setattr(render, "switch_params", lambda fabric: {**params(fabric), "drain_margin_us": 0})
     trusting = run(spec)
     assert trusting["moves_drain"] > 0 and trusting["reorders"] > 0
 
