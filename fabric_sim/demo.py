@@ -243,7 +243,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         if mode != "ecmp":
             _poll(lab, net)
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 7) + [0, 0]  # define.p4 CHANGE_* (TNA: 0..4)
+        reasons = lab.counters(lab.names.path_changes, 7)  # define.p4 CHANGE_NEW .. CHANGE_SUSPECT
         done = [t for t in a2a if t.done_us is not None]
         job_us = (max(t.done_us for t in a2a) - min(t.started_us for t in a2a)) if len(done) == len(a2a) else None
         mice_fct = _fct(mice)
@@ -321,7 +321,7 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
         lab.sim.at(fail_at, fail)
         net.start()
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 7) + [0, 0]  # define.p4 CHANGE_* (TNA: 0..4)
+        reasons = lab.counters(lab.names.path_changes, 7)  # define.p4 CHANGE_NEW .. CHANGE_SUSPECT
         r = report.get("r")
 
         def worst(tag):
