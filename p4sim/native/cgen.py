@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.codegen import enum_member
+from p4sim.runtime.irwalk import IRWalker, bitmask, switch_arms, table_action_refs
 from p4sim.runtime.objects import is_composite, scalar_width
 
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
@@ -33,24 +34,12 @@ class Unsupported(Exception):
         super().__init__(f"{what}" + (f" at {pos}" if pos else ""))
 
 
-def _mask(w: int) -> int:
-    return (1 << w) - 1
-
-
 def _lit(v: int) -> str:
     return f"UINT64_C({v})"
 
 
 def _cid(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
-
-
-def _bits(t: ir.Type) -> Optional[ir.BitT]:
-    if isinstance(t, ir.BitT):
-        return t
-    if isinstance(t, ir.EnumT) and t.underlying is not None:
-        return t.underlying
-    return None
 
 
 @dataclass
@@ -103,8 +92,11 @@ class Scope:
         self.ret: Optional[str] = None  # how ``return`` is written here
 
 
-class CGen:
-    """Generates one program's C source (``generate()``)."""
+class CGen(IRWalker):
+    """Generates one program's C source (``generate()``): the shared walk (``IRWalker``)
+    spelled in C, plus what only C needs (structs, frames, the table and extern state)."""
+
+    unsupported = Unsupported
 
     def __init__(self, prog: ir.Program) -> None:
         if prog.arch != "v1model":
@@ -203,52 +195,207 @@ class CGen:
             self.action_ids[id(a)] = len(self.action_ids) + 1
         return self.action_ids[id(a)]
 
-    # ------------------------------------------------------------------ expressions
-    def ex(self, e: ir.Expr, sc: Scope, pre: list[str]) -> str:
-        m = getattr(self, "ex_" + type(e).__name__, None)
-        if m is None:
-            raise Unsupported(f"expression {type(e).__name__}", e.pos)
-        return m(e, sc, pre)
+    # ------------------------------------------------------------------ how C spells what the walk decides
+    def fresh(self, sc: Scope) -> str:
+        return self.tmp()
 
-    def ex_all(self, es: list[ir.Expr], sc: Scope, pre: list[str]) -> list[str]:
-        """Left-to-right evaluation: an operand read before a later operand's statements run is
-        pinned in a temporary first (the later statements may change what it reads)."""
-        parts = []
-        for e in es:
-            p: list[str] = []
-            parts.append((self.ex(e, sc, p), p, e))
-        out = []
-        for i, (code, p, e) in enumerate(parts):
-            pre += p
-            later = any(q for _, q, _ in parts[i + 1:])
-            if later and not is_composite(e.type) and not code.startswith("UINT64_C(") and not code.startswith("_t"):
-                t = self.tmp()
-                pre.append(f"uint64_t {t} = {code};")
-                code = t
-            elif later and is_composite(e.type):
-                t = self.tmp()
-                pre.append(f"struct {self.sname(e.type)} {t} = {code};")
-                code = t
-            out.append(code)
-        return out
+    @staticmethod
+    def out_of_scope(e: ir.VarRef) -> Exception:
+        return Unsupported(f"variable {e.var.name} outside its scope", e.pos)
 
-    def ex_Literal(self, e: ir.Literal, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.value, bool):
-            return "UINT64_C(1)" if e.value else "UINT64_C(0)"
-        if isinstance(e.value, str):
-            raise Unsupported("string literal", e.pos)
-        b = _bits(e.type)
-        v = e.value & _mask(b.width) if b is not None else e.value
+    @staticmethod
+    def is_stable(code: str, comp: Optional[ir.Type]) -> bool:
+        return comp is None and code.startswith(("UINT64_C(", "_t"))
+
+    def spell_pin(self, t: str, code: str, comp: Optional[ir.Type]) -> str:
+        return f"struct {self.sname(comp)} {t} = {code};" if comp is not None else f"uint64_t {t} = {code};"
+
+    @staticmethod
+    def spell_bool(v: bool) -> str:
+        return _lit(int(v))
+
+    @staticmethod
+    def spell_string(e: ir.Literal) -> str:
+        raise Unsupported("string literal", e.pos)
+
+    @staticmethod
+    def spell_int(v: int, e: ir.Literal) -> str:
         if not 0 <= v < (1 << 64):
             raise Unsupported(f"integer constant {v} outside 64 bits", e.pos)
         return _lit(v)
 
-    def ex_VarRef(self, e: ir.VarRef, sc: Scope, pre: list[str]) -> str:
-        try:
-            return sc.vars[id(e.var)]
-        except KeyError:
-            raise Unsupported(f"variable {e.var.name} outside its scope", e.pos) from None
+    @staticmethod
+    def spell_slice(base: str, lo: int, m: int) -> str:
+        return f"((({base}) >> {lo}) & {_lit(m)})" if lo else f"(({base}) & {_lit(m)})"
 
+    @staticmethod
+    def spell_not(a: str) -> str:
+        return f"((uint64_t)!({a}))"
+
+    @staticmethod
+    def spell_int_unary(e: ir.Unary, a: str) -> str:
+        raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
+
+    @staticmethod
+    def spell_negate(a: str, m: int) -> str:
+        return f"((UINT64_C(0) - ({a})) & {_lit(m)})"
+
+    @staticmethod
+    def spell_invert(a: str, m: int) -> str:
+        return f"(({a}) ^ {_lit(m)})"
+
+    @staticmethod
+    def spell_logic(op: str, a: str, b: str) -> str:
+        return f"((uint64_t)(({a}) {op} ({b})))"
+
+    @staticmethod
+    def spell_short_circuit(op: str, t: str, a: str, rp: list[str], b: str) -> list[str]:
+        head = [f"uint64_t {t} = ({a}) != 0;", f"if ({'' if op == '&&' else '!'}{t}) {{"]
+        return head + ["    " + x for x in rp] + [f"    {t} = ({b}) != 0;", "}"]
+
+    def spell_composite_eq(self, op: str, a: str, b: str, t: ir.Type) -> str:
+        r = f"{self.eq_fn(t)}(&({a}), &({b}))"
+        return f"((uint64_t){r})" if op == "==" else f"((uint64_t)!{r})"
+
+    @staticmethod
+    def spell_compare(op: str, a: str, b: str) -> str:
+        return f"((uint64_t)(({a}) {op} ({b})))"
+
+    @staticmethod
+    def spell_concat(a: str, b: str, e: ir.Binary) -> str:
+        rw = scalar_width(e.right.type)
+        if scalar_width(e.left.type) + rw > 64:
+            raise Unsupported("concatenation wider than 64 bits", e.pos)
+        return f"((({a}) << {rw}) | ({b}))"
+
+    @staticmethod
+    def spell_int_binary(e: ir.Binary, a: str, b: str) -> str:
+        raise Unsupported(f"arithmetic on {e.left.type}", e.pos)
+
+    # bit<W> arithmetic: unsigned on the masked value; int<W> through p4n_sx's sign extension
+    def spell_relational(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        if bt.signed:
+            return f"((uint64_t)(p4n_sx({a}, {bt.width}) {e.op} p4n_sx({b}, {bt.width})))"
+        return self.spell_compare(e.op, a, b)
+
+    @staticmethod
+    def spell_wrap(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return f"((({a}) {e.op} ({b})) & {_lit(bitmask(bt.width))})"
+
+    @staticmethod
+    def spell_bitwise(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return f"(({a}) {e.op} ({b}))"
+
+    @staticmethod
+    def signed_call(fn: str, a: str, b: str, bt: ir.BitT, sign_b: bool = True, extra: str = "") -> str:
+        """``fn`` on the sign-extended operands, its result masked back to the width."""
+        sb = f"p4n_sx({b}, {bt.width})" if sign_b else b
+        return f"((uint64_t){fn}(p4n_sx({a}, {bt.width}), {sb}{extra}) & {_lit(bitmask(bt.width))})"
+
+    def spell_div(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return self.signed_call("p4n_sdiv", a, b, bt) if bt.signed else f"p4n_udiv({a}, {b})"
+
+    def spell_mod(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return self.signed_call("p4n_smod", a, b, bt) if bt.signed else f"p4n_umod({a}, {b})"
+
+    @staticmethod
+    def spell_shl(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return f"p4n_shl({a}, {b}, {bt.width})"
+
+    def spell_shr(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return self.signed_call("p4n_sshr", a, b, bt, sign_b=False) if bt.signed else f"p4n_shr({a}, {b})"
+
+    def spell_sat_add(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        if bt.signed:
+            return self.signed_call("p4n_ssat", a, b, bt, extra=f", 0, {bt.width}")
+        return f"p4n_sat_add({a}, {b}, {_lit(bitmask(bt.width))})"
+
+    def spell_sat_sub(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        return self.signed_call("p4n_ssat", a, b, bt, extra=f", 1, {bt.width}") if bt.signed else f"p4n_sat_sub({a}, {b})"
+
+    @staticmethod
+    def spell_to_bool(a: str) -> str:
+        return f"((uint64_t)(({a}) != 0))"
+
+    @staticmethod
+    def spell_from_bool(a: str) -> str:
+        return a
+
+    @staticmethod
+    def spell_mask(a: str, m: int) -> str:
+        return f"(({a}) & {_lit(m)})"
+
+    @staticmethod
+    def spell_sign_extend(a: str, width: int, m: int) -> str:
+        return f"((uint64_t)p4n_sx({a}, {width}) & {_lit(m)})"
+
+    def mux_inline(self, t: ir.Type) -> bool:
+        self.ctype(t)
+        return not is_composite(t)
+
+    @staticmethod
+    def spell_mux(c: str, a: str, b: str) -> str:
+        return f"(({c}) ? ({a}) : ({b}))"
+
+    def spell_mux_branches(self, ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
+        lines = [f"{self.ctype(ty)} {t};", f"if ({c}) {{", *("    " + x for x in tp), f"    {t} = {a};", "} else {"]
+        return lines + ["    " + x for x in op] + [f"    {t} = {b};", "}"]
+
+    @staticmethod
+    def spell_tuple(e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
+        raise Unsupported("list/tuple value outside a hash or checksum", e.pos)
+
+    def new_object(self, t: ir.Type, sc: Scope, pre: list[str]) -> str:
+        tmp = self.tmp()
+        pre.append(f"struct {self.sname(t)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+        return tmp
+
+    @staticmethod
+    def spell_field_init(obj: str, name: str, t: ir.Type, code: str) -> str:
+        return f"{obj}.f_{_cid(name)} = {code};"
+
+    @staticmethod
+    def spell_set_valid(obj: str) -> str:
+        return f"{obj}._v = 1;"
+
+    def apply_table(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
+        if id(e.table) not in self.table_fn:
+            raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
+        t = self.tmp()
+        pre.append(f"uint64_t {t} = {self.table_fn[id(e.table)]}(S, {sc.frame});")
+        if self.has_exit:
+            pre.append(f"if (S->exited) {self.leave(sc)}")
+        return t
+
+    @staticmethod
+    def spell_apply_result(r: str) -> dict[Optional[str], str]:
+        return {None: "0", "hit": f"({r} >> 32)", "miss": f"((uint64_t)!({r} >> 32))", "action_run": f"({r} & 0xFFFFFFFFu)"}
+
+    @staticmethod
+    def spell_splice(cur: str, keep: int, t: str, m: int, lo: int) -> str:
+        return f"((({cur}) & {_lit(keep)}) | ((({t}) & {_lit(m)}) << {lo}))"
+
+    @staticmethod
+    def spell_field(code: str, name: str) -> str:
+        return f"({code}).f_{_cid(name)}"
+
+    @staticmethod
+    def spell_element(code: str, i: int) -> str:
+        return f"({code}).e[{i}]"
+
+    @staticmethod
+    def spell_ks_value(key: str, value: int) -> str:
+        return f"{key} == {_lit(value)}"
+
+    @staticmethod
+    def spell_ks_mask(key: str, mask: int, value: int) -> str:
+        return f"({key} & {_lit(mask)}) == {_lit(value)}"
+
+    @staticmethod
+    def spell_ks_range(key: str, lo: int, hi: int) -> str:
+        return f"({_lit(lo)} <= {key} && {key} <= {_lit(hi)})"
+
+    # ------------------------------------------------------------------ expressions
     def ex_Member(self, e: ir.Member, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.base.type, ir.StackT) and e.name == "size":
             return _lit(e.base.type.size)
@@ -267,134 +414,6 @@ class CGen:
             raise Unsupported(f"stack index {i} out of bounds", e.pos)
         return f"({self.ex(e.base, sc, pre)}).e[{i}]"
 
-    def ex_Slice(self, e: ir.Slice, sc: Scope, pre: list[str]) -> str:
-        base = self.ex(e.base, sc, pre)
-        m = _mask(e.hi - e.lo + 1)
-        return f"((({base}) >> {e.lo}) & {_lit(m)})" if e.lo else f"(({base}) & {_lit(m)})"
-
-    def ex_Unary(self, e: ir.Unary, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        if e.op == "!":
-            return f"((uint64_t)!({a}))"
-        b = _bits(e.type)
-        if b is None:
-            raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
-        if e.op == "-":
-            return f"((UINT64_C(0) - ({a})) & {_lit(_mask(b.width))})"
-        if e.op == "~":
-            return f"(({a}) ^ {_lit(_mask(b.width))})"
-        raise Unsupported(f"unary operator {e.op}", e.pos)
-
-    def ex_Binary(self, e: ir.Binary, sc: Scope, pre: list[str]) -> str:
-        op = e.op
-        if op in ("&&", "||"):
-            a = self.ex(e.left, sc, pre)
-            rp: list[str] = []
-            b = self.ex(e.right, sc, rp)
-            if not rp:
-                return f"((uint64_t)(({a}) {op} ({b})))"
-            t = self.tmp()
-            pre.append(f"uint64_t {t} = ({a}) != 0;")
-            pre.append(f"if ({'' if op == '&&' else '!'}{t}) {{")
-            pre += ["    " + x for x in rp] + [f"    {t} = ({b}) != 0;", "}"]
-            return t
-        a, b = self.ex_all([e.left, e.right], sc, pre)
-        lt = e.left.type
-        if op in ("==", "!="):
-            if is_composite(lt):
-                r = f"{self.eq_fn(lt)}(&({a}), &({b}))"
-                return f"((uint64_t){r})" if op == "==" else f"((uint64_t)!{r})"
-            return f"((uint64_t)(({a}) {op} ({b})))"
-        if op == "++":
-            lw, rw = scalar_width(lt), scalar_width(e.right.type)
-            if lw + rw > 64:
-                raise Unsupported("concatenation wider than 64 bits", e.pos)
-            return f"((({a}) << {rw}) | ({b}))"
-        bt = _bits(lt)
-        if bt is None:
-            raise Unsupported(f"arithmetic on {lt}", e.pos)
-        W, M = bt.width, _lit(_mask(bt.width))
-        if bt.signed:
-            sa, sb = f"p4n_sx({a}, {W})", f"p4n_sx({b}, {W})"
-            if op in ("<", "<=", ">", ">="):
-                return f"((uint64_t)({sa} {op} {sb}))"
-            if op == ">>":
-                return f"((uint64_t)p4n_sshr({sa}, {b}) & {M})"
-            if op in ("/", "%"):
-                return f"((uint64_t)p4n_s{'div' if op == '/' else 'mod'}({sa}, {sb}) & {M})"
-            if op in ("|+|", "|-|"):
-                return f"((uint64_t)p4n_ssat({sa}, {sb}, {op == '|-|' and 1 or 0}, {W}) & {M})"
-        if op in ("<", "<=", ">", ">="):
-            return f"((uint64_t)(({a}) {op} ({b})))"
-        if op in ("+", "-", "*"):
-            return f"((({a}) {op} ({b})) & {M})"
-        if op in ("&", "|", "^"):
-            return f"(({a}) {op} ({b}))"
-        if op == "/":
-            return f"p4n_udiv({a}, {b})"
-        if op == "%":
-            return f"p4n_umod({a}, {b})"
-        if op == "<<":
-            return f"p4n_shl({a}, {b}, {W})"
-        if op == ">>":
-            return f"p4n_shr({a}, {b})"
-        if op == "|+|":
-            return f"p4n_sat_add({a}, {b}, {M})"
-        if op == "|-|":
-            return f"p4n_sat_sub({a}, {b})"
-        raise Unsupported(f"binary operator {op}", e.pos)
-
-    def ex_Cast(self, e: ir.Cast, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        src, dst = e.operand.type, e.type
-        if isinstance(dst, ir.BoolT):
-            return a if isinstance(src, ir.BoolT) else f"((uint64_t)(({a}) != 0))"
-        db = _bits(dst)
-        if db is None:
-            raise Unsupported(f"cast to {dst}", e.pos)
-        if isinstance(src, ir.BoolT):
-            return a
-        sb = _bits(src)
-        if sb is None:
-            return f"(({a}) & {_lit(_mask(db.width))})"
-        if db.width < sb.width:
-            return f"(({a}) & {_lit(_mask(db.width))})"
-        if db.width > sb.width and sb.signed:
-            return f"((uint64_t)p4n_sx({a}, {sb.width}) & {_lit(_mask(db.width))})"
-        return a
-
-    def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
-        c = self.ex(e.cond, sc, pre)
-        tp: list[str] = []
-        op: list[str] = []
-        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
-        ty = self.ctype(e.type)
-        if not tp and not op and not is_composite(e.type):
-            return f"(({c}) ? ({a}) : ({b}))"
-        t = self.tmp()
-        pre.append(f"{ty} {t};")
-        pre.append(f"if ({c}) {{")
-        pre += ["    " + x for x in tp] + [f"    {t} = {a};", "} else {"]
-        pre += ["    " + x for x in op] + [f"    {t} = {b};", "}"]
-        return t
-
-    def ex_StructExpr(self, e: ir.StructExpr, sc: Scope, pre: list[str]) -> str:
-        return self.build_struct(e.type, e.fields, sc, pre, e.pos)
-
-    def ex_ListExpr(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre, e.pos)
-        raise Unsupported("list/tuple value outside a hash or checksum", e.pos)
-
-    def build_struct(self, t: ir.Type, fields: dict[str, ir.Expr], sc: Scope, pre: list[str], pos: Any) -> str:
-        tmp = self.tmp()
-        pre.append(f"struct {self.sname(t)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
-        for name, fe in fields.items():
-            pre.append(f"{tmp}.f_{_cid(name)} = {self.ex(fe, sc, pre)};")
-        if isinstance(t, ir.HeaderT):
-            pre.append(f"{tmp}._v = 1;")
-        return tmp
-
     def ex_HeaderCall(self, e: ir.HeaderCall, sc: Scope, pre: list[str]) -> str:
         if not isinstance(e.target.type, ir.HeaderT):
             raise Unsupported(f"{e.method} on {e.target.type}", e.pos)
@@ -408,23 +427,6 @@ class CGen:
             pre.append(f"memset(&({obj}), 0, sizeof({obj}));")
             return "0"
         raise Unsupported(f"header method {e.method}", e.pos)
-
-    def ex_ApplyResult(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
-        if id(e.table) not in self.table_fn:
-            raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
-        t = self.tmp()
-        pre.append(f"uint64_t {t} = {self.table_fn[id(e.table)]}(S, {sc.frame});")
-        if self.has_exit:
-            pre.append(f"if (S->exited) {self.leave(sc)}")
-        if e.field is None:
-            return "0"
-        if e.field == "hit":
-            return f"({t} >> 32)"
-        if e.field == "miss":
-            return f"((uint64_t)!({t} >> 32))"
-        if e.field == "action_run":
-            return f"({t} & 0xFFFFFFFFu)"
-        raise Unsupported(f"table apply result .{e.field}", e.pos)
 
     def ex_ActionCall(self, e: ir.ActionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.action_fn.get(id(e.action))
@@ -543,18 +545,8 @@ class CGen:
         raise Unsupported("_ read as a value", e.pos)
 
     # ------------------------------------------------------------------ lvalues
-    def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
-        if isinstance(lhs, ir.DontCare):
-            return
-        if isinstance(lhs, ir.Slice):
-            bw = scalar_width(lhs.base.type)
-            m = _mask(lhs.hi - lhs.lo + 1)
-            keep = _mask(bw) & ~(m << lhs.lo)
-            t = self.tmp()
-            out.append(f"uint64_t {t} = {value};")
-            cur = self.ex(lhs.base, sc, out)
-            self.assign(lhs.base, f"((({cur}) & {_lit(keep)}) | ((({t}) & {_lit(m)}) << {lhs.lo}))", sc, out)
-            return
+    def assign_whole(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
+        """``lhs = value`` for a whole lvalue (``assign`` handles ``_`` and slices)."""
         if not isinstance(lhs, (ir.VarRef, ir.Member, ir.StackIndex)):
             raise Unsupported(f"assignment to {type(lhs).__name__}", lhs.pos)
         out.append(f"{self.ex(lhs, sc, out)} = {value};")
@@ -582,31 +574,6 @@ class CGen:
         return name
 
     # ------------------------------------------------------------------ data lists
-    def flatten(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, int, str]]:
-        """(C value, bit width, field name) for every scalar of a data list, in order."""
-        if isinstance(e, ir.ListExpr) and not isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return [x for i in e.items for x in self.flatten(i, sc, pre)]
-        if isinstance(e, ir.StructExpr) or (isinstance(e, ir.ListExpr) and isinstance(e.type, ir.StructT)):
-            items = e.fields if isinstance(e, ir.StructExpr) else dict(zip([f.name for f in e.type.fields], e.items))
-            out = []
-            for f in e.type.fields:
-                sub = self.flatten(items[f.name], sc, pre)
-                out += [(c, w, f.name if len(sub) == 1 else n) for c, w, n in sub]
-            return out
-        if is_composite(e.type):
-            return self.flatten_obj(self.ex(e, sc, pre), e.type)
-        name = e.name if isinstance(e, ir.Member) else (e.var.name if isinstance(e, ir.VarRef) else "")
-        return [(self.ex(e, sc, pre), scalar_width(e.type), name)]
-
-    def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, int, str]]:
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.flatten_obj(f"({code}).e[{i}]", t.elem)]
-        out = []
-        for f in t.fields:
-            c = f"({code}).f_{_cid(f.name)}"
-            out += self.flatten_obj(c, f.type) if is_composite(f.type) else [(c, scalar_width(f.type), f.name)]
-        return out
-
     def packed(self, items: list[tuple[str, int, str]], pre: list[str]) -> tuple[str, str]:
         """A zeroed byte buffer holding the items MSB-first back to back (BMv2's packing), and
         its length in bytes."""
@@ -699,7 +666,7 @@ class CGen:
             hv, t = self.tmp(), self.tmp()
             pre.append(f"uint64_t {hv} = {h};")
             pre.append(f"uint64_t {t} = {mx};")
-            M = _lit(_mask(ow))
+            M = _lit(bitmask(ow))
             self.assign(a[0], f"({t} ? (({base}) + {hv} % {t}) & {M} : ({base}) & {M})", sc, pre)
         elif n == "random":
             lo, hi = self.ex_all([a[1], a[2]], sc, pre)
@@ -764,7 +731,7 @@ class CGen:
         inner: list[str] = []
         buf, nbytes = self.packed(self.flatten(a[1], sc, inner), inner)
         cw = scalar_width(a[2].type)
-        calc = f"({HASHES[algo]}({buf}, {nbytes}) & {_lit(_mask(cw))})"
+        calc = f"({HASHES[algo]}({buf}, {nbytes}) & {_lit(bitmask(cw))})"
         if e.name == "verify_checksum":
             field = self.ex(a[2], sc, inner)
             inner.append(f"if ({calc} != {field}) S->sm->f_checksum_error = 1;")
@@ -877,26 +844,13 @@ class CGen:
         out += pre
         t = self.tmp()
         out.append(f"uint64_t {t} = {subj};")
-        pending: list = []
         first = True
         default_body = None
-        for case in s.cases:
-            pending += case.labels
-            if case.body is None:
-                continue
-            labels, pending = pending, []
+        for labels, case in switch_arms(s):
             if "default" in labels:
                 default_body = case.body
                 continue
-            conds = []
-            for lab in labels:
-                if isinstance(lab, ir.ActionDecl):
-                    conds.append(f"{t} == {self.action_id(lab)}")
-                else:
-                    lp: list[str] = []
-                    conds.append(f"{t} == {self.ex(lab, sc, lp)}")
-                    if lp:
-                        raise Unsupported("switch label with side effects", case.pos)
+            conds = self.switch_conds(t, labels, sc, pre, case.pos)
             out.append(f"{'if' if first else '} else if'} ({' || '.join(conds) or '0'}) {{")
             first = False
             inner: list[str] = []
@@ -912,6 +866,13 @@ class CGen:
                 out += ["    " + x for x in inner]
         if not first:
             out.append("}")
+
+    def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Any) -> str:
+        lp: list[str] = []
+        code = self.ex(lab, sc, lp)
+        if lp:
+            raise Unsupported("switch label with side effects", pos)
+        return code
 
     # ------------------------------------------------------------------ packets
     def packet_stmt(self, c: ir.PacketCall, sc: Scope, out: list[str]) -> None:
@@ -1007,23 +968,10 @@ class CGen:
                 body.append(goto(t))
             else:
                 pre: list[str] = []
-                keys = []
-                for k in t.keys:
-                    kt = self.tmp()
-                    pre.append(f"uint64_t {kt} = {self.ex(k, sc, pre)};")
-                    keys.append(kt)
+                keys = self.select_keys(t.keys, sc, pre)
                 body += pre
                 for case in t.cases:
-                    conds = []
-                    for key, ks in zip(keys, case.keysets):
-                        if isinstance(ks, ir.KsDefault):
-                            continue
-                        if isinstance(ks, ir.KsValue):
-                            conds.append(f"{key} == {_lit(ks.value)}")
-                        elif isinstance(ks, ir.KsMask):
-                            conds.append(f"({key} & {_lit(ks.mask)}) == {_lit(ks.value & ks.mask)}")
-                        elif isinstance(ks, ir.KsRange):
-                            conds.append(f"({_lit(ks.lo)} <= {key} && {key} <= {_lit(ks.hi)})")
+                    conds = self.select_conds(keys, case.keysets)
                     body.append(f"if ({' && '.join(conds) or '1'}) {goto(case.next_state)}")
                 body.append(f"{{ *err = {no_match}; return pos; }}")
             out += ["    " + x for x in body]
@@ -1148,12 +1096,8 @@ class CGen:
                 raise Unsupported(f"match kind {k.match_kind}", k.pos or t.pos)
         if t.direct_register is not None or (t.direct_meter is not None and t.direct_meter.extern != "direct_meter"):
             raise Unsupported(f"direct register/meter of table {t.qualified_name}", t.pos)
-        refs = list(t.actions)
-        for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
-            if not any(r.action is extra.action for r in refs):
-                refs.append(extra)
         decls = []
-        for r in refs:
+        for r in table_action_refs(t):
             if any(p.direction is not None for p in r.action.params):
                 raise Unsupported(f"action {r.action.qualified_name} with directional parameters in a table",
                                   r.pos or t.pos)

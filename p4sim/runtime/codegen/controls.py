@@ -9,6 +9,7 @@ from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import ActionInfo, Scope, TableInfo, Writer
+from p4sim.runtime.irwalk import table_action_refs
 from p4sim.runtime.objects import is_composite, pyattr, scalar_width
 
 
@@ -162,11 +163,7 @@ class ControlCompiler(CompilerBase):
         self.w.lines += w.lines
         self.w("")
         infos = []
-        refs = list(t.actions)
-        for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
-            if not any(r.action is extra.action for r in refs):
-                refs.append(extra)
-        for ref in refs:
+        for ref in table_action_refs(t):
             infos.append(self.action_ref(ref, c, fvars))
         self.tables[id(t)] = TableInfo(t, c, kfn, gname, infos)
 

@@ -14,32 +14,6 @@ from p4sim.runtime.objects import is_composite, pyattr, scalar_width
 
 class ExternCompiler(CompilerBase):
     # ------------------------------------------------------------------ data lists
-    def flatten(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, int, str]]:
-        """(python value, bit width, field name) for every scalar in a data list/struct/header,
-        in order: hash/checksum/digest inputs."""
-        if isinstance(e, ir.ListExpr) and not isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return [x for i in e.items for x in self.flatten(i, sc, pre)]
-        if isinstance(e, ir.StructExpr) or (isinstance(e, ir.ListExpr) and isinstance(e.type, ir.StructT)):
-            items = e.fields if isinstance(e, ir.StructExpr) else dict(zip([f.name for f in e.type.fields], e.items))
-            out = []
-            for f in e.type.fields:
-                sub = self.flatten(items[f.name], sc, pre)
-                out += [(c, w, f.name if len(sub) == 1 else n) for c, w, n in sub]
-            return out
-        if is_composite(e.type):
-            return self.flatten_obj(self.ex(e, sc, pre), e.type)
-        name = e.name if isinstance(e, ir.Member) else (e.var.name if isinstance(e, ir.VarRef) else "")
-        return [self.scalar_item(self.ex(e, sc, pre), e.type, name)]
-
-    def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, int, str]]:
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.flatten_obj(f"{code}.e[{i}]", t.elem)]
-        out = []
-        for f in t.fields:
-            c = f"{code}.{pyattr(f.name)}"
-            out += self.flatten_obj(c, f.type) if is_composite(f.type) else [self.scalar_item(c, f.type, f.name)]
-        return out
-
     @staticmethod
     def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
         if isinstance(t, ir.VarbitT):  # its current length: the width is a run-time expression

@@ -80,26 +80,25 @@ class ParserCompiler(CompilerBase):
             w(goto(t))
             return
         pre: list[str] = []
-        keys = []
-        for k in t.keys:
-            tmp = sc.new_tmp()
-            pre.append(f"{tmp} = {self.ex(k, sc, pre)}")
-            keys.append(tmp)
+        keys = self.select_keys(t.keys, sc, pre)
         self.flush(pre, w)
         first = True
         for case in t.cases:
-            conds = []
-            for key, ks in zip(keys, case.keysets):
-                if isinstance(ks, ir.KsDefault):
-                    continue
-                if isinstance(ks, ir.KsValue):
-                    conds.append(f"{key} == {ks.value}")
-                elif isinstance(ks, ir.KsMask):
-                    conds.append(f"({key} & {ks.mask}) == {ks.value & ks.mask}")
-                elif isinstance(ks, ir.KsRange):
-                    conds.append(f"{ks.lo} <= {key} <= {ks.hi}")
+            conds = self.select_conds(keys, case.keysets)
             w(f"{'if' if first else 'elif'} {' and '.join(conds) or 'True'}:")
             w(f"    {goto(case.next_state)}")
             first = False
         w(f"{'else:' if not first else 'if True:'}")
         w(f"    raise _ParserError({self.error_code('NoMatch')})")
+
+    @staticmethod
+    def spell_ks_value(key: str, value: int) -> str:
+        return f"{key} == {value}"
+
+    @staticmethod
+    def spell_ks_mask(key: str, mask: int, value: int) -> str:
+        return f"({key} & {mask}) == {value}"
+
+    @staticmethod
+    def spell_ks_range(key: str, lo: int, hi: int) -> str:
+        return f"{lo} <= {key} <= {hi}"

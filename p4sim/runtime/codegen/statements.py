@@ -8,6 +8,7 @@ from p4sim.errors import Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import Scope, Writer, bitmask, unpack_fields
+from p4sim.runtime.irwalk import switch_arms
 from p4sim.runtime.objects import default_scalar, header_layout, is_composite, pyattr, varbit_split
 
 
@@ -155,23 +156,13 @@ class StatementCompiler(CompilerBase):
         self.flush(pre, w)
         tmp = sc.new_tmp()
         w(f"{tmp} = {subj}")
-        pending: list = []
         first = True
         default_body = None
-        for case in s.cases:
-            pending += case.labels
-            if case.body is None:
-                continue
-            labels, pending = pending, []
+        for labels, case in switch_arms(s):
             if "default" in labels:
                 default_body = case.body
                 continue
-            conds = []
-            for lab in labels:
-                if isinstance(lab, ir.ActionDecl):
-                    conds.append(f"{tmp} == {self.action_id(lab)}")
-                else:
-                    conds.append(f"{tmp} == {self.ex(lab, sc, pre)}")
+            conds = self.switch_conds(tmp, labels, sc, pre, case.pos)
             self.flush(pre, w)
             w(f"{'if' if first else 'elif'} {' or '.join(conds) or 'False'}:")
             first = False
@@ -186,6 +177,9 @@ class StatementCompiler(CompilerBase):
                 w.indent()
                 self.stmts([default_body], sc, w)
                 w.dedent()
+
+    def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Optional[Pos]) -> str:
+        return self.ex(lab, sc, pre)
 
     # ------------------------------------------------------------------ packet_in / packet_out
     def packet_stmt(self, c: ir.PacketCall, sc: Scope, w: Writer) -> None:

@@ -1,0 +1,301 @@
+"""The one walk over p4sim's IR that both code generators share.
+
+p4sim has two back ends over the same IR: the reference, which writes Python
+(``runtime.codegen``), and the native one, which writes C (``native.cgen``).  What an IR node
+*means* -- which operand is evaluated first and when it must be pinned in a temporary, how a
+cast between widths behaves, which switch labels fall through to which body, what a select
+keyset tests, which scalars a data list holds -- is decided here, once.  Each back end only says
+how to spell each construct in its language, through the ``spell_*`` hooks below, so the two
+cannot drift apart on a rule (the native backend's answers must equal the reference's byte for
+byte).
+
+A back end subclasses ``IRWalker`` and provides:
+
+* ``unsupported``: the exception it raises for a construct it does not run;
+* ``fresh(sc)``: a new temporary's name;
+* the ``spell_*`` methods named below (each documents what it spells).
+
+Expressions come back as code strings; statements that must run before one goes to ``pre``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional
+
+from p4sim.frontend import ir
+from p4sim.runtime.objects import is_composite, scalar_width
+
+# binary operator -> the spell_<kind> hook of the back end that writes it (on bit<W>/int<W>)
+BINARY_KINDS = {
+    "<": "relational", "<=": "relational", ">": "relational", ">=": "relational",
+    "+": "wrap", "-": "wrap", "*": "wrap",
+    "&": "bitwise", "|": "bitwise", "^": "bitwise",
+    "/": "div", "%": "mod", "<<": "shl", ">>": "shr", "|+|": "sat_add", "|-|": "sat_sub",
+}
+
+
+def bitmask(w: int) -> int:
+    return (1 << w) - 1
+
+
+def bits_of(t: ir.Type) -> Optional[ir.BitT]:
+    """The BitT an arithmetic value of type ``t`` behaves as (serializable enums: underlying)."""
+    if isinstance(t, ir.BitT):
+        return t
+    if isinstance(t, ir.EnumT) and t.underlying is not None:
+        return t.underlying
+    return None
+
+
+def table_action_refs(t: ir.TableDecl) -> list[ir.ActionRef]:
+    """A table's actions list, then its default and const-entry actions that the list lacks."""
+    refs = list(t.actions)
+    for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
+        if not any(r.action is extra.action for r in refs):
+            refs.append(extra)
+    return refs
+
+
+def switch_arms(s: ir.SwitchStmt) -> Iterator[tuple[list[Any], ir.SwitchCase]]:
+    """(labels, case with the body) of each arm of a switch statement: labels without a body
+    fall through to the next body (P4_16 12.7)."""
+    pending: list[Any] = []
+    for case in s.cases:
+        pending += case.labels
+        if case.body is None:
+            continue
+        labels, pending = pending, []
+        yield labels, case
+
+
+class IRWalker:
+    """The shared traversal; subclasses spell it (see the module docstring)."""
+
+    unsupported: Callable[..., Exception]
+
+    def fresh(self, sc: Any) -> str:  # pragma: no cover - every back end defines it
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ expressions
+    def ex(self, e: ir.Expr, sc: Any, pre: list[str]) -> str:
+        """Code for ``e``; statements that must run first go to ``pre``."""
+        m = getattr(self, "ex_" + type(e).__name__, None)
+        if m is None:
+            raise self.unsupported(f"expression {type(e).__name__}", e.pos)
+        return m(e, sc, pre)
+
+    def sequence(self, items: list[tuple[str, list[str], Optional[ir.Type]]], sc: Any, pre: list[str]) -> list[str]:
+        """Operands evaluated left to right (P4_16 8): ``items`` are (code, statements it needs,
+        its composite type or None).  Each operand's statements go to ``pre`` in order; an
+        operand read before a later operand's statements is pinned in a temporary first (a copy
+        for a composite), so a later call's side effects cannot change it."""
+        last = max((i for i, (_, p, _) in enumerate(items) if p), default=-1)
+        codes = []
+        for i, (code, p, comp) in enumerate(items):
+            pre += p
+            if i < last and not self.is_stable(code, comp):
+                t = self.fresh(sc)
+                pre.append(self.spell_pin(t, code, comp))
+                code = t
+            codes.append(code)
+        return codes
+
+    def ex_all(self, es: list[ir.Expr], sc: Any, pre: list[str]) -> list[str]:
+        """Codes for ``es`` evaluated left to right (see ``sequence``)."""
+        items = []
+        for e in es:
+            p: list[str] = []
+            items.append((self.ex(e, sc, p), p, e.type if is_composite(e.type) else None))
+        return self.sequence(items, sc, pre)
+
+    def ex_Literal(self, e: ir.Literal, sc: Any, pre: list[str]) -> str:
+        if isinstance(e.value, bool):
+            return self.spell_bool(e.value)
+        if isinstance(e.value, str):
+            return self.spell_string(e)
+        b = bits_of(e.type)
+        return self.spell_int(e.value & bitmask(b.width) if b is not None else e.value, e)
+
+    def ex_VarRef(self, e: ir.VarRef, sc: Any, pre: list[str]) -> str:
+        try:
+            return sc.vars[id(e.var)]
+        except KeyError:
+            raise self.out_of_scope(e) from None
+
+    def ex_Slice(self, e: ir.Slice, sc: Any, pre: list[str]) -> str:
+        return self.spell_slice(self.ex(e.base, sc, pre), e.lo, bitmask(e.hi - e.lo + 1))
+
+    def ex_Unary(self, e: ir.Unary, sc: Any, pre: list[str]) -> str:
+        a = self.ex(e.operand, sc, pre)
+        if e.op == "!":
+            return self.spell_not(a)
+        b = bits_of(e.type)
+        if b is None:  # compile-time int
+            return self.spell_int_unary(e, a)
+        if e.op == "-":
+            return self.spell_negate(a, bitmask(b.width))
+        if e.op == "~":
+            return self.spell_invert(a, bitmask(b.width))
+        raise self.unsupported(f"unary operator {e.op}", e.pos)
+
+    def ex_Binary(self, e: ir.Binary, sc: Any, pre: list[str]) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            # short-circuit: the right operand (and any statement it needs) runs only when the
+            # left one does not decide the result
+            a = self.ex(e.left, sc, pre)
+            rp: list[str] = []
+            b = self.ex(e.right, sc, rp)
+            if not rp:
+                return self.spell_logic(op, a, b)
+            t = self.fresh(sc)
+            pre += self.spell_short_circuit(op, t, a, rp, b)
+            return t
+        a, b = self.ex_all([e.left, e.right], sc, pre)
+        lt = e.left.type
+        if op in ("==", "!="):
+            if is_composite(lt):
+                return self.spell_composite_eq(op, a, b, lt)
+            return self.spell_compare(op, a, b)
+        if op == "++":
+            return self.spell_concat(a, b, e)
+        bt = bits_of(lt)
+        if bt is None:  # untyped compile-time int arithmetic (rare; the front end folds it)
+            return self.spell_int_binary(e, a, b)
+        kind = BINARY_KINDS.get(op)
+        if kind is None:
+            raise self.unsupported(f"binary operator {op}", e.pos)
+        return getattr(self, "spell_" + kind)(e, a, b, bt)
+
+    def ex_Cast(self, e: ir.Cast, sc: Any, pre: list[str]) -> str:
+        a = self.ex(e.operand, sc, pre)
+        src, dst = e.operand.type, e.type
+        if isinstance(dst, ir.BoolT):
+            return a if isinstance(src, ir.BoolT) else self.spell_to_bool(a)
+        db = bits_of(dst)
+        if db is None:
+            raise self.unsupported(f"cast to {dst}", e.pos)
+        if isinstance(src, ir.BoolT):
+            return self.spell_from_bool(a)
+        sb = bits_of(src)
+        if sb is None or db.width < sb.width:  # a compile-time int, or narrowing
+            return self.spell_mask(a, bitmask(db.width))
+        if db.width > sb.width and sb.signed:
+            return self.spell_sign_extend(a, sb.width, bitmask(db.width))
+        return a
+
+    def ex_Mux(self, e: ir.Mux, sc: Any, pre: list[str]) -> str:
+        c = self.ex(e.cond, sc, pre)
+        tp: list[str] = []
+        op: list[str] = []
+        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
+        if not tp and not op and self.mux_inline(e.type):
+            return self.spell_mux(c, a, b)
+        # only the chosen branch runs (with its statements)
+        t = self.fresh(sc)
+        pre += self.spell_mux_branches(e.type, t, c, tp, a, op, b)
+        return t
+
+    def ex_StructExpr(self, e: ir.StructExpr, sc: Any, pre: list[str]) -> str:
+        return self.build_struct(e.type, e.fields, sc, pre)
+
+    def ex_ListExpr(self, e: ir.ListExpr, sc: Any, pre: list[str]) -> str:
+        if isinstance(e.type, (ir.StructT, ir.HeaderT)):
+            return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre)
+        return self.spell_tuple(e, sc, pre)
+
+    def build_struct(self, t: ir.Type, fields: dict[str, ir.Expr], sc: Any, pre: list[str]) -> str:
+        """A fresh object of composite type ``t`` built from field expressions (headers: valid)."""
+        tmp = self.new_object(t, sc, pre)
+        for name, fe in fields.items():
+            code = self.ex(fe, sc, pre)
+            pre.append(self.spell_field_init(tmp, name, fe.type, code))
+        if isinstance(t, ir.HeaderT):
+            pre.append(self.spell_set_valid(tmp))
+        return tmp
+
+    def ex_ApplyResult(self, e: ir.ApplyResult, sc: Any, pre: list[str]) -> str:
+        r = self.apply_table(e, sc, pre)
+        spelled = self.spell_apply_result(r)
+        if e.field not in spelled:
+            raise self.unsupported(f"table apply result .{e.field}", e.pos)
+        return spelled[e.field]
+
+    # ------------------------------------------------------------------ lvalues
+    def assign(self, lhs: ir.Expr, value: str, sc: Any, out: list[str]) -> None:
+        """Append statements writing code ``value`` into P4 lvalue ``lhs``."""
+        if isinstance(lhs, ir.DontCare):
+            return  # '_': the value is not kept
+        if isinstance(lhs, ir.Slice):  # read the whole base, splice the bits in, write it back
+            m = bitmask(lhs.hi - lhs.lo + 1)
+            keep = bitmask(scalar_width(lhs.base.type)) & ~(m << lhs.lo)
+            t = self.fresh(sc)
+            out.append(self.spell_pin(t, value, None))
+            cur = self.ex(lhs.base, sc, out)
+            self.assign(lhs.base, self.spell_splice(cur, keep, t, m, lhs.lo), sc, out)
+            return
+        self.assign_whole(lhs, value, sc, out)
+
+    # ------------------------------------------------------------------ data lists
+    def flatten(self, e: ir.Expr, sc: Any, pre: list[str]) -> list[tuple[str, Any, str]]:
+        """(value code, bit width, field name) for every scalar in a data list/struct/header, in
+        order: hash/checksum/digest/log inputs."""
+        if isinstance(e, ir.ListExpr) and not isinstance(e.type, (ir.StructT, ir.HeaderT)):
+            return [x for i in e.items for x in self.flatten(i, sc, pre)]
+        if isinstance(e, ir.StructExpr) or (isinstance(e, ir.ListExpr) and isinstance(e.type, ir.StructT)):
+            items = e.fields if isinstance(e, ir.StructExpr) else dict(zip([f.name for f in e.type.fields], e.items))
+            out = []
+            for f in e.type.fields:
+                sub = self.flatten(items[f.name], sc, pre)
+                out += [(c, w, f.name if len(sub) == 1 else n) for c, w, n in sub]
+            return out
+        if is_composite(e.type):
+            return self.flatten_obj(self.ex(e, sc, pre), e.type)
+        name = e.name if isinstance(e, ir.Member) else (e.var.name if isinstance(e, ir.VarRef) else "")
+        return [self.scalar_item(self.ex(e, sc, pre), e.type, name)]
+
+    def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, Any, str]]:
+        """The scalars of composite object ``code`` of type ``t``, fields in order."""
+        if isinstance(t, ir.StackT):
+            return [x for i in range(t.size) for x in self.flatten_obj(self.spell_element(code, i), t.elem)]
+        out = []
+        for f in t.fields:
+            c = self.spell_field(code, f.name)
+            out += self.flatten_obj(c, f.type) if is_composite(f.type) else [self.scalar_item(c, f.type, f.name)]
+        return out
+
+    def scalar_item(self, code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
+        """One scalar of a data list: (value code, bit width, field name)."""
+        return (code, scalar_width(t), name)
+
+    # ------------------------------------------------------------------ statements
+    def switch_conds(self, subject: str, labels: list[Any], sc: Any, pre: list[str], pos: Any) -> list[str]:
+        """The tests of one switch arm on the subject's temporary: an action label compares the
+        action id a table apply returned, an expression label its value."""
+        conds = []
+        for lab in labels:
+            if isinstance(lab, ir.ActionDecl):
+                conds.append(f"{subject} == {self.action_id(lab)}")
+            else:
+                conds.append(f"{subject} == {self.switch_label(lab, sc, pre, pos)}")
+        return conds
+
+    def select_keys(self, keys: list[ir.Expr], sc: Any, pre: list[str]) -> list[str]:
+        """A parser select's key values, each pinned in a temporary (left to right)."""
+        out = []
+        for k in keys:
+            t = self.fresh(sc)
+            pre.append(self.spell_pin(t, self.ex(k, sc, pre), None))
+            out.append(t)
+        return out
+
+    def select_conds(self, keys: list[str], keysets: list[Any]) -> list[str]:
+        """What one select case tests: a value, a mask or a range per key (default: nothing)."""
+        conds = []
+        for key, ks in zip(keys, keysets):
+            if isinstance(ks, ir.KsValue):
+                conds.append(self.spell_ks_value(key, ks.value))
+            elif isinstance(ks, ir.KsMask):
+                conds.append(self.spell_ks_mask(key, ks.mask, ks.value & ks.mask))
+            elif isinstance(ks, ir.KsRange):
+                conds.append(self.spell_ks_range(key, ks.lo, ks.hi))
+        return conds
