@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.codegen import enum_member
-from p4sim.runtime.irwalk import IRWalker, bitmask, switch_arms, table_action_refs
+from p4sim.runtime.irwalk import IRWalker, bitmask, table_action_refs
 from p4sim.runtime.objects import is_composite, scalar_width
 
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
@@ -770,18 +770,7 @@ class CGen(IRWalker):
         elif isinstance(s, ir.VarDecl):
             self.declare(s.var, s.init, sc, out)
         elif isinstance(s, ir.If):
-            c = self.ex(s.cond, sc, pre)
-            out += pre
-            out.append(f"if ({c}) {{")
-            inner = []
-            self.stmt(s.then, sc, inner)
-            out += ["    " + x for x in inner]
-            if s.other is not None:
-                out.append("} else {")
-                inner = []
-                self.stmt(s.other, sc, inner)
-                out += ["    " + x for x in inner]
-            out.append("}")
+            self.if_stmt(s, sc, out)
         elif isinstance(s, ir.CallStmt):
             self.call_stmt(s.call, sc, out)
         elif isinstance(s, ir.SwitchStmt):
@@ -838,34 +827,34 @@ class CGen(IRWalker):
         self.ex(c, sc, pre)
         out += pre
 
-    def switch(self, s: ir.SwitchStmt, sc: Scope, out: list[str]) -> None:
-        pre: list[str] = []
-        subj = self.ex(s.subject, sc, pre)
-        out += pre
-        t = self.tmp()
-        out.append(f"uint64_t {t} = {subj};")
-        first = True
-        default_body = None
-        for labels, case in switch_arms(s):
-            if "default" in labels:
-                default_body = case.body
-                continue
-            conds = self.switch_conds(t, labels, sc, pre, case.pos)
-            out.append(f"{'if' if first else '} else if'} ({' || '.join(conds) or '0'}) {{")
-            first = False
-            inner: list[str] = []
-            self.stmt(case.body, sc, inner)
-            out += ["    " + x for x in inner]
-        if default_body is not None:
-            inner = []
-            self.stmt(default_body, sc, inner)
-            if first:
-                out += inner
-            else:
-                out.append("} else {")
-                out += ["    " + x for x in inner]
-        if not first:
-            out.append("}")
+    @staticmethod
+    def spell_arm(i: int, conds: list[str]) -> str:
+        return f"{'} else if' if i else 'if'} ({' || '.join(conds) or '0'}) {{"
+
+    @staticmethod
+    def spell_if(c: str) -> str:
+        return f"if ({c}) {{"
+
+    @staticmethod
+    def spell_else() -> str:
+        return "} else {"
+
+    @staticmethod
+    def spell_end_if() -> list[str]:
+        return ["}"]
+
+    @staticmethod
+    def emit(lines: list[str], out: list[str]) -> None:
+        out += lines
+        lines.clear()
+
+    def nested(self, body: ir.Stmt, sc: Scope, out: list[str]) -> None:
+        inner: list[str] = []
+        self.stmt(body, sc, inner)
+        out += ["    " + x for x in inner]
+
+    def inline(self, body: ir.Stmt, sc: Scope, out: list[str]) -> None:
+        self.stmt(body, sc, out)
 
     def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Any) -> str:
         lp: list[str] = []

@@ -19,7 +19,7 @@ Expressions come back as code strings; statements that must run before one goes 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.objects import is_composite, scalar_width
@@ -55,16 +55,22 @@ def table_action_refs(t: ir.TableDecl) -> list[ir.ActionRef]:
     return refs
 
 
-def switch_arms(s: ir.SwitchStmt) -> Iterator[tuple[list[Any], ir.SwitchCase]]:
-    """(labels, case with the body) of each arm of a switch statement: labels without a body
-    fall through to the next body (P4_16 12.7)."""
+def switch_arms(s: ir.SwitchStmt) -> tuple[list[tuple[list[Any], ir.SwitchCase]], Optional[ir.Stmt]]:
+    """(labels, case with the body) of each arm of a switch statement, and the default body:
+    labels without a body fall through to the next body (P4_16 12.7)."""
+    arms = []
+    default = None
     pending: list[Any] = []
     for case in s.cases:
         pending += case.labels
         if case.body is None:
             continue
         labels, pending = pending, []
-        yield labels, case
+        if "default" in labels:
+            default = case.body
+        else:
+            arms.append((labels, case))
+    return arms, default
 
 
 class IRWalker:
@@ -268,6 +274,39 @@ class IRWalker:
         return (code, scalar_width(t), name)
 
     # ------------------------------------------------------------------ statements
+    def if_stmt(self, s: ir.If, sc: Any, w: Any) -> None:
+        pre: list[str] = []
+        c = self.ex(s.cond, sc, pre)
+        self.emit(pre, w)
+        self.emit([self.spell_if(c)], w)
+        self.nested(s.then, sc, w)
+        if s.other is not None:
+            self.emit([self.spell_else()], w)
+            self.nested(s.other, sc, w)
+        self.emit(self.spell_end_if(), w)
+
+    def switch(self, s: ir.SwitchStmt, sc: Any, w: Any) -> None:
+        """The subject pinned once, then an if/else-if chain over the arms (action ids or
+        values), the default arm last."""
+        pre: list[str] = []
+        subj = self.ex(s.subject, sc, pre)
+        self.emit(pre, w)
+        t = self.fresh(sc)
+        self.emit([self.spell_pin(t, subj, None)], w)
+        arms, default = switch_arms(s)
+        for i, (labels, case) in enumerate(arms):
+            conds = self.switch_conds(t, labels, sc, pre, case.pos)
+            self.emit(pre, w)
+            self.emit([self.spell_arm(i, conds)], w)
+            self.nested(case.body, sc, w)
+        if default is not None and not arms:
+            self.inline(default, sc, w)
+        elif default is not None:
+            self.emit([self.spell_else()], w)
+            self.nested(default, sc, w)
+        if arms:
+            self.emit(self.spell_end_if(), w)
+
     def switch_conds(self, subject: str, labels: list[Any], sc: Any, pre: list[str], pos: Any) -> list[str]:
         """The tests of one switch arm on the subject's temporary: an action label compares the
         action id a table apply returned, an expression label its value."""

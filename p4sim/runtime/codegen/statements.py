@@ -8,7 +8,6 @@ from p4sim.errors import Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import Scope, Writer, bitmask, unpack_fields
-from p4sim.runtime.irwalk import switch_arms
 from p4sim.runtime.objects import default_scalar, header_layout, is_composite, pyattr, varbit_split
 
 
@@ -25,6 +24,8 @@ class StatementCompiler(CompilerBase):
         for line in pre:
             w(line)
         pre.clear()
+
+    emit = flush
 
     def stmt(self, s: ir.Stmt, sc: Scope, w: Writer) -> None:
         pre: list[str] = []
@@ -50,17 +51,7 @@ class StatementCompiler(CompilerBase):
         elif isinstance(s, ir.VarDecl):
             self.declare(s, sc, w)
         elif isinstance(s, ir.If):
-            c = self.ex(s.cond, sc, pre)
-            self.flush(pre, w)
-            w(f"if {c}:")
-            w.indent()
-            self.stmts([s.then], sc, w)
-            w.dedent()
-            if s.other is not None:
-                w("else:")
-                w.indent()
-                self.stmts([s.other], sc, w)
-                w.dedent()
+            self.if_stmt(s, sc, w)
         elif isinstance(s, ir.CallStmt):
             self.call_stmt(s.call, sc, w)
         elif isinstance(s, ir.SwitchStmt):
@@ -150,33 +141,29 @@ class StatementCompiler(CompilerBase):
         if r != "None":
             pre.append(r)
 
-    def switch(self, s: ir.SwitchStmt, sc: Scope, w: Writer) -> None:
-        pre: list[str] = []
-        subj = self.ex(s.subject, sc, pre)
-        self.flush(pre, w)
-        tmp = sc.new_tmp()
-        w(f"{tmp} = {subj}")
-        first = True
-        default_body = None
-        for labels, case in switch_arms(s):
-            if "default" in labels:
-                default_body = case.body
-                continue
-            conds = self.switch_conds(tmp, labels, sc, pre, case.pos)
-            self.flush(pre, w)
-            w(f"{'if' if first else 'elif'} {' or '.join(conds) or 'False'}:")
-            first = False
-            w.indent()
-            self.stmts([case.body], sc, w)
-            w.dedent()
-        if default_body is not None:
-            if first:
-                self.stmts([default_body], sc, w)
-            else:
-                w("else:")
-                w.indent()
-                self.stmts([default_body], sc, w)
-                w.dedent()
+    @staticmethod
+    def spell_arm(i: int, conds: list[str]) -> str:
+        return f"{'elif' if i else 'if'} {' or '.join(conds) or 'False'}:"
+
+    @staticmethod
+    def spell_if(c: str) -> str:
+        return f"if {c}:"
+
+    @staticmethod
+    def spell_else() -> str:
+        return "else:"
+
+    @staticmethod
+    def spell_end_if() -> list[str]:
+        return []
+
+    def nested(self, body: ir.Stmt, sc: Scope, w: Writer) -> None:
+        w.indent()
+        self.stmts([body], sc, w)
+        w.dedent()
+
+    def inline(self, body: ir.Stmt, sc: Scope, w: Writer) -> None:
+        self.stmts([body], sc, w)
 
     def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Optional[Pos]) -> str:
         return self.ex(lab, sc, pre)
