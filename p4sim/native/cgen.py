@@ -13,11 +13,12 @@ the caller then runs the whole program on the reference backend (never part of i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.codegen import enum_member
-from p4sim.runtime.irwalk import IRWalker, bitmask, table_action_refs
+from p4sim.runtime.irwalk import IRWalker, bitmask, load_spelling, table_action_refs
 from p4sim.runtime.objects import is_composite, scalar_width
 
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
@@ -97,6 +98,7 @@ class CGen(IRWalker):
     spelled in C, plus what only C needs (structs, frames, the table and extern state)."""
 
     unsupported = Unsupported
+    spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
         if prog.arch != "v1model":
@@ -229,20 +231,8 @@ class CGen(IRWalker):
         return f"((({base}) >> {lo}) & {_lit(m)})" if lo else f"(({base}) & {_lit(m)})"
 
     @staticmethod
-    def spell_not(a: str) -> str:
-        return f"((uint64_t)!({a}))"
-
-    @staticmethod
     def spell_int_unary(e: ir.Unary, a: str) -> str:
         raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
-
-    @staticmethod
-    def spell_negate(a: str, m: int) -> str:
-        return f"((UINT64_C(0) - ({a})) & {_lit(m)})"
-
-    @staticmethod
-    def spell_invert(a: str, m: int) -> str:
-        return f"(({a}) ^ {_lit(m)})"
 
     @staticmethod
     def spell_logic(op: str, a: str, b: str) -> str:
@@ -256,10 +246,6 @@ class CGen(IRWalker):
     def spell_composite_eq(self, op: str, a: str, b: str, t: ir.Type) -> str:
         r = f"{self.eq_fn(t)}(&({a}), &({b}))"
         return f"((uint64_t){r})" if op == "==" else f"((uint64_t)!{r})"
-
-    @staticmethod
-    def spell_compare(op: str, a: str, b: str) -> str:
-        return f"((uint64_t)(({a}) {op} ({b})))"
 
     @staticmethod
     def spell_concat(a: str, b: str, e: ir.Binary) -> str:
@@ -276,15 +262,7 @@ class CGen(IRWalker):
     def spell_relational(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
         if bt.signed:
             return f"((uint64_t)(p4n_sx({a}, {bt.width}) {e.op} p4n_sx({b}, {bt.width})))"
-        return self.spell_compare(e.op, a, b)
-
-    @staticmethod
-    def spell_wrap(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"((({a}) {e.op} ({b})) & {_lit(bitmask(bt.width))})"
-
-    @staticmethod
-    def spell_bitwise(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"(({a}) {e.op} ({b}))"
+        return self.spell("compare", a=a, b=b, op=e.op)
 
     @staticmethod
     def signed_call(fn: str, a: str, b: str, bt: ir.BitT, sign_b: bool = True, extra: str = "") -> str:
@@ -313,29 +291,9 @@ class CGen(IRWalker):
     def spell_sat_sub(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
         return self.signed_call("p4n_ssat", a, b, bt, extra=f", 1, {bt.width}") if bt.signed else f"p4n_sat_sub({a}, {b})"
 
-    @staticmethod
-    def spell_to_bool(a: str) -> str:
-        return f"((uint64_t)(({a}) != 0))"
-
-    @staticmethod
-    def spell_from_bool(a: str) -> str:
-        return a
-
-    @staticmethod
-    def spell_mask(a: str, m: int) -> str:
-        return f"(({a}) & {_lit(m)})"
-
-    @staticmethod
-    def spell_sign_extend(a: str, width: int, m: int) -> str:
-        return f"((uint64_t)p4n_sx({a}, {width}) & {_lit(m)})"
-
     def mux_inline(self, t: ir.Type) -> bool:
         self.ctype(t)
         return not is_composite(t)
-
-    @staticmethod
-    def spell_mux(c: str, a: str, b: str) -> str:
-        return f"(({c}) ? ({a}) : ({b}))"
 
     def spell_mux_branches(self, ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
         lines = [f"{self.ctype(ty)} {t};", f"if ({c}) {{", *("    " + x for x in tp), f"    {t} = {a};", "} else {"]
@@ -354,10 +312,6 @@ class CGen(IRWalker):
     def spell_field_init(obj: str, name: str, t: ir.Type, code: str) -> str:
         return f"{obj}.f_{_cid(name)} = {code};"
 
-    @staticmethod
-    def spell_set_valid(obj: str) -> str:
-        return f"{obj}._v = 1;"
-
     def apply_table(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
         if id(e.table) not in self.table_fn:
             raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
@@ -372,28 +326,8 @@ class CGen(IRWalker):
         return {None: "0", "hit": f"({r} >> 32)", "miss": f"((uint64_t)!({r} >> 32))", "action_run": f"({r} & 0xFFFFFFFFu)"}
 
     @staticmethod
-    def spell_splice(cur: str, keep: int, t: str, m: int, lo: int) -> str:
-        return f"((({cur}) & {_lit(keep)}) | ((({t}) & {_lit(m)}) << {lo}))"
-
-    @staticmethod
     def spell_field(code: str, name: str) -> str:
         return f"({code}).f_{_cid(name)}"
-
-    @staticmethod
-    def spell_element(code: str, i: int) -> str:
-        return f"({code}).e[{i}]"
-
-    @staticmethod
-    def spell_ks_value(key: str, value: int) -> str:
-        return f"{key} == {_lit(value)}"
-
-    @staticmethod
-    def spell_ks_mask(key: str, mask: int, value: int) -> str:
-        return f"({key} & {_lit(mask)}) == {_lit(value)}"
-
-    @staticmethod
-    def spell_ks_range(key: str, lo: int, hi: int) -> str:
-        return f"({_lit(lo)} <= {key} && {key} <= {_lit(hi)})"
 
     # ------------------------------------------------------------------ expressions
     def ex_Member(self, e: ir.Member, sc: Scope, pre: list[str]) -> str:
@@ -830,14 +764,6 @@ class CGen(IRWalker):
     @staticmethod
     def spell_arm(i: int, conds: list[str]) -> str:
         return f"{'} else if' if i else 'if'} ({' || '.join(conds) or '0'}) {{"
-
-    @staticmethod
-    def spell_if(c: str) -> str:
-        return f"if ({c}) {{"
-
-    @staticmethod
-    def spell_else() -> str:
-        return "} else {"
 
     @staticmethod
     def spell_end_if() -> list[str]:

@@ -13,12 +13,15 @@ A back end subclasses ``IRWalker`` and provides:
 
 * ``unsupported``: the exception it raises for a construct it does not run;
 * ``fresh(sc)``: a new temporary's name;
-* the ``spell_*`` methods named below (each documents what it spells).
+* ``spelling``: its table of templates (a ``spelling.toml`` next to it) for the constructs
+  spelled without a decision, and the ``spell_*`` methods the walk calls for the others.
 
 Expressions come back as code strings; statements that must run before one goes to ``pre``.
 """
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from p4sim.frontend import ir
@@ -73,10 +76,20 @@ def switch_arms(s: ir.SwitchStmt) -> tuple[list[tuple[list[Any], ir.SwitchCase]]
     return arms, default
 
 
+def load_spelling(path: Path) -> dict[str, str]:
+    """A backend's table of templates (construct -> ``str.format`` template)."""
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
 class IRWalker:
     """The shared traversal; subclasses spell it (see the module docstring)."""
 
     unsupported: Callable[..., Exception]
+    spelling: dict[str, str]  # the backend's templates for constructs spelled without a decision
+
+    def spell(self, construct: str, **fields: Any) -> str:
+        return self.spelling[construct].format(**fields)
 
     def fresh(self, sc: Any) -> str:  # pragma: no cover - every back end defines it
         raise NotImplementedError
@@ -133,14 +146,14 @@ class IRWalker:
     def ex_Unary(self, e: ir.Unary, sc: Any, pre: list[str]) -> str:
         a = self.ex(e.operand, sc, pre)
         if e.op == "!":
-            return self.spell_not(a)
+            return self.spell("not", a=a)
         b = bits_of(e.type)
         if b is None:  # compile-time int
             return self.spell_int_unary(e, a)
         if e.op == "-":
-            return self.spell_negate(a, bitmask(b.width))
+            return self.spell("negate", a=a, m=bitmask(b.width))
         if e.op == "~":
-            return self.spell_invert(a, bitmask(b.width))
+            return self.spell("invert", a=a, m=bitmask(b.width))
         raise self.unsupported(f"unary operator {e.op}", e.pos)
 
     def ex_Binary(self, e: ir.Binary, sc: Any, pre: list[str]) -> str:
@@ -161,7 +174,7 @@ class IRWalker:
         if op in ("==", "!="):
             if is_composite(lt):
                 return self.spell_composite_eq(op, a, b, lt)
-            return self.spell_compare(op, a, b)
+            return self.spell("compare", a=a, b=b, op=op)
         if op == "++":
             return self.spell_concat(a, b, e)
         bt = bits_of(lt)
@@ -170,23 +183,26 @@ class IRWalker:
         kind = BINARY_KINDS.get(op)
         if kind is None:
             raise self.unsupported(f"binary operator {op}", e.pos)
-        return getattr(self, "spell_" + kind)(e, a, b, bt)
+        spell = getattr(self, "spell_" + kind, None)  # a method where the spelling needs a decision
+        if spell is not None:
+            return spell(e, a, b, bt)
+        return self.spell(kind, a=a, b=b, op=op, m=bitmask(bt.width))
 
     def ex_Cast(self, e: ir.Cast, sc: Any, pre: list[str]) -> str:
         a = self.ex(e.operand, sc, pre)
         src, dst = e.operand.type, e.type
         if isinstance(dst, ir.BoolT):
-            return a if isinstance(src, ir.BoolT) else self.spell_to_bool(a)
+            return a if isinstance(src, ir.BoolT) else self.spell("to_bool", a=a)
         db = bits_of(dst)
         if db is None:
             raise self.unsupported(f"cast to {dst}", e.pos)
         if isinstance(src, ir.BoolT):
-            return self.spell_from_bool(a)
+            return self.spell("from_bool", a=a)
         sb = bits_of(src)
         if sb is None or db.width < sb.width:  # a compile-time int, or narrowing
-            return self.spell_mask(a, bitmask(db.width))
+            return self.spell("mask", a=a, m=bitmask(db.width))
         if db.width > sb.width and sb.signed:
-            return self.spell_sign_extend(a, sb.width, bitmask(db.width))
+            return self.spell("sign_extend", a=a, w=sb.width, h=1 << (sb.width - 1), m=bitmask(db.width))
         return a
 
     def ex_Mux(self, e: ir.Mux, sc: Any, pre: list[str]) -> str:
@@ -195,7 +211,7 @@ class IRWalker:
         op: list[str] = []
         a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
         if not tp and not op and self.mux_inline(e.type):
-            return self.spell_mux(c, a, b)
+            return self.spell("mux", c=c, a=a, b=b)
         # only the chosen branch runs (with its statements)
         t = self.fresh(sc)
         pre += self.spell_mux_branches(e.type, t, c, tp, a, op, b)
@@ -216,7 +232,7 @@ class IRWalker:
             code = self.ex(fe, sc, pre)
             pre.append(self.spell_field_init(tmp, name, fe.type, code))
         if isinstance(t, ir.HeaderT):
-            pre.append(self.spell_set_valid(tmp))
+            pre.append(self.spell("set_valid", obj=tmp))
         return tmp
 
     def ex_ApplyResult(self, e: ir.ApplyResult, sc: Any, pre: list[str]) -> str:
@@ -237,7 +253,7 @@ class IRWalker:
             t = self.fresh(sc)
             out.append(self.spell_pin(t, value, None))
             cur = self.ex(lhs.base, sc, out)
-            self.assign(lhs.base, self.spell_splice(cur, keep, t, m, lhs.lo), sc, out)
+            self.assign(lhs.base, self.spell("splice", cur=cur, keep=keep, t=t, m=m, lo=lhs.lo), sc, out)
             return
         self.assign_whole(lhs, value, sc, out)
 
@@ -262,7 +278,7 @@ class IRWalker:
     def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, Any, str]]:
         """The scalars of composite object ``code`` of type ``t``, fields in order."""
         if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.flatten_obj(self.spell_element(code, i), t.elem)]
+            return [x for i in range(t.size) for x in self.flatten_obj(self.spell("element", code=code, i=i), t.elem)]
         out = []
         for f in t.fields:
             c = self.spell_field(code, f.name)
@@ -278,10 +294,10 @@ class IRWalker:
         pre: list[str] = []
         c = self.ex(s.cond, sc, pre)
         self.emit(pre, w)
-        self.emit([self.spell_if(c)], w)
+        self.emit([self.spell("if", c=c)], w)
         self.nested(s.then, sc, w)
         if s.other is not None:
-            self.emit([self.spell_else()], w)
+            self.emit([self.spell("else")], w)
             self.nested(s.other, sc, w)
         self.emit(self.spell_end_if(), w)
 
@@ -302,7 +318,7 @@ class IRWalker:
         if default is not None and not arms:
             self.inline(default, sc, w)
         elif default is not None:
-            self.emit([self.spell_else()], w)
+            self.emit([self.spell("else")], w)
             self.nested(default, sc, w)
         if arms:
             self.emit(self.spell_end_if(), w)
@@ -332,9 +348,9 @@ class IRWalker:
         conds = []
         for key, ks in zip(keys, keysets):
             if isinstance(ks, ir.KsValue):
-                conds.append(self.spell_ks_value(key, ks.value))
+                conds.append(self.spell("ks_value", key=key, value=ks.value))
             elif isinstance(ks, ir.KsMask):
-                conds.append(self.spell_ks_mask(key, ks.mask, ks.value & ks.mask))
+                conds.append(self.spell("ks_mask", key=key, mask=ks.mask, value=ks.value & ks.mask))
             elif isinstance(ks, ir.KsRange):
-                conds.append(self.spell_ks_range(key, ks.lo, ks.hi))
+                conds.append(self.spell("ks_range", key=key, lo=ks.lo, hi=ks.hi))
         return conds

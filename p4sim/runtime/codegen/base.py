@@ -3,12 +3,13 @@ the naming every part of it uses."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any, Optional
 
 from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime import archs
-from p4sim.runtime.irwalk import IRWalker
+from p4sim.runtime.irwalk import IRWalker, load_spelling
 from p4sim.runtime.codegen.common import Scope, TableInfo, Writer
 from p4sim.runtime.objects import ClassFactory
 
@@ -18,6 +19,7 @@ class CompilerBase(IRWalker):
     ``ProgramCompiler`` combines; the walk over the IR itself is ``IRWalker``'s."""
 
     unsupported = Unsupported
+    spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
         self.prog = prog

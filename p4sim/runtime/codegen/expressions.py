@@ -281,20 +281,8 @@ class ExpressionCompiler(CompilerBase):
         return f"(({base} >> {lo}) & {m})" if lo else f"({base} & {m})"
 
     @staticmethod
-    def spell_not(a: str) -> str:
-        return f"(not {a})"
-
-    @staticmethod
     def spell_int_unary(e: ir.Unary, a: str) -> str:
         return f"({e.op}{a})"
-
-    @staticmethod
-    def spell_negate(a: str, m: int) -> str:
-        return f"((-{a}) & {m})"
-
-    @staticmethod
-    def spell_invert(a: str, m: int) -> str:
-        return f"({a} ^ {m})"
 
     @staticmethod
     def spell_logic(op: str, a: str, b: str) -> str:
@@ -310,10 +298,6 @@ class ExpressionCompiler(CompilerBase):
         return r if op == "==" else f"(not {r})"
 
     @staticmethod
-    def spell_compare(op: str, a: str, b: str) -> str:
-        return f"({a} {op} {b})"
-
-    @staticmethod
     def spell_concat(a: str, b: str, e: ir.Binary) -> str:
         return f"(({a} << {scalar_width(e.right.type)}) | {b})"
 
@@ -325,15 +309,7 @@ class ExpressionCompiler(CompilerBase):
         if bt.signed:  # compare the two's-complement values: flip the sign bit, subtract it
             H = 1 << (bt.width - 1)
             return f"((({a} ^ {H}) - {H}) {e.op} (({b} ^ {H}) - {H}))"
-        return self.spell_compare(e.op, a, b)
-
-    @staticmethod
-    def spell_wrap(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"(({a} {e.op} {b}) & {bitmask(bt.width)})"
-
-    @staticmethod
-    def spell_bitwise(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"({a} {e.op} {b})"
+        return self.spell("compare", a=a, b=b, op=e.op)
 
     @staticmethod
     def spell_div(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
@@ -365,29 +341,8 @@ class ExpressionCompiler(CompilerBase):
         return f"_sat_sub_s({a}, {b}, {bt.width})" if bt.signed else f"max({a} - {b}, 0)"
 
     @staticmethod
-    def spell_to_bool(a: str) -> str:
-        return f"({a} != 0)"
-
-    @staticmethod
-    def spell_from_bool(a: str) -> str:
-        return f"(1 if {a} else 0)"
-
-    @staticmethod
-    def spell_mask(a: str, m: int) -> str:
-        return f"({a} & {m})"
-
-    @staticmethod
-    def spell_sign_extend(a: str, width: int, m: int) -> str:
-        H = 1 << (width - 1)
-        return f"((({a} ^ {H}) - {H}) & {m})"
-
-    @staticmethod
     def mux_inline(t: ir.Type) -> bool:
         return True
-
-    @staticmethod
-    def spell_mux(c: str, a: str, b: str) -> str:
-        return f"({a} if {c} else {b})"
 
     @staticmethod
     def spell_mux_branches(ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
@@ -406,10 +361,6 @@ class ExpressionCompiler(CompilerBase):
     def spell_field_init(obj: str, name: str, t: ir.Type, code: str) -> str:
         return f"{obj}.{pyattr(name)}._set({code})" if is_composite(t) else f"{obj}.{pyattr(name)} = {code}"
 
-    @staticmethod
-    def spell_set_valid(obj: str) -> str:
-        return f"{obj}._v = True"
-
     def apply_table(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
         return f"{self.table_name(e.table, e.pos)}.apply({sc.frame})"
 
@@ -418,13 +369,6 @@ class ExpressionCompiler(CompilerBase):
         return {None: call, "hit": f"{call}[0]", "miss": f"(not {call}[0])", "action_run": f"{call}[1]"}
 
     @staticmethod
-    def spell_splice(cur: str, keep: int, t: str, m: int, lo: int) -> str:
-        return f"(({cur} & {keep}) | (({t} & {m}) << {lo}))"
-
-    @staticmethod
     def spell_field(code: str, name: str) -> str:
         return f"{code}.{pyattr(name)}"
 
-    @staticmethod
-    def spell_element(code: str, i: int) -> str:
-        return f"{code}.e[{i}]"

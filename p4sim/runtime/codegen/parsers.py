@@ -91,14 +91,5 @@ class ParserCompiler(CompilerBase):
         w(f"{'else:' if not first else 'if True:'}")
         w(f"    raise _ParserError({self.error_code('NoMatch')})")
 
-    @staticmethod
-    def spell_ks_value(key: str, value: int) -> str:
-        return f"{key} == {value}"
 
-    @staticmethod
-    def spell_ks_mask(key: str, mask: int, value: int) -> str:
-        return f"({key} & {mask}) == {value}"
 
-    @staticmethod
-    def spell_ks_range(key: str, lo: int, hi: int) -> str:
-        return f"{lo} <= {key} <= {hi}"

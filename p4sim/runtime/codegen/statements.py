@@ -145,13 +145,7 @@ class StatementCompiler(CompilerBase):
     def spell_arm(i: int, conds: list[str]) -> str:
         return f"{'elif' if i else 'if'} {' or '.join(conds) or 'False'}:"
 
-    @staticmethod
-    def spell_if(c: str) -> str:
-        return f"if {c}:"
 
-    @staticmethod
-    def spell_else() -> str:
-        return "else:"
 
     @staticmethod
     def spell_end_if() -> list[str]:
