@@ -213,30 +213,10 @@ class CGen(IRWalker):
         return f"struct {self.sname(comp)} {t} = {code};" if comp is not None else f"uint64_t {t} = {code};"
 
     @staticmethod
-    def spell_bool(v: bool) -> str:
-        return _lit(int(v))
-
-    @staticmethod
-    def spell_string(e: ir.Literal) -> str:
-        raise Unsupported("string literal", e.pos)
-
-    @staticmethod
     def spell_int(v: int, e: ir.Literal) -> str:
         if not 0 <= v < (1 << 64):
             raise Unsupported(f"integer constant {v} outside 64 bits", e.pos)
         return _lit(v)
-
-    @staticmethod
-    def spell_slice(base: str, lo: int, m: int) -> str:
-        return f"((({base}) >> {lo}) & {_lit(m)})" if lo else f"(({base}) & {_lit(m)})"
-
-    @staticmethod
-    def spell_int_unary(e: ir.Unary, a: str) -> str:
-        raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
-
-    @staticmethod
-    def spell_logic(op: str, a: str, b: str) -> str:
-        return f"((uint64_t)(({a}) {op} ({b})))"
 
     @staticmethod
     def spell_short_circuit(op: str, t: str, a: str, rp: list[str], b: str) -> list[str]:
@@ -254,43 +234,6 @@ class CGen(IRWalker):
             raise Unsupported("concatenation wider than 64 bits", e.pos)
         return f"((({a}) << {rw}) | ({b}))"
 
-    @staticmethod
-    def spell_int_binary(e: ir.Binary, a: str, b: str) -> str:
-        raise Unsupported(f"arithmetic on {e.left.type}", e.pos)
-
-    # bit<W> arithmetic: unsigned on the masked value; int<W> through p4n_sx's sign extension
-    def spell_relational(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        if bt.signed:
-            return f"((uint64_t)(p4n_sx({a}, {bt.width}) {e.op} p4n_sx({b}, {bt.width})))"
-        return self.spell("compare", a=a, b=b, op=e.op)
-
-    @staticmethod
-    def signed_call(fn: str, a: str, b: str, bt: ir.BitT, sign_b: bool = True, extra: str = "") -> str:
-        """``fn`` on the sign-extended operands, its result masked back to the width."""
-        sb = f"p4n_sx({b}, {bt.width})" if sign_b else b
-        return f"((uint64_t){fn}(p4n_sx({a}, {bt.width}), {sb}{extra}) & {_lit(bitmask(bt.width))})"
-
-    def spell_div(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return self.signed_call("p4n_sdiv", a, b, bt) if bt.signed else f"p4n_udiv({a}, {b})"
-
-    def spell_mod(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return self.signed_call("p4n_smod", a, b, bt) if bt.signed else f"p4n_umod({a}, {b})"
-
-    @staticmethod
-    def spell_shl(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"p4n_shl({a}, {b}, {bt.width})"
-
-    def spell_shr(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return self.signed_call("p4n_sshr", a, b, bt, sign_b=False) if bt.signed else f"p4n_shr({a}, {b})"
-
-    def spell_sat_add(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        if bt.signed:
-            return self.signed_call("p4n_ssat", a, b, bt, extra=f", 0, {bt.width}")
-        return f"p4n_sat_add({a}, {b}, {_lit(bitmask(bt.width))})"
-
-    def spell_sat_sub(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return self.signed_call("p4n_ssat", a, b, bt, extra=f", 1, {bt.width}") if bt.signed else f"p4n_sat_sub({a}, {b})"
-
     def mux_inline(self, t: ir.Type) -> bool:
         self.ctype(t)
         return not is_composite(t)
@@ -298,10 +241,6 @@ class CGen(IRWalker):
     def spell_mux_branches(self, ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
         lines = [f"{self.ctype(ty)} {t};", f"if ({c}) {{", *("    " + x for x in tp), f"    {t} = {a};", "} else {"]
         return lines + ["    " + x for x in op] + [f"    {t} = {b};", "}"]
-
-    @staticmethod
-    def spell_tuple(e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
-        raise Unsupported("list/tuple value outside a hash or checksum", e.pos)
 
     def new_object(self, t: ir.Type, sc: Scope, pre: list[str]) -> str:
         tmp = self.tmp()

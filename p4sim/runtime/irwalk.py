@@ -91,6 +91,13 @@ class IRWalker:
     def spell(self, construct: str, **fields: Any) -> str:
         return self.spelling[construct].format(**fields)
 
+    def spell_or_refuse(self, construct: str, what: str, pos: Any, **fields: Any) -> str:
+        """``construct`` spelled, or refused (``what`` at ``pos``) by a backend whose table
+        lacks it: it does not run that construct."""
+        if construct not in self.spelling:
+            raise self.unsupported(what, pos)
+        return self.spell(construct, **fields)
+
     def fresh(self, sc: Any) -> str:  # pragma: no cover - every back end defines it
         raise NotImplementedError
 
@@ -128,9 +135,9 @@ class IRWalker:
 
     def ex_Literal(self, e: ir.Literal, sc: Any, pre: list[str]) -> str:
         if isinstance(e.value, bool):
-            return self.spell_bool(e.value)
+            return self.spell("bool", v=e.value, n=int(e.value))
         if isinstance(e.value, str):
-            return self.spell_string(e)
+            return self.spell_or_refuse("string", "string literal", e.pos, v=repr(e.value))
         b = bits_of(e.type)
         return self.spell_int(e.value & bitmask(b.width) if b is not None else e.value, e)
 
@@ -141,7 +148,8 @@ class IRWalker:
             raise self.out_of_scope(e) from None
 
     def ex_Slice(self, e: ir.Slice, sc: Any, pre: list[str]) -> str:
-        return self.spell_slice(self.ex(e.base, sc, pre), e.lo, bitmask(e.hi - e.lo + 1))
+        base = self.ex(e.base, sc, pre)
+        return self.spell("shifted_slice" if e.lo else "slice", a=base, lo=e.lo, m=bitmask(e.hi - e.lo + 1))
 
     def ex_Unary(self, e: ir.Unary, sc: Any, pre: list[str]) -> str:
         a = self.ex(e.operand, sc, pre)
@@ -149,7 +157,7 @@ class IRWalker:
             return self.spell("not", a=a)
         b = bits_of(e.type)
         if b is None:  # compile-time int
-            return self.spell_int_unary(e, a)
+            return self.spell_or_refuse("int_unary", f"unary {e.op} on {e.type}", e.pos, op=e.op, a=a)
         if e.op == "-":
             return self.spell("negate", a=a, m=bitmask(b.width))
         if e.op == "~":
@@ -165,7 +173,7 @@ class IRWalker:
             rp: list[str] = []
             b = self.ex(e.right, sc, rp)
             if not rp:
-                return self.spell_logic(op, a, b)
+                return self.spell("and" if op == "&&" else "or", a=a, b=b)
             t = self.fresh(sc)
             pre += self.spell_short_circuit(op, t, a, rp, b)
             return t
@@ -179,14 +187,17 @@ class IRWalker:
             return self.spell_concat(a, b, e)
         bt = bits_of(lt)
         if bt is None:  # untyped compile-time int arithmetic (rare; the front end folds it)
-            return self.spell_int_binary(e, a, b)
+            return self.spell_or_refuse("int_binary", f"arithmetic on {lt}", e.pos, a=a, b=b,
+                                        op="//" if op == "/" else op)
         kind = BINARY_KINDS.get(op)
         if kind is None:
             raise self.unsupported(f"binary operator {op}", e.pos)
         spell = getattr(self, "spell_" + kind, None)  # a method where the spelling needs a decision
         if spell is not None:
             return spell(e, a, b, bt)
-        return self.spell(kind, a=a, b=b, op=op, m=bitmask(bt.width))
+        signed = kind + "_signed"  # int<W>: the signed spelling where the backend has one
+        name = signed if bt.signed and signed in self.spelling else kind
+        return self.spell(name, a=a, b=b, op=op, w=bt.width, m=bitmask(bt.width), h=1 << (bt.width - 1))
 
     def ex_Cast(self, e: ir.Cast, sc: Any, pre: list[str]) -> str:
         a = self.ex(e.operand, sc, pre)
@@ -223,7 +234,9 @@ class IRWalker:
     def ex_ListExpr(self, e: ir.ListExpr, sc: Any, pre: list[str]) -> str:
         if isinstance(e.type, (ir.StructT, ir.HeaderT)):
             return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre)
-        return self.spell_tuple(e, sc, pre)
+        if "tuple" not in self.spelling:
+            raise self.unsupported("list/tuple value outside a hash or checksum", e.pos)
+        return self.spell("tuple", items="".join(c + ", " for c in self.ex_all(e.items, sc, pre)))
 
     def build_struct(self, t: ir.Type, fields: dict[str, ir.Expr], sc: Any, pre: list[str]) -> str:
         """A fresh object of composite type ``t`` built from field expressions (headers: valid)."""

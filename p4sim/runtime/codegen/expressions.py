@@ -265,28 +265,8 @@ class ExpressionCompiler(CompilerBase):
         return f"{t} = {code}._copy()" if comp is not None else f"{t} = {code}"
 
     @staticmethod
-    def spell_bool(v: bool) -> str:
-        return "True" if v else "False"
-
-    @staticmethod
-    def spell_string(e: ir.Literal) -> str:
-        return repr(e.value)
-
-    @staticmethod
     def spell_int(v: int, e: ir.Literal) -> str:
         return str(v)
-
-    @staticmethod
-    def spell_slice(base: str, lo: int, m: int) -> str:
-        return f"(({base} >> {lo}) & {m})" if lo else f"({base} & {m})"
-
-    @staticmethod
-    def spell_int_unary(e: ir.Unary, a: str) -> str:
-        return f"({e.op}{a})"
-
-    @staticmethod
-    def spell_logic(op: str, a: str, b: str) -> str:
-        return f"({a} {'and' if op == '&&' else 'or'} {b})"
 
     @staticmethod
     def spell_short_circuit(op: str, t: str, a: str, rp: list[str], b: str) -> list[str]:
@@ -302,43 +282,10 @@ class ExpressionCompiler(CompilerBase):
         return f"(({a} << {scalar_width(e.right.type)}) | {b})"
 
     @staticmethod
-    def spell_int_binary(e: ir.Binary, a: str, b: str) -> str:
-        return f"({a} {'//' if e.op == '/' else e.op} {b})"
-
-    def spell_relational(self, e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        if bt.signed:  # compare the two's-complement values: flip the sign bit, subtract it
-            H = 1 << (bt.width - 1)
-            return f"((({a} ^ {H}) - {H}) {e.op} (({b} ^ {H}) - {H}))"
-        return self.spell("compare", a=a, b=b, op=e.op)
-
-    @staticmethod
-    def spell_div(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"_sdiv({a}, {b}, {bt.width})" if bt.signed else f"_udiv({a}, {b})"
-
-    @staticmethod
-    def spell_mod(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"_smod({a}, {b}, {bt.width})" if bt.signed else f"_umod({a}, {b})"
-
-    @staticmethod
     def spell_shl(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
         if isinstance(e.right, ir.Literal):
             return "0" if e.right.value >= bt.width else f"(({a} << {e.right.value}) & {bitmask(bt.width)})"
         return f"_shl({a}, {b}, {bt.width})"
-
-    @staticmethod
-    def spell_shr(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        if bt.signed:
-            H = 1 << (bt.width - 1)
-            return f"(((({a} ^ {H}) - {H}) >> {b}) & {bitmask(bt.width)})"
-        return f"({a} >> {b})"
-
-    @staticmethod
-    def spell_sat_add(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"_sat_add_s({a}, {b}, {bt.width})" if bt.signed else f"min({a} + {b}, {bitmask(bt.width)})"
-
-    @staticmethod
-    def spell_sat_sub(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
-        return f"_sat_sub_s({a}, {b}, {bt.width})" if bt.signed else f"max({a} - {b}, 0)"
 
     @staticmethod
     def mux_inline(t: ir.Type) -> bool:
@@ -347,9 +294,6 @@ class ExpressionCompiler(CompilerBase):
     @staticmethod
     def spell_mux_branches(ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
         return [f"if {c}:", *indented(tp + [f"{t} = {a}"]), "else:", *indented(op + [f"{t} = {b}"])]
-
-    def spell_tuple(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
-        return "(" + "".join(c + ", " for c in self.ex_all(e.items, sc, pre)) + ")"
 
     def new_object(self, t: ir.Type, sc: Scope, pre: list[str]) -> str:
         cls = self.classes.name(t)
