@@ -619,51 +619,44 @@ class CGen(IRWalker):
         for s in body:
             self.stmt(s, sc, out)
 
-    def stmt(self, s: ir.Stmt, sc: Scope, out: list[str]) -> None:
-        pre: list[str] = []
-        if isinstance(s, ir.Block):
-            out.append("{")
-            inner: list[str] = []
-            self.stmts(s.stmts, sc, inner)
-            out += ["    " + x for x in inner]
-            out.append("}")
-        elif isinstance(s, ir.Empty):
-            pass
-        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
+    def st_Block(self, s: ir.Block, sc: Scope, out: list[str]) -> None:
+        out.append("{")
+        inner: list[str] = []
+        self.stmts(s.stmts, sc, inner)
+        out += ["    " + x for x in inner]
+        out.append("}")
+
+    def compound_assign(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        self.lvalue_check(s.lhs)
+        self.assign_stmt(s, sc, out)
+
+    def st_Assign(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        if not isinstance(s.lhs, ir.DontCare):
             self.lvalue_check(s.lhs)
-            v = self.ex(s.rhs, sc, pre)
-            self.assign(s.lhs, v, sc, pre)
-            out += pre
-        elif isinstance(s, ir.Assign):
-            if not isinstance(s.lhs, ir.DontCare):
-                self.lvalue_check(s.lhs)
-            v = self.ex(s.rhs, sc, pre)
-            self.assign(s.lhs, v, sc, pre)
-            out += pre
-        elif isinstance(s, ir.VarDecl):
-            self.declare(s.var, s.init, sc, out)
-        elif isinstance(s, ir.If):
-            self.if_stmt(s, sc, out)
-        elif isinstance(s, ir.CallStmt):
-            self.call_stmt(s.call, sc, out)
-        elif isinstance(s, ir.SwitchStmt):
-            self.switch(s, sc, out)
-        elif isinstance(s, ir.Exit):
-            if sc.kind not in ("control", "action"):
-                raise Unsupported("exit here", s.pos)
-            out.append("S->exited = 1;")
-            out.append(sc.ret.replace("@", "0") if sc.ret else "return;")
-        elif isinstance(s, ir.Return):
-            if sc.ret is None:
-                raise Unsupported("return here", s.pos)
-            if s.value is not None:
-                v = self.ex(s.value, sc, pre)
-                out += pre
-                out.append(sc.ret.replace("@", v))
-            else:
-                out.append(sc.ret.replace("@", "0"))
-        else:
-            raise Unsupported(f"statement {type(s).__name__}", s.pos)
+        self.assign_stmt(s, sc, out)
+
+    def assign_stmt(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        pre: list[str] = []
+        v = self.ex(s.rhs, sc, pre)
+        self.assign(s.lhs, v, sc, pre)
+        out += pre
+
+    def st_VarDecl(self, s: ir.VarDecl, sc: Scope, out: list[str]) -> None:
+        self.declare(s.var, s.init, sc, out)
+
+    def st_Exit(self, s: ir.Exit, sc: Scope, out: list[str]) -> None:
+        if sc.kind not in ("control", "action"):
+            raise Unsupported("exit here", s.pos)
+        out.append("S->exited = 1;")
+        out.append(sc.ret.replace("@", "0") if sc.ret else "return;")
+
+    def st_Return(self, s: ir.Return, sc: Scope, out: list[str]) -> None:
+        if sc.ret is None:
+            raise Unsupported("return here", s.pos)
+        pre: list[str] = []
+        v = self.ex(s.value, sc, pre) if s.value is not None else "0"
+        out += pre
+        out.append(sc.ret.replace("@", v))
 
     def declare(self, var: ir.Var, init: Optional[ir.Expr], sc: Scope, out: list[str], name: Optional[str] = None) -> None:
         pre: list[str] = []
@@ -806,27 +799,21 @@ class CGen(IRWalker):
         out.append("goto st_start;")
         no_match = self.err.get("NoMatch", 2)
 
-        def goto(name: str) -> str:
-            if name == "accept":
-                return "{ *err = -2; return pos; }"
-            if name == "reject":
-                return "{ *err = -1; return pos; }"
-            return f"goto st_{_cid(name)};"
-
+        labels = {name: f"st_{_cid(name)}" for name in p.states}
         for st in p.states.values():
             out.append(f"st_{_cid(st.name)}: {{")
             body: list[str] = []
             self.stmts(st.stmts, sc, body)
             t = st.transition
             if isinstance(t, str):
-                body.append(goto(t))
+                body.append(self.goto(t, labels))
             else:
                 pre: list[str] = []
                 keys = self.select_keys(t.keys, sc, pre)
                 body += pre
                 for case in t.cases:
                     conds = self.select_conds(keys, case.keysets)
-                    body.append(f"if ({' && '.join(conds) or '1'}) {goto(case.next_state)}")
+                    body.append(f"if ({' && '.join(conds) or '1'}) {self.goto(case.next_state, labels)}")
                 body.append(f"{{ *err = {no_match}; return pos; }}")
             out += ["    " + x for x in body]
             out.append("}")

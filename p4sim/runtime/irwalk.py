@@ -303,7 +303,24 @@ class IRWalker:
         return (code, scalar_width(t), name)
 
     # ------------------------------------------------------------------ statements
-    def if_stmt(self, s: ir.If, sc: Any, w: Any) -> None:
+    def stmt(self, s: ir.Stmt, sc: Any, w: Any) -> None:
+        """One statement, written to ``w`` (the backend's writer) by the ``st_<kind>`` method
+        for its kind; ``a = a op b`` by ``compound_assign`` (its lvalue is evaluated once)."""
+        if isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
+            self.compound_assign(s, sc, w)
+            return
+        m = getattr(self, "st_" + type(s).__name__, None)
+        if m is None:
+            raise self.unsupported(f"statement {type(s).__name__}", s.pos)
+        m(s, sc, w)
+
+    def st_Empty(self, s: ir.Empty, sc: Any, w: Any) -> None:
+        pass
+
+    def st_CallStmt(self, s: ir.CallStmt, sc: Any, w: Any) -> None:
+        self.call_stmt(s.call, sc, w)
+
+    def st_If(self, s: ir.If, sc: Any, w: Any) -> None:
         pre: list[str] = []
         c = self.ex(s.cond, sc, pre)
         self.emit(pre, w)
@@ -314,7 +331,7 @@ class IRWalker:
             self.nested(s.other, sc, w)
         self.emit(self.spell_end_if(), w)
 
-    def switch(self, s: ir.SwitchStmt, sc: Any, w: Any) -> None:
+    def st_SwitchStmt(self, s: ir.SwitchStmt, sc: Any, w: Any) -> None:
         """The subject pinned once, then an if/else-if chain over the arms (action ids or
         values), the default arm last."""
         pre: list[str] = []
@@ -346,6 +363,13 @@ class IRWalker:
             else:
                 conds.append(f"{subject} == {self.switch_label(lab, sc, pre, pos)}")
         return conds
+
+    def goto(self, state: str, states: dict[str, Any]) -> str:
+        """A parser transition: ``accept`` and ``reject`` end the parser, any other state (its
+        number or label in ``states``) runs next."""
+        if state in ("accept", "reject"):
+            return self.spell(state)
+        return self.spell("goto", state=states[state])
 
     def select_keys(self, keys: list[ir.Expr], sc: Any, pre: list[str]) -> list[str]:
         """A parser select's key values, each pinned in a temporary (left to right)."""

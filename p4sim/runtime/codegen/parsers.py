@@ -69,15 +69,8 @@ class ParserCompiler(CompilerBase):
         w.dedent()
 
     def transition(self, t: Any, sid: dict[str, int], sc: Scope, w: Writer) -> None:
-        def goto(name: str) -> str:
-            if name == "accept":
-                return "return pos, None"
-            if name == "reject":
-                return "return pos, -1"
-            return f"st = {sid[name]}"
-
         if isinstance(t, str):
-            w(goto(t))
+            w(self.goto(t, sid))
             return
         pre: list[str] = []
         keys = self.select_keys(t.keys, sc, pre)
@@ -86,7 +79,7 @@ class ParserCompiler(CompilerBase):
         for case in t.cases:
             conds = self.select_conds(keys, case.keysets)
             w(f"{'if' if first else 'elif'} {' and '.join(conds) or 'True'}:")
-            w(f"    {goto(case.next_state)}")
+            w(f"    {self.goto(case.next_state, sid)}")
             first = False
         w(f"{'else:' if not first else 'if True:'}")
         w(f"    raise _ParserError({self.error_code('NoMatch')})")

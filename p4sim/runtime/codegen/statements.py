@@ -27,64 +27,64 @@ class StatementCompiler(CompilerBase):
 
     emit = flush
 
-    def stmt(self, s: ir.Stmt, sc: Scope, w: Writer) -> None:
+    def st_Block(self, s: ir.Block, sc: Scope, w: Writer) -> None:
+        for x in s.stmts:
+            self.stmt(x, sc, w)
+
+    def compound_assign(self, s: ir.Assign, sc: Scope, w: Writer) -> None:
+        """``a op= b``: the lvalue (its indices) is evaluated once, first."""
         pre: list[str] = []
-        if isinstance(s, ir.Block):
-            for x in s.stmts:
-                self.stmt(x, sc, w)
-        elif isinstance(s, ir.Empty):
-            pass
-        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
-            # compound assignment ``a op= b``: the lvalue (its indices) is evaluated once, first
-            lhs = self.pin_lvalue(s.lhs, sc, pre)
-            v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
-            self.assign(lhs, v, sc, pre)
+        lhs = self.pin_lvalue(s.lhs, sc, pre)
+        v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
+        self.assign(lhs, v, sc, pre)
+        self.flush(pre, w)
+
+    def st_Assign(self, s: ir.Assign, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        rp: list[str] = []
+        v = self.ex(s.rhs, sc, rp)
+        # the lvalue is evaluated before the right-hand side (its indices are pinned first)
+        lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
+        pre += rp
+        self.assign(lhs, v, sc, pre)
+        self.flush(pre, w)
+
+    def st_VarDecl(self, s: ir.VarDecl, sc: Scope, w: Writer) -> None:
+        self.declare(s, sc, w)
+
+    def st_For(self, s: ir.For, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        for x in s.init:
+            self.stmt(x, sc, w)
+        w("while True:")
+        w.indent()
+        if s.cond is not None:
+            c = self.ex(s.cond, sc, pre)
             self.flush(pre, w)
-        elif isinstance(s, ir.Assign):
-            rp: list[str] = []
-            v = self.ex(s.rhs, sc, rp)
-            # the lvalue is evaluated before the right-hand side (its indices are pinned first)
-            lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
-            pre += rp
-            self.assign(lhs, v, sc, pre)
-            self.flush(pre, w)
-        elif isinstance(s, ir.VarDecl):
-            self.declare(s, sc, w)
-        elif isinstance(s, ir.If):
-            self.if_stmt(s, sc, w)
-        elif isinstance(s, ir.CallStmt):
-            self.call_stmt(s.call, sc, w)
-        elif isinstance(s, ir.SwitchStmt):
-            self.switch(s, sc, w)
-        elif isinstance(s, ir.For):
-            for x in s.init:
-                self.stmt(x, sc, w)
-            w("while True:")
-            w.indent()
-            if s.cond is not None:
-                c = self.ex(s.cond, sc, pre)
-                self.flush(pre, w)
-                w(f"if not {c}: break")
-            sc.loops.append(s.update)
-            self.stmts([s.body], sc, w)
-            sc.loops.pop()
-            for x in s.update:
-                self.stmt(x, sc, w)
-            w.dedent()
-        elif isinstance(s, ir.Break):
-            w("break")
-        elif isinstance(s, ir.Continue):
-            for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
-                self.stmt(x, sc, w)
-            w("continue")
-        elif isinstance(s, ir.Exit):
-            w("raise _ExitBlock()")
-        elif isinstance(s, ir.Return):
-            v = self.ex(s.value, sc, pre) if s.value is not None else None
-            self.flush(pre, w)
-            w(sc.returns(v))
-        else:
-            raise Unsupported(f"statement {type(s).__name__}", s.pos)
+            w(f"if not {c}: break")
+        sc.loops.append(s.update)
+        self.stmts([s.body], sc, w)
+        sc.loops.pop()
+        for x in s.update:
+            self.stmt(x, sc, w)
+        w.dedent()
+
+    def st_Break(self, s: ir.Break, sc: Scope, w: Writer) -> None:
+        w("break")
+
+    def st_Continue(self, s: ir.Continue, sc: Scope, w: Writer) -> None:
+        for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
+            self.stmt(x, sc, w)
+        w("continue")
+
+    def st_Exit(self, s: ir.Exit, sc: Scope, w: Writer) -> None:
+        w("raise _ExitBlock()")
+
+    def st_Return(self, s: ir.Return, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        v = self.ex(s.value, sc, pre) if s.value is not None else None
+        self.flush(pre, w)
+        w(sc.returns(v))
 
     def declare(self, s: ir.VarDecl, sc: Scope, w: Writer) -> None:
         pre: list[str] = []
