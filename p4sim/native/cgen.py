@@ -519,83 +519,89 @@ class CGen(IRWalker):
                 return
         raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
 
-    def builtin_call(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
-        n, a = e.name, e.args
-        if n == "mark_to_drop":
-            sm = self.ex(a[0], sc, pre) if a else "(*S->sm)"
-            pre.append(f"({sm}).f_egress_spec = S->drop_port;")
-            pre.append(f"({sm}).f_mcast_grp = 0;")
-        elif n == "hash":
-            algo = enum_member(a[1])
-            ow = scalar_width(a[0].type)
-            if algo == "random":
-                h = "p4n_py_getrandbits32(S->handle)"
-            elif algo in HASHES:
-                buf, nbytes = self.packed(self.flatten(a[3], sc, pre), pre)
-                h = f"{HASHES[algo]}({buf}, {nbytes})"
-            else:
-                raise Unsupported(f"hash algorithm {algo}", e.pos)
-            base, mx = self.ex_all([a[2], a[4]], sc, pre)
-            hv, t = self.tmp(), self.tmp()
-            pre.append(f"uint64_t {hv} = {h};")
-            pre.append(f"uint64_t {t} = {mx};")
-            M = _lit(bitmask(ow))
-            self.assign(a[0], f"({t} ? (({base}) + {hv} % {t}) & {M} : ({base}) & {M})", sc, pre)
-        elif n == "random":
-            lo, hi = self.ex_all([a[1], a[2]], sc, pre)
-            t = self.tmp()
-            pre.append(f"uint64_t {t} = p4n_py_random(S->handle, {lo}, {hi});")
-            self.assign(a[0], t, sc, pre)
-        elif n == "verify" and sc.in_parser:
-            c = self.ex(a[0], sc, pre)
-            code = self.ex(a[1], sc, pre)
-            pre.append(f"if (!({c})) {{ *err = (int32_t)({code}); return pos; }}")
-        elif n in ("clone", "clone3", "clone_preserving_field_list"):
-            # the switch does the cloning (p4sim.switch), as for the reference's X.request_clone
-            self.reinjects = True
-            kind = enum_member(a[0])
-            if kind not in ("I2E", "E2E"):
-                raise Unsupported(f"clone type {kind}", e.pos)
-            fl = a[2].value if n == "clone_preserving_field_list" and isinstance(a[2], ir.Literal) else -1
-            session = self.ex(a[1], sc, pre)
-            pre.append(f"S->ctl.clone_set = 1; S->ctl.clone_kind = {int(kind == 'E2E')}; "
-                       f"S->ctl.clone_session = {session}; S->ctl.clone_fl = {fl};")
-        elif n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
-            self.reinjects = True
-            fl = a[0].value if n.endswith("field_list") and a and isinstance(a[0], ir.Literal) else -1
-            which = "resub" if n.startswith("resubmit") else "recirc"
-            pre.append(f"S->ctl.{which}_set = 1; S->ctl.{which}_fl = {fl};")
-        elif n == "truncate":
-            self.reinjects = True
-            pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(a[0], sc, pre)};")
-        elif n == "log_msg":
-            if not (isinstance(a[0], ir.Literal) and isinstance(a[0].value, str)):
-                raise Unsupported("log_msg with a message that is not a string constant", e.pos)
-            vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
-            self.logs.append(a[0].value)
-            arr = self.tmp()
-            pre.append(f"uint64_t {arr}[{max(1, len(vals))}] = {{{', '.join(vals) or '0'}}};")
-            pre.append(f"p4n_py_log(S->handle, {len(self.logs) - 1}, {len(vals)}, {arr});")
-        elif n in ("assert", "assume") and not sc.in_parser:
-            # the reference raises AssertFailed(where): the packet is dropped and counted
-            self.asserts.append(str(e.pos) if e.pos else n)
-            c = self.ex(a[0], sc, pre)
-            pre.append(f"if (!({c})) {{ S->assert_at = {len(self.asserts)}; S->exited = 1; {self.leave(sc)} }}")
-        elif n in ("verify_checksum", "update_checksum"):
-            self.checksum(e, sc, pre)
-        elif n == "digest":
-            t = e.type_args[0] if e.type_args else a[1].type
-            items = self.flatten(a[1], sc, pre)
-            names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and len(t.fields) == len(items) else [x[2] for x in items]
-            idx = len(self.digests)
-            self.digests.append((getattr(t, "name", "digest"), [(nm, w) for (_, w, _), nm in zip(items, names)]))
-            arr = self.tmp()
-            pre.append(f"uint64_t {arr}[{max(1, len(items))}] = {{{', '.join(c for c, _, _ in items) or '0'}}};")
-            pre.append(f"p4n_py_digest(S->handle, {idx}, {arr});")
+    def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        algo = enum_member(a[1])
+        ow = scalar_width(a[0].type)
+        if algo == "random":
+            h = "p4n_py_getrandbits32(S->handle)"
+        elif algo in HASHES:
+            buf, nbytes = self.packed(self.flatten(a[3], sc, pre), pre)
+            h = f"{HASHES[algo]}({buf}, {nbytes})"
         else:
-            raise Unsupported(f"{n}()", e.pos)
+            raise Unsupported(f"hash algorithm {algo}", e.pos)
+        base, mx = self.ex_all([a[2], a[4]], sc, pre)
+        hv, t = self.tmp(), self.tmp()
+        pre.append(f"uint64_t {hv} = {h};")
+        pre.append(f"uint64_t {t} = {mx};")
+        M = _lit(bitmask(ow))
+        self.assign(a[0], f"({t} ? (({base}) + {hv} % {t}) & {M} : ({base}) & {M})", sc, pre)
 
-    def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+    def builtin_random(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        lo, hi = self.ex_all([e.args[1], e.args[2]], sc, pre)
+        t = self.tmp()
+        pre.append(f"uint64_t {t} = p4n_py_random(S->handle, {lo}, {hi});")
+        self.assign(e.args[0], t, sc, pre)
+
+    def builtin_verify(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if not sc.in_parser:
+            raise Unsupported(f"{e.name}()", e.pos)
+        c = self.ex(e.args[0], sc, pre)
+        code = self.ex(e.args[1], sc, pre)
+        pre.append(f"if (!({c})) {{ *err = (int32_t)({code}); return pos; }}")
+
+    def builtin_clone(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        # the switch does the cloning (p4sim.switch), as for the reference's X.request_clone
+        self.reinjects = True
+        kind = enum_member(e.args[0])
+        if kind not in ("I2E", "E2E"):
+            raise Unsupported(f"clone type {kind}", e.pos)
+        fl = self.field_list(e, 2)
+        session = self.ex(e.args[1], sc, pre)
+        pre.append(f"S->ctl.clone_set = 1; S->ctl.clone_kind = {int(kind == 'E2E')}; "
+                   f"S->ctl.clone_session = {session}; S->ctl.clone_fl = {-1 if fl is None else fl};")
+
+    def builtin_resubmit(self, e: ir.BuiltinCall, sc: Scope, pre: list[str], which: str = "resub") -> None:
+        self.reinjects = True
+        fl = self.field_list(e, 0)
+        pre.append(f"S->ctl.{which}_set = 1; S->ctl.{which}_fl = {-1 if fl is None else fl};")
+
+    def builtin_recirculate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.builtin_resubmit(e, sc, pre, "recirc")
+
+    def builtin_truncate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.reinjects = True
+        pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(e.args[0], sc, pre)};")
+
+    def builtin_log_msg(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        if not (isinstance(a[0], ir.Literal) and isinstance(a[0].value, str)):
+            raise Unsupported("log_msg with a message that is not a string constant", e.pos)
+        vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
+        self.logs.append(a[0].value)
+        arr = self.tmp()
+        pre.append(f"uint64_t {arr}[{max(1, len(vals))}] = {{{', '.join(vals) or '0'}}};")
+        pre.append(f"p4n_py_log(S->handle, {len(self.logs) - 1}, {len(vals)}, {arr});")
+
+    def builtin_assert(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if sc.in_parser:
+            raise Unsupported(f"{e.name}()", e.pos)
+        # the reference raises AssertFailed(where): the packet is dropped and counted
+        self.asserts.append(str(e.pos) if e.pos else e.name)
+        c = self.ex(e.args[0], sc, pre)
+        pre.append(f"if (!({c})) {{ S->assert_at = {len(self.asserts)}; S->exited = 1; {self.leave(sc)} }}")
+
+    def builtin_digest(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        t, items, names = self.digest_items(e, sc, pre)
+        idx = len(self.digests)
+        self.digests.append((getattr(t, "name", "digest"), [(nm, w) for (_, w, _), nm in zip(items, names)]))
+        arr = self.tmp()
+        pre.append(f"uint64_t {arr}[{max(1, len(items))}] = {{{', '.join(c for c, _, _ in items) or '0'}}};")
+        pre.append(f"p4n_py_digest(S->handle, {idx}, {arr});")
+
+    def builtin_checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if e.name.endswith("_with_payload"):
+            raise Unsupported(f"{e.name}()", e.pos)
         a = e.args
         algo = enum_member(a[3])
         if algo not in HASHES:
@@ -796,12 +802,11 @@ class CGen(IRWalker):
                 self.declare(loc.var, loc.init, sc, out)
             else:
                 raise Unsupported(f"extern {loc.extern} in a parser", loc.pos)
-        out.append("goto st_start;")
-        no_match = self.err.get("NoMatch", 2)
-
         labels = {name: f"st_{_cid(name)}" for name in p.states}
+        out.append(self.goto("start", labels))
+        no_match = self.err.get("NoMatch", 2)
         for st in p.states.values():
-            out.append(f"st_{_cid(st.name)}: {{")
+            out.append(f"{labels[st.name]}: {{")
             body: list[str] = []
             self.stmts(st.stmts, sc, body)
             t = st.transition

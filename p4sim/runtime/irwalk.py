@@ -36,6 +36,18 @@ BINARY_KINDS = {
 }
 
 
+# v1model extern function -> the builtin_<kind> method of the back end that writes it
+BUILTIN_KINDS = {
+    "mark_to_drop": "mark_to_drop", "hash": "hash", "random": "random", "digest": "digest",
+    "clone": "clone", "clone3": "clone", "clone_preserving_field_list": "clone",
+    "resubmit": "resubmit", "resubmit_preserving_field_list": "resubmit",
+    "recirculate": "recirculate", "recirculate_preserving_field_list": "recirculate",
+    "truncate": "truncate", "log_msg": "log_msg", "assert": "assert", "assume": "assert", "verify": "verify",
+    "verify_checksum": "checksum", "update_checksum": "checksum",
+    "verify_checksum_with_payload": "checksum", "update_checksum_with_payload": "checksum",
+}
+
+
 def bitmask(w: int) -> int:
     return (1 << w) - 1
 
@@ -301,6 +313,34 @@ class IRWalker:
     def scalar_item(self, code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
         """One scalar of a data list: (value code, bit width, field name)."""
         return (code, scalar_width(t), name)
+
+    # ------------------------------------------------------------------ extern functions
+    def builtin_call(self, e: ir.BuiltinCall, sc: Any, pre: list[str]) -> None:
+        """A v1model extern function, by the backend's ``builtin_<kind>`` (none: refused)."""
+        m = getattr(self, "builtin_" + BUILTIN_KINDS.get(e.name, "?"), None)
+        if m is None:
+            raise self.unsupported(f"{e.name}()", e.pos)
+        m(e, sc, pre)
+
+    def builtin_mark_to_drop(self, e: ir.BuiltinCall, sc: Any, pre: list[str]) -> None:
+        """The packet goes to the drop port and to no multicast group (the standard metadata
+        argument, or the packet's own when it is omitted)."""
+        sm = self.ex(e.args[0], sc, pre) if e.args else self.spell("standard_metadata")
+        pre += self.spell("mark_to_drop", sm=sm).split("\n")
+
+    @staticmethod
+    def field_list(e: ir.BuiltinCall, i: int) -> Optional[int]:
+        """The field list a ``*_preserving_field_list`` call names (argument ``i``), else None."""
+        a = e.args
+        return a[i].value if e.name.endswith("field_list") and len(a) > i and isinstance(a[i], ir.Literal) else None
+
+    def digest_items(self, e: ir.BuiltinCall, sc: Any, pre: list[str]) -> tuple[ir.Type, list[tuple[str, Any, str]], list[str]]:
+        """A digest's type, its scalars (``flatten``) and their names: the struct's field names
+        when it has one field per scalar, else each scalar's own."""
+        t = e.type_args[0] if e.type_args else e.args[1].type
+        items = self.flatten(e.args[1], sc, pre)
+        names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and len(t.fields) == len(items) else [x[2] for x in items]
+        return t, items, names
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: ir.Stmt, sc: Any, w: Any) -> None:

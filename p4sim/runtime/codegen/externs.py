@@ -76,61 +76,55 @@ class ExternCompiler(CompilerBase):
             return
         raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
 
-    def builtin_call(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
-        n, a = e.name, e.args
-        if n == "mark_to_drop":
-            sm = self.ex(a[0], sc, pre) if a else "X.sm"
-            pre.append(f"{sm}.egress_spec = X.drop_port")
-            pre.append(f"{sm}.mcast_grp = 0")
-        elif n == "hash":
-            algo = enum_member(a[1])
-            data, width = self.packed(self.flatten(a[3], sc, pre))
-            ow = scalar_width(a[0].type)
-            if algo == "random":
-                h = f"X.rng.getrandbits(32)"
-            else:
-                h = f"{self.algo(algo, True, e.pos)}({data}, {width})"
-            base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
-            tmp = sc.new_tmp()
-            pre.append(f"{tmp} = {mx}")
-            self.assign(a[0], f"((({base}) + ({h}) % {tmp}) & {bitmask(ow)} if {tmp} else ({base}) & {bitmask(ow)})", sc, pre)
-        elif n == "random":
-            lo, hi = self.ex(a[1], sc, pre), self.ex(a[2], sc, pre)
-            self.assign(a[0], f"X.random({lo}, {hi})", sc, pre)
-        elif n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                   "update_checksum_with_payload"):
-            self.checksum(e, sc, pre)
-        elif n == "digest":
-            t = e.type_args[0] if e.type_args else a[1].type
-            items = self.flatten(a[1], sc, pre)
-            names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and len(t.fields) == len(items) else [x[2] for x in items]
-            tup = "(" + "".join(f"({nm!r}, {w}, {c}), " for (c, w, _), nm in zip(items, names)) + ")"
-            pre.append(f"X.digest({getattr(t, 'name', 'digest')!r}, {tup})")
-        elif n in ("clone", "clone3", "clone_preserving_field_list"):
-            self.uses_clone = True
-            kind = enum_member(a[0])
-            session = self.ex(a[1], sc, pre)
-            fl = a[2].value if n == "clone_preserving_field_list" and isinstance(a[2], ir.Literal) else None
-            pre.append(f"X.request_clone({kind!r}, {session}, {fl!r})")
-        elif n in ("resubmit", "resubmit_preserving_field_list"):
-            fl = a[0].value if n.endswith("field_list") and isinstance(a[0], ir.Literal) else None
-            pre.append(f"X.resubmit = ({fl!r},)")
-        elif n in ("recirculate", "recirculate_preserving_field_list"):
-            fl = a[0].value if n.endswith("field_list") and isinstance(a[0], ir.Literal) else None
-            pre.append(f"X.recirculate = ({fl!r},)")
-        elif n == "truncate":
-            pre.append(f"X.truncate = {self.ex(a[0], sc, pre)}")
-        elif n == "log_msg":
-            msg = self.ex(a[0], sc, pre)
-            vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
-            pre.append(f"X.log({msg}, ({''.join(v + ', ' for v in vals)}))")
-        elif n in ("assert", "assume"):
-            where = str(e.pos) if e.pos else n
-            pre.append(f"if not {self.ex(a[0], sc, pre)}: raise _AssertFailed({where!r})")
-        elif n == "verify":
-            pre.append(f"if not {self.ex(a[0], sc, pre)}: raise _ParserError({self.ex(a[1], sc, pre)})")
+    def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        algo = enum_member(a[1])
+        data, width = self.packed(self.flatten(a[3], sc, pre))
+        ow = scalar_width(a[0].type)
+        if algo == "random":
+            h = f"X.rng.getrandbits(32)"
         else:
-            raise Unsupported(f"{n}()", e.pos)
+            h = f"{self.algo(algo, True, e.pos)}({data}, {width})"
+        base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
+        tmp = sc.new_tmp()
+        pre.append(f"{tmp} = {mx}")
+        self.assign(a[0], f"((({base}) + ({h}) % {tmp}) & {bitmask(ow)} if {tmp} else ({base}) & {bitmask(ow)})", sc, pre)
+
+    def builtin_random(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        lo, hi = self.ex(e.args[1], sc, pre), self.ex(e.args[2], sc, pre)
+        self.assign(e.args[0], f"X.random({lo}, {hi})", sc, pre)
+
+    def builtin_digest(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        t, items, names = self.digest_items(e, sc, pre)
+        tup = "(" + "".join(f"({nm!r}, {w}, {c}), " for (c, w, _), nm in zip(items, names)) + ")"
+        pre.append(f"X.digest({getattr(t, 'name', 'digest')!r}, {tup})")
+
+    def builtin_clone(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.uses_clone = True
+        kind = enum_member(e.args[0])
+        session = self.ex(e.args[1], sc, pre)
+        pre.append(f"X.request_clone({kind!r}, {session}, {self.field_list(e, 2)!r})")
+
+    def builtin_resubmit(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.resubmit = ({self.field_list(e, 0)!r},)")
+
+    def builtin_recirculate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.recirculate = ({self.field_list(e, 0)!r},)")
+
+    def builtin_truncate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.truncate = {self.ex(e.args[0], sc, pre)}")
+
+    def builtin_log_msg(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        msg = self.ex(e.args[0], sc, pre)
+        vals = [c for c, _, _ in self.flatten(e.args[1], sc, pre)] if len(e.args) > 1 else []
+        pre.append(f"X.log({msg}, ({''.join(v + ', ' for v in vals)}))")
+
+    def builtin_assert(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        where = str(e.pos) if e.pos else e.name
+        pre.append(f"if not {self.ex(e.args[0], sc, pre)}: raise _AssertFailed({where!r})")
+
+    def builtin_verify(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"if not {self.ex(e.args[0], sc, pre)}: raise _ParserError({self.ex(e.args[1], sc, pre)})")
 
     @staticmethod
     def algo(name: str, on_int: bool, pos: Optional[Pos] = None) -> str:
@@ -142,7 +136,7 @@ class ExternCompiler(CompilerBase):
             raise Unsupported(f"hash algorithm {name}", pos)
         return f"_HI_{name}" if on_int else f"_HB_{name}"
 
-    def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+    def builtin_checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
         a = e.args
         cond = self.ex(a[0], sc, pre)
         algo = enum_member(a[3])
