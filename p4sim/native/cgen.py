@@ -483,41 +483,22 @@ class CGen(IRWalker):
         slots = self.__dict__.setdefault("dmeters", {})
         return slots.setdefault(id(inst), len(slots))
 
-    def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
-        inst, m, a = e.instance, e.method, e.args
-        if inst.extern == "direct_counter" and m == "count":
-            return
-        if inst.extern == "direct_meter" and m == "read":
-            k = self.dmeter_slot(inst)
-            self.assign(a[0], f"(S->dm_set[{k}] ? S->dm[{k}] : 0)", sc, pre)
-            return
-        if inst.extern in ("register", "counter", "meter"):
-            name, spec = self.extern(inst)
-            size = spec.size
-            if inst.extern == "register" and m == "read":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[1], sc, pre)};")
-                self.assign(a[0], f"({i} < {size} ? S->{name}[{i}] : 0)", sc, pre)
-                return
-            if inst.extern == "register" and m == "write":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                v = self.ex(a[1], sc, pre)
-                pre.append(f"if ({i} < {size}) S->{name}[{i}] = {v};")
-                return
-            if inst.extern == "counter" and m == "count":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                pre.append(f"if ({i} < {size}) {{ S->{name}_p[{i}] += 1; S->{name}_b[{i}] += S->sm->f_packet_length; }}")
-                return
-            if inst.extern == "meter" and m == "execute_meter":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                kind = str(inst.ctor_args[1]) if len(inst.ctor_args) > 1 else "packets"
-                size_expr = "S->sm->f_packet_length" if kind == "bytes" else "1"
-                self.assign(a[1], f"({i} < {size} ? p4n_meter_exec(&S->{name}[{i}], {size_expr}, S->now) : 0)", sc, pre)
-                return
-        raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
+    def extern_state(self, inst: ir.ExternInstance) -> tuple[str, int]:
+        """A register's or counter's state in ``inst_t`` and its size."""
+        name, spec = self.extern(inst)
+        return f"S->{name}", spec.size
+
+    def extern_meter_execute_meter(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        inst = e.instance
+        name, spec = self.extern(inst)
+        i = self.pinned_index(e.args[0], sc, pre)
+        kind = str(inst.ctor_args[1]) if len(inst.ctor_args) > 1 else "packets"
+        size_expr = "S->sm->f_packet_length" if kind == "bytes" else "1"
+        self.assign(e.args[1], f"({i} < {spec.size} ? p4n_meter_exec(&S->{name}[{i}], {size_expr}, S->now) : 0)", sc, pre)
+
+    def extern_direct_meter_read(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        k = self.dmeter_slot(e.instance)
+        self.assign(e.args[0], f"(S->dm_set[{k}] ? S->dm[{k}] : 0)", sc, pre)
 
     def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
         a = e.args

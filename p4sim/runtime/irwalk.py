@@ -314,6 +314,41 @@ class IRWalker:
         """One scalar of a data list: (value code, bit width, field name)."""
         return (code, scalar_width(t), name)
 
+    # ------------------------------------------------------------------ extern objects
+    def extern_call(self, e: ir.ExternCall, sc: Any, pre: list[str]) -> Optional[str]:
+        """A v1model extern method, by ``extern_<extern>_<method>`` (none: refused)."""
+        m = getattr(self, f"extern_{e.instance.extern}_{e.method}", None)
+        if m is None:
+            raise self.unsupported(f"extern method {e.instance.extern}.{e.method}", e.pos)
+        return m(e, sc, pre)
+
+    def pinned_index(self, index: ir.Expr, sc: Any, pre: list[str]) -> str:
+        t = self.fresh(sc)
+        pre.append(self.spell_pin(t, self.ex(index, sc, pre), None))
+        return t
+
+    def extern_register_read(self, e: ir.ExternCall, sc: Any, pre: list[str]) -> None:
+        """``read(result, index)``; out of range, the result is 0 (BMv2)."""
+        cells, size = self.extern_state(e.instance)
+        i = self.pinned_index(e.args[1], sc, pre)
+        self.assign(e.args[0], self.spell("register_read", cells=cells, size=size, i=i), sc, pre)
+
+    def extern_register_write(self, e: ir.ExternCall, sc: Any, pre: list[str]) -> None:
+        """``write(index, value)``; out of range, nothing is written (BMv2)."""
+        cells, size = self.extern_state(e.instance)
+        i = self.pinned_index(e.args[0], sc, pre)
+        v = self.ex(e.args[1], sc, pre)
+        pre.append(self.spell("register_write", cells=cells, size=size, i=i, v=v))
+
+    def extern_counter_count(self, e: ir.ExternCall, sc: Any, pre: list[str]) -> None:
+        """``count(index)``: one packet and its length in bytes; out of range, nothing (BMv2)."""
+        cells, size = self.extern_state(e.instance)
+        i = self.pinned_index(e.args[0], sc, pre)
+        pre += self.spell("counter_count", cells=cells, size=size, i=i).split("\n")
+
+    def extern_direct_counter_count(self, e: ir.ExternCall, sc: Any, pre: list[str]) -> None:
+        """A no-op: BMv2 counts a direct counter on every hit of its table."""
+
     # ------------------------------------------------------------------ extern functions
     def builtin_call(self, e: ir.BuiltinCall, sc: Any, pre: list[str]) -> None:
         """A v1model extern function, by the backend's ``builtin_<kind>`` (none: refused)."""

@@ -40,41 +40,23 @@ class ExternCompiler(CompilerBase):
 
     # ------------------------------------------------------------------ externs and builtins
     def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> Optional[str]:
-        inst, m, a = e.instance, e.method, e.args
-        if self.arch_externs is not None and inst.extern in self.arch_externs.EXTERNS:
+        if self.arch_externs is not None and e.instance.extern in self.arch_externs.EXTERNS:
             return self.arch_externs.extern_call(self, e, sc, pre)
-        E = self.extern_name(inst)
-        if inst.extern == "register":
-            # inlined on the cell list ({E}_c, bound per switch): registers are the most frequent
-            # extern calls in stateful programs and a method call per access adds up.  Out of
-            # range: reads give 0, writes are ignored (BMv2).
-            size = int(inst.ctor_args[0])
-            idx = sc.new_tmp()
-            if m == "read":
-                pre.append(f"{idx} = {self.ex(a[1], sc, pre)}")
-                self.assign(a[0], f"({E}_c[{idx}] if {idx} < {size} else 0)", sc, pre)
-                return
-            if m == "write":
-                pre.append(f"{idx} = {self.ex(a[0], sc, pre)}")
-                pre.append(f"if {idx} < {size}: {E}_c[{idx}] = {self.ex(a[1], sc, pre)}")
-                return
-        elif inst.extern == "counter" and m == "count":
-            size = int(inst.ctor_args[0])
-            idx = sc.new_tmp()
-            pre.append(f"{idx} = {self.ex(a[0], sc, pre)}")
-            pre.append(f"if {idx} < {size}:")
-            pre.append(f"    {E}_p[{idx}] += 1")
-            pre.append(f"    {E}_b[{idx}] += X.sm.packet_length")
-            return
-        elif inst.extern == "direct_counter" and m == "count":
-            return  # BMv2 counts a direct counter on every hit of its table; count() is a no-op
-        elif inst.extern == "meter" and m == "execute_meter":
-            self.assign(a[1], f"{E}.execute({self.ex(a[0], sc, pre)}, X.sm.packet_length, X.now)", sc, pre)
-            return
-        elif inst.extern == "direct_meter" and m == "read":
-            self.assign(a[0], f"X.dmeter.get({id(inst)}, 0)", sc, pre)
-            return
-        raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
+        self.extern_name(e.instance)
+        return super().extern_call(e, sc, pre)
+
+    def extern_state(self, inst: ir.ExternInstance) -> tuple[str, int]:
+        """A register's or counter's global name and size.  Register calls are inlined on the
+        cell list ({E}_c, bound per switch): registers are the most frequent extern calls in
+        stateful programs and a method call per access adds up."""
+        return self.extern_name(inst), int(inst.ctor_args[0])
+
+    def extern_meter_execute_meter(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        E = self.extern_name(e.instance)
+        self.assign(e.args[1], f"{E}.execute({self.ex(e.args[0], sc, pre)}, X.sm.packet_length, X.now)", sc, pre)
+
+    def extern_direct_meter_read(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        self.assign(e.args[0], f"X.dmeter.get({id(e.instance)}, 0)", sc, pre)
 
     def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
         a = e.args
