@@ -325,7 +325,6 @@ class CGen(IRWalker):
         codes: list[str] = []
         outs: list[tuple[ir.Expr, str]] = []
         backs: list[tuple[ir.Expr, str]] = []
-        exprs: list[ir.Expr] = []
         for p, a in zip(params, args):
             if a is None:
                 raise Unsupported("omitted argument", None)
@@ -334,26 +333,23 @@ class CGen(IRWalker):
         vals = iter(self.ex_all(ins, sc, pre))
         for p, a, d in zip(params, args, dirs):
             d = d or p.direction
-            if d in ("out", "inout"):
+            comp = p.type if is_composite(p.type) else None  # composites go by pointer to a copy
+            if d not in ("out", "inout"):
+                val = next(vals)
+                if comp is None:
+                    codes.append(val)
+                    continue
+                t = self.tmp()
+                pre.append(self.spell_pin(t, val, comp))
+            else:  # a temporary the callee writes through, copied back after the call
                 self.lvalue_check(a)
                 t = self.tmp()
-                if is_composite(p.type):
-                    ty = f"struct {self.sname(p.type)}"
-                    if d == "out":
-                        pre.append(f"{ty} {t}; memset(&{t}, 0, sizeof {t});")
-                    else:
-                        pre.append(f"{ty} {t} = {self.ex(a, sc, pre)};")
-                    backs.append((a, t))
+                if d == "out" and comp is not None:
+                    pre.append(f"struct {self.sname(comp)} {t}; memset(&{t}, 0, sizeof {t});")
                 else:
-                    pre.append(f"uint64_t {t} = {'0' if d == 'out' else self.ex(a, sc, pre)};")
-                    outs.append((a, t))
-                codes.append(f"&{t}")
-            elif is_composite(p.type):
-                t = self.tmp()
-                pre.append(f"struct {self.sname(p.type)} {t} = {next(vals)};")
-                codes.append(f"&{t}")
-            else:
-                codes.append(next(vals))
+                    pre.append(self.spell_pin(t, "0" if d == "out" else self.ex(a, sc, pre), comp))
+                (outs if comp is None else backs).append((a, t))
+            codes.append(f"&{t}")
         call = head + "".join(", " + c for c in codes) + ")"
         r = None
         if ret is not None:
@@ -1206,13 +1202,7 @@ def _contains_exit(prog: ir.Program) -> bool:
             return True
         if isinstance(x, ir.CallStmt) and isinstance(x.call, ir.BuiltinCall) and x.call.name in ("assert", "assume"):
             return True
-        if isinstance(x, ir.Block):
-            return any(walk(y) for y in x.stmts)
-        if isinstance(x, ir.If):
-            return walk(x.then) or (x.other is not None and walk(x.other))
-        if isinstance(x, ir.SwitchStmt):
-            return any(c.body is not None and walk(c.body) for c in x.cases)
-        return False
+        return any(walk(y) for y in ir.sub_statements(x))
 
     bodies = [a.body for a in prog.actions.values()] + [f.body for f in prog.functions.values()]
     for c in prog.controls.values():

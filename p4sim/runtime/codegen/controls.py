@@ -217,17 +217,9 @@ class ControlCompiler(CompilerBase):
     def _stmt_may_exit(self, s: Any) -> bool:
         if isinstance(s, ir.Exit):
             return True
-        if isinstance(s, ir.Block):
-            return any(self._stmt_may_exit(x) for x in s.stmts)
-        if isinstance(s, ir.If):
-            return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
-        if isinstance(s, ir.SwitchStmt):
-            return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
-        if isinstance(s, ir.For):
-            return self._stmt_may_exit(s.body)
         if isinstance(s, ir.CallStmt):
             return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)
-        return False
+        return any(self._stmt_may_exit(x) for x in ir.sub_statements(s))
 
     def drain_actions(self, fvars: dict[int, str]) -> None:
         while self.pending_actions:
