@@ -1,8 +1,10 @@
 """C source for one v1model program, generated from p4sim's IR.
 
-The structure follows the reference code generator (p4sim/runtime/codegen.py) so each rule can be
-checked side by side: one C function per parser, control (its frame struct holds parameters and
-locals), action, table and function.  Every scalar is a ``uint64_t`` holding the value masked to
+The walk over the IR is the one the reference code generator (p4sim/runtime/codegen) uses,
+``runtime.irwalk.IRWalker``: this module only spells it in C (``spelling.toml`` and the
+``spell_*``/``st_*``/``extern_*``/``builtin_*`` methods) and adds what only C needs.  One C
+function per parser, control (its frame struct holds parameters and locals), action, table and
+function.  Every scalar is a ``uint64_t`` holding the value masked to
 its width, exactly the Python int the reference holds; composites are C structs (a header has a
 ``_v`` validity byte; an invalid header reads as zeros, as in the reference).  State that outlives
 a packet (registers, counters, meters, tables) lives in one ``inst_t`` per switch.

@@ -3,18 +3,25 @@
 p4sim has two back ends over the same IR: the reference, which writes Python
 (``runtime.codegen``), and the native one, which writes C (``native.cgen``).  What an IR node
 *means* -- which operand is evaluated first and when it must be pinned in a temporary, how a
-cast between widths behaves, which switch labels fall through to which body, what a select
-keyset tests, which scalars a data list holds -- is decided here, once.  Each back end only says
-how to spell each construct in its language, through the ``spell_*`` hooks below, so the two
-cannot drift apart on a rule (the native backend's answers must equal the reference's byte for
-byte).
+cast between widths behaves, how a slice is assigned, which switch labels fall through to which
+body, what a select keyset tests, where a transition goes, which scalars a data list holds,
+which statement, extern method or extern function a node is, and BMv2's rules for registers,
+counters and mark_to_drop -- is decided here, once.  Each back end only says how to spell each
+construct in its language, so the two cannot drift apart on a rule (the native backend's
+answers must equal the reference's byte for byte).
 
 A back end subclasses ``IRWalker`` and provides:
 
 * ``unsupported``: the exception it raises for a construct it does not run;
-* ``fresh(sc)``: a new temporary's name;
-* ``spelling``: its table of templates (a ``spelling.toml`` next to it) for the constructs
-  spelled without a decision, and the ``spell_*`` methods the walk calls for the others.
+* ``fresh(sc)``: a new temporary's name, and ``spell_pin``/``is_stable`` (a value held in one);
+* ``spelling``: its table of ``str.format`` templates (a ``spelling.toml`` next to it) for the
+  constructs spelled without a decision; a construct missing from it is refused where the walk
+  says so (``spell_or_refuse``);
+* the ``spell_*`` methods for constructs whose spelling needs a decision of its own (C's 64-bit
+  limits, Python's constant shifts), and the statement, extern and builtin methods the walk
+  dispatches to (``st_<kind>``, ``extern_<extern>_<method>``, ``builtin_<kind>``) where they
+  differ between the two languages;
+* ``emit``/``nested``/``inline``: how lines and nested bodies go to its writer.
 
 Expressions come back as code strings; statements that must run before one goes to ``pre``.
 """
@@ -27,7 +34,8 @@ from typing import Any, Callable, Optional
 from p4sim.frontend import ir
 from p4sim.runtime.objects import is_composite, scalar_width
 
-# binary operator -> the spell_<kind> hook of the back end that writes it (on bit<W>/int<W>)
+# binary operator on bit<W>/int<W> -> the construct a back end writes it as: its ``spell_<kind>``
+# method if it has one, else its template ``<kind>`` (``<kind>_signed`` for int<W> where it has one)
 BINARY_KINDS = {
     "<": "relational", "<=": "relational", ">": "relational", ">=": "relational",
     "+": "wrap", "-": "wrap", "*": "wrap",
@@ -442,8 +450,10 @@ class IRWalker:
     def goto(self, state: str, states: dict[str, Any]) -> str:
         """A parser transition: ``accept`` and ``reject`` end the parser, any other state (its
         number or label in ``states``) runs next."""
-        if state in ("accept", "reject"):
-            return self.spell(state)
+        if state == "accept":
+            return self.spell("accept")
+        if state == "reject":
+            return self.spell("reject")
         return self.spell("goto", state=states[state])
 
     def select_keys(self, keys: list[ir.Expr], sc: Any, pre: list[str]) -> list[str]:

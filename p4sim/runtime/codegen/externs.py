@@ -9,7 +9,7 @@ from p4sim.errors import Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import Scope, bitmask, enum_member
-from p4sim.runtime.objects import is_composite, pyattr, scalar_width
+from p4sim.runtime.objects import scalar_width
 
 
 class ExternCompiler(CompilerBase):
