@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.codegen import enum_member
-from p4sim.runtime.irwalk import IRWalker, bitmask, load_spelling, table_action_refs
+from p4sim.runtime.irwalk import MATCH_KINDS, IRWalker, bitmask, load_spelling, table_action_refs
 from p4sim.runtime.objects import is_composite, scalar_width
 
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
@@ -100,6 +100,7 @@ class CGen(IRWalker):
     spelled in C, plus what only C needs (structs, frames, the table and extern state)."""
 
     unsupported = Unsupported
+    runs_varbit = runs_unions = False
     spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
@@ -737,7 +738,7 @@ class CGen(IRWalker):
         elif c.method == "emit" and sc.kind == "deparser":
             obj = self.ex(c.args[0], sc, pre)
             out += pre
-            for code, t in self.emit_items(obj, c.args[0].type, c.pos):
+            for code, t in self.emit_headers(obj, c.args[0].type, c.pos):
                 out.append(f"if (({code})._v) {{")
                 for path, ft in ir.leaf_fields(t):
                     fld = "".join(f".f_{_cid(p)}" for p in path)
@@ -751,17 +752,6 @@ class CGen(IRWalker):
             pass
         else:
             raise Unsupported(f"packet.{c.method} here", c.pos)
-
-    def emit_items(self, code: str, t: ir.Type, pos: Any) -> list[tuple[str, ir.HeaderT]]:
-        if isinstance(t, ir.HeaderT):
-            if t.varbit is not None:
-                raise Unsupported("emit of a varbit header", pos)
-            return [(code, t)]
-        if isinstance(t, ir.StructT):
-            return [x for f in t.fields for x in self.emit_items(f"({code}).f_{_cid(f.name)}", f.type, pos)]
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.emit_items(f"({code}).e[{i}]", t.elem, pos)]
-        raise Unsupported("emit of a header union", pos)
 
     # ------------------------------------------------------------------ blocks
     def compile_parser(self, p: ir.ParserDecl) -> str:
@@ -917,7 +907,7 @@ class CGen(IRWalker):
         if len(t.keys) > MAX_KEYS:
             raise Unsupported(f"table {t.qualified_name} with more than {MAX_KEYS} keys", t.pos)
         for k in t.keys:
-            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+            if k.match_kind not in MATCH_KINDS:
                 raise Unsupported(f"match kind {k.match_kind}", k.pos or t.pos)
         if t.direct_register is not None or (t.direct_meter is not None and t.direct_meter.extern != "direct_meter"):
             raise Unsupported(f"direct register/meter of table {t.qualified_name}", t.pos)

@@ -56,6 +56,10 @@ BUILTIN_KINDS = {
 }
 
 
+# the match kinds of a table key that BMv2's v1model tables implement
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+
+
 def bitmask(w: int) -> int:
     return (1 << w) - 1
 
@@ -107,6 +111,8 @@ class IRWalker:
 
     unsupported: Callable[..., Exception]
     spelling: dict[str, str]  # the backend's templates for constructs spelled without a decision
+    runs_varbit = True  # whether the backend runs varbit headers and header unions
+    runs_unions = True
 
     def spell(self, construct: str, **fields: Any) -> str:
         return self.spelling[construct].format(**fields)
@@ -317,6 +323,21 @@ class IRWalker:
             c = self.spell_field(code, f.name)
             out += self.flatten_obj(c, f.type) if is_composite(f.type) else [self.scalar_item(c, f.type, f.name)]
         return out
+
+    def emit_headers(self, code: str, t: ir.Type, pos: Any) -> list[tuple[str, ir.HeaderT]]:
+        """The headers ``emit`` of object ``code`` of type ``t`` writes, in order: a struct's
+        fields and a stack's elements in turn, a union's members (only a valid one is written)."""
+        if isinstance(t, ir.HeaderT):
+            if t.varbit is not None and not self.runs_varbit:
+                raise self.unsupported("emit of a varbit header", pos)
+            return [(code, t)]
+        if isinstance(t, ir.StackT):
+            return [x for i in range(t.size) for x in self.emit_headers(self.spell("element", code=code, i=i), t.elem, pos)]
+        if isinstance(t, ir.HeaderUnionT) and not self.runs_unions:
+            raise self.unsupported("emit of a header union", pos)
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            return [x for f in t.fields for x in self.emit_headers(self.spell_field(code, f.name), f.type, pos)]
+        raise self.unsupported("emit of a non-header value", pos)
 
     def scalar_item(self, code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
         """One scalar of a data list: (value code, bit width, field name)."""

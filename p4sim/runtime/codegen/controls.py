@@ -9,7 +9,7 @@ from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import ActionInfo, Scope, TableInfo, Writer
-from p4sim.runtime.irwalk import table_action_refs
+from p4sim.runtime.irwalk import MATCH_KINDS, table_action_refs
 from p4sim.runtime.objects import is_composite, pyattr, scalar_width
 
 
@@ -141,7 +141,7 @@ class ControlCompiler(CompilerBase):
 
     def compile_table(self, t: ir.TableDecl, c: ir.ControlDecl, fvars: dict[int, str]) -> None:
         for k in t.keys:
-            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+            if k.match_kind not in MATCH_KINDS:
                 raise Unsupported(f"match kind {k.match_kind!r} (table {t.qualified_name})", k.pos or t.pos)
         if sum(k.match_kind == "lpm" for k in t.keys) > 1:
             raise CompileError(f"table {t.qualified_name} has more than one lpm key", t.pos)

@@ -261,14 +261,4 @@ class StatementCompiler(CompilerBase):
             w(line)
 
     def emit_items(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, ir.HeaderT]]:
-        code = self.ex(e, sc, pre)
-        return self._emit_obj(code, e.type, e.pos)
-
-    def _emit_obj(self, code: str, t: ir.Type, pos: Optional[Pos]) -> list[tuple[str, ir.HeaderT]]:
-        if isinstance(t, ir.HeaderT):
-            return [(code, t)]
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self._emit_obj(f"{code}.e[{i}]", t.elem, pos)]
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):  # a union: only its valid member emits
-            return [x for f in t.fields for x in self._emit_obj(f"{code}.{pyattr(f.name)}", f.type, pos)]
-        raise Unsupported("emit of a non-header value", pos)
+        return self.emit_headers(self.ex(e, sc, pre), e.type, e.pos)
