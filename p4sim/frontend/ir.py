@@ -729,6 +729,20 @@ class Program:
     tofino_target: int = 0
 
 
+def sub_statements(s: object) -> list[Stmt]:
+    """The statements directly inside ``s``: a block's, an if's branches, a switch's bodies, a
+    for loop's body (what a search for ``exit`` or ``return`` descends into)."""
+    if isinstance(s, Block):
+        return list(s.stmts)
+    if isinstance(s, If):
+        return [s.then] + ([s.other] if s.other is not None else [])
+    if isinstance(s, SwitchStmt):
+        return [c.body for c in s.cases if c.body is not None]
+    if isinstance(s, For):
+        return [s.body]
+    return []
+
+
 def walk(roots: list[object], stop: tuple[type, ...] = ()) -> "Iterator[object]":
     """Every IR node reachable from ``roots`` once, depth first off a stack (the last root
     first, a node's fields last to first), through lists, tuples and dict values; not into types,

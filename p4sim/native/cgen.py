@@ -1,8 +1,10 @@
 """C source for one v1model program, generated from p4sim's IR.
 
-The structure follows the reference code generator (p4sim/runtime/codegen.py) so each rule can be
-checked side by side: one C function per parser, control (its frame struct holds parameters and
-locals), action, table and function.  Every scalar is a ``uint64_t`` holding the value masked to
+The walk over the IR is the one the reference code generator (p4sim/runtime/codegen) uses,
+``runtime.irwalk.IRWalker``: this module only spells it in C (``spelling.toml`` and the
+``spell_*``/``st_*``/``extern_*``/``builtin_*`` methods) and adds what only C needs.  One C
+function per parser, control (its frame struct holds parameters and locals), action, table and
+function.  Every scalar is a ``uint64_t`` holding the value masked to
 its width, exactly the Python int the reference holds; composites are C structs (a header has a
 ``_v`` validity byte; an invalid header reads as zeros, as in the reference).  State that outlives
 a packet (registers, counters, meters, tables) lives in one ``inst_t`` per switch.
@@ -13,10 +15,12 @@ the caller then runs the whole program on the reference backend (never part of i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from p4sim.frontend import ir
 from p4sim.runtime.codegen import enum_member
+from p4sim.runtime.irwalk import MATCH_KINDS, IRWalker, bitmask, load_spelling, table_action_refs
 from p4sim.runtime.objects import is_composite, scalar_width
 
 HASHES = {"crc32": "p4n_crc32", "crc32_custom": "p4n_crc32", "crc16": "p4n_crc16", "crc16_custom": "p4n_crc16",
@@ -33,24 +37,12 @@ class Unsupported(Exception):
         super().__init__(f"{what}" + (f" at {pos}" if pos else ""))
 
 
-def _mask(w: int) -> int:
-    return (1 << w) - 1
-
-
 def _lit(v: int) -> str:
     return f"UINT64_C({v})"
 
 
 def _cid(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
-
-
-def _bits(t: ir.Type) -> Optional[ir.BitT]:
-    if isinstance(t, ir.BitT):
-        return t
-    if isinstance(t, ir.EnumT) and t.underlying is not None:
-        return t.underlying
-    return None
 
 
 @dataclass
@@ -103,8 +95,13 @@ class Scope:
         self.ret: Optional[str] = None  # how ``return`` is written here
 
 
-class CGen:
-    """Generates one program's C source (``generate()``)."""
+class CGen(IRWalker):
+    """Generates one program's C source (``generate()``): the shared walk (``IRWalker``)
+    spelled in C, plus what only C needs (structs, frames, the table and extern state)."""
+
+    unsupported = Unsupported
+    runs_varbit = runs_unions = False
+    spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
         if prog.arch != "v1model":
@@ -203,52 +200,78 @@ class CGen:
             self.action_ids[id(a)] = len(self.action_ids) + 1
         return self.action_ids[id(a)]
 
-    # ------------------------------------------------------------------ expressions
-    def ex(self, e: ir.Expr, sc: Scope, pre: list[str]) -> str:
-        m = getattr(self, "ex_" + type(e).__name__, None)
-        if m is None:
-            raise Unsupported(f"expression {type(e).__name__}", e.pos)
-        return m(e, sc, pre)
+    # ------------------------------------------------------------------ how C spells what the walk decides
+    def fresh(self, sc: Scope) -> str:
+        return self.tmp()
 
-    def ex_all(self, es: list[ir.Expr], sc: Scope, pre: list[str]) -> list[str]:
-        """Left-to-right evaluation: an operand read before a later operand's statements run is
-        pinned in a temporary first (the later statements may change what it reads)."""
-        parts = []
-        for e in es:
-            p: list[str] = []
-            parts.append((self.ex(e, sc, p), p, e))
-        out = []
-        for i, (code, p, e) in enumerate(parts):
-            pre += p
-            later = any(q for _, q, _ in parts[i + 1:])
-            if later and not is_composite(e.type) and not code.startswith("UINT64_C(") and not code.startswith("_t"):
-                t = self.tmp()
-                pre.append(f"uint64_t {t} = {code};")
-                code = t
-            elif later and is_composite(e.type):
-                t = self.tmp()
-                pre.append(f"struct {self.sname(e.type)} {t} = {code};")
-                code = t
-            out.append(code)
-        return out
+    @staticmethod
+    def out_of_scope(e: ir.VarRef) -> Exception:
+        return Unsupported(f"variable {e.var.name} outside its scope", e.pos)
 
-    def ex_Literal(self, e: ir.Literal, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.value, bool):
-            return "UINT64_C(1)" if e.value else "UINT64_C(0)"
-        if isinstance(e.value, str):
-            raise Unsupported("string literal", e.pos)
-        b = _bits(e.type)
-        v = e.value & _mask(b.width) if b is not None else e.value
+    @staticmethod
+    def is_stable(code: str, comp: Optional[ir.Type]) -> bool:
+        return comp is None and code.startswith(("UINT64_C(", "_t"))
+
+    def spell_pin(self, t: str, code: str, comp: Optional[ir.Type]) -> str:
+        return f"struct {self.sname(comp)} {t} = {code};" if comp is not None else f"uint64_t {t} = {code};"
+
+    @staticmethod
+    def spell_int(v: int, e: ir.Literal) -> str:
         if not 0 <= v < (1 << 64):
             raise Unsupported(f"integer constant {v} outside 64 bits", e.pos)
         return _lit(v)
 
-    def ex_VarRef(self, e: ir.VarRef, sc: Scope, pre: list[str]) -> str:
-        try:
-            return sc.vars[id(e.var)]
-        except KeyError:
-            raise Unsupported(f"variable {e.var.name} outside its scope", e.pos) from None
+    @staticmethod
+    def spell_short_circuit(op: str, t: str, a: str, rp: list[str], b: str) -> list[str]:
+        head = [f"uint64_t {t} = ({a}) != 0;", f"if ({'' if op == '&&' else '!'}{t}) {{"]
+        return head + ["    " + x for x in rp] + [f"    {t} = ({b}) != 0;", "}"]
 
+    def spell_composite_eq(self, op: str, a: str, b: str, t: ir.Type) -> str:
+        r = f"{self.eq_fn(t)}(&({a}), &({b}))"
+        return f"((uint64_t){r})" if op == "==" else f"((uint64_t)!{r})"
+
+    @staticmethod
+    def spell_concat(a: str, b: str, e: ir.Binary) -> str:
+        rw = scalar_width(e.right.type)
+        if scalar_width(e.left.type) + rw > 64:
+            raise Unsupported("concatenation wider than 64 bits", e.pos)
+        return f"((({a}) << {rw}) | ({b}))"
+
+    def mux_inline(self, t: ir.Type) -> bool:
+        self.ctype(t)
+        return not is_composite(t)
+
+    def spell_mux_branches(self, ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
+        lines = [f"{self.ctype(ty)} {t};", f"if ({c}) {{", *("    " + x for x in tp), f"    {t} = {a};", "} else {"]
+        return lines + ["    " + x for x in op] + [f"    {t} = {b};", "}"]
+
+    def new_object(self, t: ir.Type, sc: Scope, pre: list[str]) -> str:
+        tmp = self.tmp()
+        pre.append(f"struct {self.sname(t)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+        return tmp
+
+    @staticmethod
+    def spell_field_init(obj: str, name: str, t: ir.Type, code: str) -> str:
+        return f"{obj}.f_{_cid(name)} = {code};"
+
+    def apply_table(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
+        if id(e.table) not in self.table_fn:
+            raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
+        t = self.tmp()
+        pre.append(f"uint64_t {t} = {self.table_fn[id(e.table)]}(S, {sc.frame});")
+        if self.has_exit:
+            pre.append(f"if (S->exited) {self.leave(sc)}")
+        return t
+
+    @staticmethod
+    def spell_apply_result(r: str) -> dict[Optional[str], str]:
+        return {None: "0", "hit": f"({r} >> 32)", "miss": f"((uint64_t)!({r} >> 32))", "action_run": f"({r} & 0xFFFFFFFFu)"}
+
+    @staticmethod
+    def spell_field(code: str, name: str) -> str:
+        return f"({code}).f_{_cid(name)}"
+
+    # ------------------------------------------------------------------ expressions
     def ex_Member(self, e: ir.Member, sc: Scope, pre: list[str]) -> str:
         if isinstance(e.base.type, ir.StackT) and e.name == "size":
             return _lit(e.base.type.size)
@@ -267,134 +290,6 @@ class CGen:
             raise Unsupported(f"stack index {i} out of bounds", e.pos)
         return f"({self.ex(e.base, sc, pre)}).e[{i}]"
 
-    def ex_Slice(self, e: ir.Slice, sc: Scope, pre: list[str]) -> str:
-        base = self.ex(e.base, sc, pre)
-        m = _mask(e.hi - e.lo + 1)
-        return f"((({base}) >> {e.lo}) & {_lit(m)})" if e.lo else f"(({base}) & {_lit(m)})"
-
-    def ex_Unary(self, e: ir.Unary, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        if e.op == "!":
-            return f"((uint64_t)!({a}))"
-        b = _bits(e.type)
-        if b is None:
-            raise Unsupported(f"unary {e.op} on {e.type}", e.pos)
-        if e.op == "-":
-            return f"((UINT64_C(0) - ({a})) & {_lit(_mask(b.width))})"
-        if e.op == "~":
-            return f"(({a}) ^ {_lit(_mask(b.width))})"
-        raise Unsupported(f"unary operator {e.op}", e.pos)
-
-    def ex_Binary(self, e: ir.Binary, sc: Scope, pre: list[str]) -> str:
-        op = e.op
-        if op in ("&&", "||"):
-            a = self.ex(e.left, sc, pre)
-            rp: list[str] = []
-            b = self.ex(e.right, sc, rp)
-            if not rp:
-                return f"((uint64_t)(({a}) {op} ({b})))"
-            t = self.tmp()
-            pre.append(f"uint64_t {t} = ({a}) != 0;")
-            pre.append(f"if ({'' if op == '&&' else '!'}{t}) {{")
-            pre += ["    " + x for x in rp] + [f"    {t} = ({b}) != 0;", "}"]
-            return t
-        a, b = self.ex_all([e.left, e.right], sc, pre)
-        lt = e.left.type
-        if op in ("==", "!="):
-            if is_composite(lt):
-                r = f"{self.eq_fn(lt)}(&({a}), &({b}))"
-                return f"((uint64_t){r})" if op == "==" else f"((uint64_t)!{r})"
-            return f"((uint64_t)(({a}) {op} ({b})))"
-        if op == "++":
-            lw, rw = scalar_width(lt), scalar_width(e.right.type)
-            if lw + rw > 64:
-                raise Unsupported("concatenation wider than 64 bits", e.pos)
-            return f"((({a}) << {rw}) | ({b}))"
-        bt = _bits(lt)
-        if bt is None:
-            raise Unsupported(f"arithmetic on {lt}", e.pos)
-        W, M = bt.width, _lit(_mask(bt.width))
-        if bt.signed:
-            sa, sb = f"p4n_sx({a}, {W})", f"p4n_sx({b}, {W})"
-            if op in ("<", "<=", ">", ">="):
-                return f"((uint64_t)({sa} {op} {sb}))"
-            if op == ">>":
-                return f"((uint64_t)p4n_sshr({sa}, {b}) & {M})"
-            if op in ("/", "%"):
-                return f"((uint64_t)p4n_s{'div' if op == '/' else 'mod'}({sa}, {sb}) & {M})"
-            if op in ("|+|", "|-|"):
-                return f"((uint64_t)p4n_ssat({sa}, {sb}, {op == '|-|' and 1 or 0}, {W}) & {M})"
-        if op in ("<", "<=", ">", ">="):
-            return f"((uint64_t)(({a}) {op} ({b})))"
-        if op in ("+", "-", "*"):
-            return f"((({a}) {op} ({b})) & {M})"
-        if op in ("&", "|", "^"):
-            return f"(({a}) {op} ({b}))"
-        if op == "/":
-            return f"p4n_udiv({a}, {b})"
-        if op == "%":
-            return f"p4n_umod({a}, {b})"
-        if op == "<<":
-            return f"p4n_shl({a}, {b}, {W})"
-        if op == ">>":
-            return f"p4n_shr({a}, {b})"
-        if op == "|+|":
-            return f"p4n_sat_add({a}, {b}, {M})"
-        if op == "|-|":
-            return f"p4n_sat_sub({a}, {b})"
-        raise Unsupported(f"binary operator {op}", e.pos)
-
-    def ex_Cast(self, e: ir.Cast, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        src, dst = e.operand.type, e.type
-        if isinstance(dst, ir.BoolT):
-            return a if isinstance(src, ir.BoolT) else f"((uint64_t)(({a}) != 0))"
-        db = _bits(dst)
-        if db is None:
-            raise Unsupported(f"cast to {dst}", e.pos)
-        if isinstance(src, ir.BoolT):
-            return a
-        sb = _bits(src)
-        if sb is None:
-            return f"(({a}) & {_lit(_mask(db.width))})"
-        if db.width < sb.width:
-            return f"(({a}) & {_lit(_mask(db.width))})"
-        if db.width > sb.width and sb.signed:
-            return f"((uint64_t)p4n_sx({a}, {sb.width}) & {_lit(_mask(db.width))})"
-        return a
-
-    def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
-        c = self.ex(e.cond, sc, pre)
-        tp: list[str] = []
-        op: list[str] = []
-        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
-        ty = self.ctype(e.type)
-        if not tp and not op and not is_composite(e.type):
-            return f"(({c}) ? ({a}) : ({b}))"
-        t = self.tmp()
-        pre.append(f"{ty} {t};")
-        pre.append(f"if ({c}) {{")
-        pre += ["    " + x for x in tp] + [f"    {t} = {a};", "} else {"]
-        pre += ["    " + x for x in op] + [f"    {t} = {b};", "}"]
-        return t
-
-    def ex_StructExpr(self, e: ir.StructExpr, sc: Scope, pre: list[str]) -> str:
-        return self.build_struct(e.type, e.fields, sc, pre, e.pos)
-
-    def ex_ListExpr(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre, e.pos)
-        raise Unsupported("list/tuple value outside a hash or checksum", e.pos)
-
-    def build_struct(self, t: ir.Type, fields: dict[str, ir.Expr], sc: Scope, pre: list[str], pos: Any) -> str:
-        tmp = self.tmp()
-        pre.append(f"struct {self.sname(t)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
-        for name, fe in fields.items():
-            pre.append(f"{tmp}.f_{_cid(name)} = {self.ex(fe, sc, pre)};")
-        if isinstance(t, ir.HeaderT):
-            pre.append(f"{tmp}._v = 1;")
-        return tmp
-
     def ex_HeaderCall(self, e: ir.HeaderCall, sc: Scope, pre: list[str]) -> str:
         if not isinstance(e.target.type, ir.HeaderT):
             raise Unsupported(f"{e.method} on {e.target.type}", e.pos)
@@ -408,23 +303,6 @@ class CGen:
             pre.append(f"memset(&({obj}), 0, sizeof({obj}));")
             return "0"
         raise Unsupported(f"header method {e.method}", e.pos)
-
-    def ex_ApplyResult(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
-        if id(e.table) not in self.table_fn:
-            raise Unsupported(f"table {e.table.qualified_name} applied outside its control", e.pos)
-        t = self.tmp()
-        pre.append(f"uint64_t {t} = {self.table_fn[id(e.table)]}(S, {sc.frame});")
-        if self.has_exit:
-            pre.append(f"if (S->exited) {self.leave(sc)}")
-        if e.field is None:
-            return "0"
-        if e.field == "hit":
-            return f"({t} >> 32)"
-        if e.field == "miss":
-            return f"((uint64_t)!({t} >> 32))"
-        if e.field == "action_run":
-            return f"({t} & 0xFFFFFFFFu)"
-        raise Unsupported(f"table apply result .{e.field}", e.pos)
 
     def ex_ActionCall(self, e: ir.ActionCall, sc: Scope, pre: list[str]) -> str:
         fn = self.action_fn.get(id(e.action))
@@ -450,7 +328,6 @@ class CGen:
         codes: list[str] = []
         outs: list[tuple[ir.Expr, str]] = []
         backs: list[tuple[ir.Expr, str]] = []
-        exprs: list[ir.Expr] = []
         for p, a in zip(params, args):
             if a is None:
                 raise Unsupported("omitted argument", None)
@@ -459,26 +336,23 @@ class CGen:
         vals = iter(self.ex_all(ins, sc, pre))
         for p, a, d in zip(params, args, dirs):
             d = d or p.direction
-            if d in ("out", "inout"):
+            comp = p.type if is_composite(p.type) else None  # composites go by pointer to a copy
+            if d not in ("out", "inout"):
+                val = next(vals)
+                if comp is None:
+                    codes.append(val)
+                    continue
+                t = self.tmp()
+                pre.append(self.spell_pin(t, val, comp))
+            else:  # a temporary the callee writes through, copied back after the call
                 self.lvalue_check(a)
                 t = self.tmp()
-                if is_composite(p.type):
-                    ty = f"struct {self.sname(p.type)}"
-                    if d == "out":
-                        pre.append(f"{ty} {t}; memset(&{t}, 0, sizeof {t});")
-                    else:
-                        pre.append(f"{ty} {t} = {self.ex(a, sc, pre)};")
-                    backs.append((a, t))
+                if d == "out" and comp is not None:
+                    pre.append(f"struct {self.sname(comp)} {t}; memset(&{t}, 0, sizeof {t});")
                 else:
-                    pre.append(f"uint64_t {t} = {'0' if d == 'out' else self.ex(a, sc, pre)};")
-                    outs.append((a, t))
-                codes.append(f"&{t}")
-            elif is_composite(p.type):
-                t = self.tmp()
-                pre.append(f"struct {self.sname(p.type)} {t} = {next(vals)};")
-                codes.append(f"&{t}")
-            else:
-                codes.append(next(vals))
+                    pre.append(self.spell_pin(t, "0" if d == "out" else self.ex(a, sc, pre), comp))
+                (outs if comp is None else backs).append((a, t))
+            codes.append(f"&{t}")
         call = head + "".join(", " + c for c in codes) + ")"
         r = None
         if ret is not None:
@@ -543,18 +417,8 @@ class CGen:
         raise Unsupported("_ read as a value", e.pos)
 
     # ------------------------------------------------------------------ lvalues
-    def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
-        if isinstance(lhs, ir.DontCare):
-            return
-        if isinstance(lhs, ir.Slice):
-            bw = scalar_width(lhs.base.type)
-            m = _mask(lhs.hi - lhs.lo + 1)
-            keep = _mask(bw) & ~(m << lhs.lo)
-            t = self.tmp()
-            out.append(f"uint64_t {t} = {value};")
-            cur = self.ex(lhs.base, sc, out)
-            self.assign(lhs.base, f"((({cur}) & {_lit(keep)}) | ((({t}) & {_lit(m)}) << {lhs.lo}))", sc, out)
-            return
+    def assign_whole(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
+        """``lhs = value`` for a whole lvalue (``assign`` handles ``_`` and slices)."""
         if not isinstance(lhs, (ir.VarRef, ir.Member, ir.StackIndex)):
             raise Unsupported(f"assignment to {type(lhs).__name__}", lhs.pos)
         out.append(f"{self.ex(lhs, sc, out)} = {value};")
@@ -582,31 +446,6 @@ class CGen:
         return name
 
     # ------------------------------------------------------------------ data lists
-    def flatten(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, int, str]]:
-        """(C value, bit width, field name) for every scalar of a data list, in order."""
-        if isinstance(e, ir.ListExpr) and not isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return [x for i in e.items for x in self.flatten(i, sc, pre)]
-        if isinstance(e, ir.StructExpr) or (isinstance(e, ir.ListExpr) and isinstance(e.type, ir.StructT)):
-            items = e.fields if isinstance(e, ir.StructExpr) else dict(zip([f.name for f in e.type.fields], e.items))
-            out = []
-            for f in e.type.fields:
-                sub = self.flatten(items[f.name], sc, pre)
-                out += [(c, w, f.name if len(sub) == 1 else n) for c, w, n in sub]
-            return out
-        if is_composite(e.type):
-            return self.flatten_obj(self.ex(e, sc, pre), e.type)
-        name = e.name if isinstance(e, ir.Member) else (e.var.name if isinstance(e, ir.VarRef) else "")
-        return [(self.ex(e, sc, pre), scalar_width(e.type), name)]
-
-    def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, int, str]]:
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.flatten_obj(f"({code}).e[{i}]", t.elem)]
-        out = []
-        for f in t.fields:
-            c = f"({code}).f_{_cid(f.name)}"
-            out += self.flatten_obj(c, f.type) if is_composite(f.type) else [(c, scalar_width(f.type), f.name)]
-        return out
-
     def packed(self, items: list[tuple[str, int, str]], pre: list[str]) -> tuple[str, str]:
         """A zeroed byte buffer holding the items MSB-first back to back (BMv2's packing), and
         its length in bytes."""
@@ -643,119 +482,106 @@ class CGen:
         slots = self.__dict__.setdefault("dmeters", {})
         return slots.setdefault(id(inst), len(slots))
 
-    def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
-        inst, m, a = e.instance, e.method, e.args
-        if inst.extern == "direct_counter" and m == "count":
-            return
-        if inst.extern == "direct_meter" and m == "read":
-            k = self.dmeter_slot(inst)
-            self.assign(a[0], f"(S->dm_set[{k}] ? S->dm[{k}] : 0)", sc, pre)
-            return
-        if inst.extern in ("register", "counter", "meter"):
-            name, spec = self.extern(inst)
-            size = spec.size
-            if inst.extern == "register" and m == "read":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[1], sc, pre)};")
-                self.assign(a[0], f"({i} < {size} ? S->{name}[{i}] : 0)", sc, pre)
-                return
-            if inst.extern == "register" and m == "write":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                v = self.ex(a[1], sc, pre)
-                pre.append(f"if ({i} < {size}) S->{name}[{i}] = {v};")
-                return
-            if inst.extern == "counter" and m == "count":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                pre.append(f"if ({i} < {size}) {{ S->{name}_p[{i}] += 1; S->{name}_b[{i}] += S->sm->f_packet_length; }}")
-                return
-            if inst.extern == "meter" and m == "execute_meter":
-                i = self.tmp()
-                pre.append(f"uint64_t {i} = {self.ex(a[0], sc, pre)};")
-                kind = str(inst.ctor_args[1]) if len(inst.ctor_args) > 1 else "packets"
-                size_expr = "S->sm->f_packet_length" if kind == "bytes" else "1"
-                self.assign(a[1], f"({i} < {size} ? p4n_meter_exec(&S->{name}[{i}], {size_expr}, S->now) : 0)", sc, pre)
-                return
-        raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
+    def extern_state(self, inst: ir.ExternInstance) -> tuple[str, int]:
+        """A register's or counter's state in ``inst_t`` and its size."""
+        name, spec = self.extern(inst)
+        return f"S->{name}", spec.size
 
-    def builtin_call(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
-        n, a = e.name, e.args
-        if n == "mark_to_drop":
-            sm = self.ex(a[0], sc, pre) if a else "(*S->sm)"
-            pre.append(f"({sm}).f_egress_spec = S->drop_port;")
-            pre.append(f"({sm}).f_mcast_grp = 0;")
-        elif n == "hash":
-            algo = enum_member(a[1])
-            ow = scalar_width(a[0].type)
-            if algo == "random":
-                h = "p4n_py_getrandbits32(S->handle)"
-            elif algo in HASHES:
-                buf, nbytes = self.packed(self.flatten(a[3], sc, pre), pre)
-                h = f"{HASHES[algo]}({buf}, {nbytes})"
-            else:
-                raise Unsupported(f"hash algorithm {algo}", e.pos)
-            base, mx = self.ex_all([a[2], a[4]], sc, pre)
-            hv, t = self.tmp(), self.tmp()
-            pre.append(f"uint64_t {hv} = {h};")
-            pre.append(f"uint64_t {t} = {mx};")
-            M = _lit(_mask(ow))
-            self.assign(a[0], f"({t} ? (({base}) + {hv} % {t}) & {M} : ({base}) & {M})", sc, pre)
-        elif n == "random":
-            lo, hi = self.ex_all([a[1], a[2]], sc, pre)
-            t = self.tmp()
-            pre.append(f"uint64_t {t} = p4n_py_random(S->handle, {lo}, {hi});")
-            self.assign(a[0], t, sc, pre)
-        elif n == "verify" and sc.in_parser:
-            c = self.ex(a[0], sc, pre)
-            code = self.ex(a[1], sc, pre)
-            pre.append(f"if (!({c})) {{ *err = (int32_t)({code}); return pos; }}")
-        elif n in ("clone", "clone3", "clone_preserving_field_list"):
-            # the switch does the cloning (p4sim.switch), as for the reference's X.request_clone
-            self.reinjects = True
-            kind = enum_member(a[0])
-            if kind not in ("I2E", "E2E"):
-                raise Unsupported(f"clone type {kind}", e.pos)
-            fl = a[2].value if n == "clone_preserving_field_list" and isinstance(a[2], ir.Literal) else -1
-            session = self.ex(a[1], sc, pre)
-            pre.append(f"S->ctl.clone_set = 1; S->ctl.clone_kind = {int(kind == 'E2E')}; "
-                       f"S->ctl.clone_session = {session}; S->ctl.clone_fl = {fl};")
-        elif n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
-            self.reinjects = True
-            fl = a[0].value if n.endswith("field_list") and a and isinstance(a[0], ir.Literal) else -1
-            which = "resub" if n.startswith("resubmit") else "recirc"
-            pre.append(f"S->ctl.{which}_set = 1; S->ctl.{which}_fl = {fl};")
-        elif n == "truncate":
-            self.reinjects = True
-            pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(a[0], sc, pre)};")
-        elif n == "log_msg":
-            if not (isinstance(a[0], ir.Literal) and isinstance(a[0].value, str)):
-                raise Unsupported("log_msg with a message that is not a string constant", e.pos)
-            vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
-            self.logs.append(a[0].value)
-            arr = self.tmp()
-            pre.append(f"uint64_t {arr}[{max(1, len(vals))}] = {{{', '.join(vals) or '0'}}};")
-            pre.append(f"p4n_py_log(S->handle, {len(self.logs) - 1}, {len(vals)}, {arr});")
-        elif n in ("assert", "assume") and not sc.in_parser:
-            # the reference raises AssertFailed(where): the packet is dropped and counted
-            self.asserts.append(str(e.pos) if e.pos else n)
-            c = self.ex(a[0], sc, pre)
-            pre.append(f"if (!({c})) {{ S->assert_at = {len(self.asserts)}; S->exited = 1; {self.leave(sc)} }}")
-        elif n in ("verify_checksum", "update_checksum"):
-            self.checksum(e, sc, pre)
-        elif n == "digest":
-            t = e.type_args[0] if e.type_args else a[1].type
-            items = self.flatten(a[1], sc, pre)
-            names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and len(t.fields) == len(items) else [x[2] for x in items]
-            idx = len(self.digests)
-            self.digests.append((getattr(t, "name", "digest"), [(nm, w) for (_, w, _), nm in zip(items, names)]))
-            arr = self.tmp()
-            pre.append(f"uint64_t {arr}[{max(1, len(items))}] = {{{', '.join(c for c, _, _ in items) or '0'}}};")
-            pre.append(f"p4n_py_digest(S->handle, {idx}, {arr});")
+    def extern_meter_execute_meter(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        inst = e.instance
+        name, spec = self.extern(inst)
+        i = self.pinned_index(e.args[0], sc, pre)
+        kind = str(inst.ctor_args[1]) if len(inst.ctor_args) > 1 else "packets"
+        size_expr = "S->sm->f_packet_length" if kind == "bytes" else "1"
+        self.assign(e.args[1], f"({i} < {spec.size} ? p4n_meter_exec(&S->{name}[{i}], {size_expr}, S->now) : 0)", sc, pre)
+
+    def extern_direct_meter_read(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        k = self.dmeter_slot(e.instance)
+        self.assign(e.args[0], f"(S->dm_set[{k}] ? S->dm[{k}] : 0)", sc, pre)
+
+    def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        algo = enum_member(a[1])
+        ow = scalar_width(a[0].type)
+        if algo == "random":
+            h = "p4n_py_getrandbits32(S->handle)"
+        elif algo in HASHES:
+            buf, nbytes = self.packed(self.flatten(a[3], sc, pre), pre)
+            h = f"{HASHES[algo]}({buf}, {nbytes})"
         else:
-            raise Unsupported(f"{n}()", e.pos)
+            raise Unsupported(f"hash algorithm {algo}", e.pos)
+        base, mx = self.ex_all([a[2], a[4]], sc, pre)
+        hv, t = self.tmp(), self.tmp()
+        pre.append(f"uint64_t {hv} = {h};")
+        pre.append(f"uint64_t {t} = {mx};")
+        M = _lit(bitmask(ow))
+        self.assign(a[0], f"({t} ? (({base}) + {hv} % {t}) & {M} : ({base}) & {M})", sc, pre)
 
-    def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+    def builtin_random(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        lo, hi = self.ex_all([e.args[1], e.args[2]], sc, pre)
+        t = self.tmp()
+        pre.append(f"uint64_t {t} = p4n_py_random(S->handle, {lo}, {hi});")
+        self.assign(e.args[0], t, sc, pre)
+
+    def builtin_verify(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if not sc.in_parser:
+            raise Unsupported(f"{e.name}()", e.pos)
+        c = self.ex(e.args[0], sc, pre)
+        code = self.ex(e.args[1], sc, pre)
+        pre.append(f"if (!({c})) {{ *err = (int32_t)({code}); return pos; }}")
+
+    def builtin_clone(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        # the switch does the cloning (p4sim.switch), as for the reference's X.request_clone
+        self.reinjects = True
+        kind = enum_member(e.args[0])
+        if kind not in ("I2E", "E2E"):
+            raise Unsupported(f"clone type {kind}", e.pos)
+        fl = self.field_list(e, 2)
+        session = self.ex(e.args[1], sc, pre)
+        pre.append(f"S->ctl.clone_set = 1; S->ctl.clone_kind = {int(kind == 'E2E')}; "
+                   f"S->ctl.clone_session = {session}; S->ctl.clone_fl = {-1 if fl is None else fl};")
+
+    def builtin_resubmit(self, e: ir.BuiltinCall, sc: Scope, pre: list[str], which: str = "resub") -> None:
+        self.reinjects = True
+        fl = self.field_list(e, 0)
+        pre.append(f"S->ctl.{which}_set = 1; S->ctl.{which}_fl = {-1 if fl is None else fl};")
+
+    def builtin_recirculate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.builtin_resubmit(e, sc, pre, "recirc")
+
+    def builtin_truncate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.reinjects = True
+        pre.append(f"S->ctl.trunc_set = 1; S->ctl.trunc = {self.ex(e.args[0], sc, pre)};")
+
+    def builtin_log_msg(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        if not (isinstance(a[0], ir.Literal) and isinstance(a[0].value, str)):
+            raise Unsupported("log_msg with a message that is not a string constant", e.pos)
+        vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
+        self.logs.append(a[0].value)
+        arr = self.tmp()
+        pre.append(f"uint64_t {arr}[{max(1, len(vals))}] = {{{', '.join(vals) or '0'}}};")
+        pre.append(f"p4n_py_log(S->handle, {len(self.logs) - 1}, {len(vals)}, {arr});")
+
+    def builtin_assert(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if sc.in_parser:
+            raise Unsupported(f"{e.name}()", e.pos)
+        # the reference raises AssertFailed(where): the packet is dropped and counted
+        self.asserts.append(str(e.pos) if e.pos else e.name)
+        c = self.ex(e.args[0], sc, pre)
+        pre.append(f"if (!({c})) {{ S->assert_at = {len(self.asserts)}; S->exited = 1; {self.leave(sc)} }}")
+
+    def builtin_digest(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        t, items, names = self.digest_items(e, sc, pre)
+        idx = len(self.digests)
+        self.digests.append((getattr(t, "name", "digest"), [(nm, w) for (_, w, _), nm in zip(items, names)]))
+        arr = self.tmp()
+        pre.append(f"uint64_t {arr}[{max(1, len(items))}] = {{{', '.join(c for c, _, _ in items) or '0'}}};")
+        pre.append(f"p4n_py_digest(S->handle, {idx}, {arr});")
+
+    def builtin_checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        if e.name.endswith("_with_payload"):
+            raise Unsupported(f"{e.name}()", e.pos)
         a = e.args
         algo = enum_member(a[3])
         if algo not in HASHES:
@@ -764,7 +590,7 @@ class CGen:
         inner: list[str] = []
         buf, nbytes = self.packed(self.flatten(a[1], sc, inner), inner)
         cw = scalar_width(a[2].type)
-        calc = f"({HASHES[algo]}({buf}, {nbytes}) & {_lit(_mask(cw))})"
+        calc = f"({HASHES[algo]}({buf}, {nbytes}) & {_lit(bitmask(cw))})"
         if e.name == "verify_checksum":
             field = self.ex(a[2], sc, inner)
             inner.append(f"if ({calc} != {field}) S->sm->f_checksum_error = 1;")
@@ -779,62 +605,44 @@ class CGen:
         for s in body:
             self.stmt(s, sc, out)
 
-    def stmt(self, s: ir.Stmt, sc: Scope, out: list[str]) -> None:
-        pre: list[str] = []
-        if isinstance(s, ir.Block):
-            out.append("{")
-            inner: list[str] = []
-            self.stmts(s.stmts, sc, inner)
-            out += ["    " + x for x in inner]
-            out.append("}")
-        elif isinstance(s, ir.Empty):
-            pass
-        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
+    def st_Block(self, s: ir.Block, sc: Scope, out: list[str]) -> None:
+        out.append("{")
+        inner: list[str] = []
+        self.stmts(s.stmts, sc, inner)
+        out += ["    " + x for x in inner]
+        out.append("}")
+
+    def compound_assign(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        self.lvalue_check(s.lhs)
+        self.assign_stmt(s, sc, out)
+
+    def st_Assign(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        if not isinstance(s.lhs, ir.DontCare):
             self.lvalue_check(s.lhs)
-            v = self.ex(s.rhs, sc, pre)
-            self.assign(s.lhs, v, sc, pre)
-            out += pre
-        elif isinstance(s, ir.Assign):
-            if not isinstance(s.lhs, ir.DontCare):
-                self.lvalue_check(s.lhs)
-            v = self.ex(s.rhs, sc, pre)
-            self.assign(s.lhs, v, sc, pre)
-            out += pre
-        elif isinstance(s, ir.VarDecl):
-            self.declare(s.var, s.init, sc, out)
-        elif isinstance(s, ir.If):
-            c = self.ex(s.cond, sc, pre)
-            out += pre
-            out.append(f"if ({c}) {{")
-            inner = []
-            self.stmt(s.then, sc, inner)
-            out += ["    " + x for x in inner]
-            if s.other is not None:
-                out.append("} else {")
-                inner = []
-                self.stmt(s.other, sc, inner)
-                out += ["    " + x for x in inner]
-            out.append("}")
-        elif isinstance(s, ir.CallStmt):
-            self.call_stmt(s.call, sc, out)
-        elif isinstance(s, ir.SwitchStmt):
-            self.switch(s, sc, out)
-        elif isinstance(s, ir.Exit):
-            if sc.kind not in ("control", "action"):
-                raise Unsupported("exit here", s.pos)
-            out.append("S->exited = 1;")
-            out.append(sc.ret.replace("@", "0") if sc.ret else "return;")
-        elif isinstance(s, ir.Return):
-            if sc.ret is None:
-                raise Unsupported("return here", s.pos)
-            if s.value is not None:
-                v = self.ex(s.value, sc, pre)
-                out += pre
-                out.append(sc.ret.replace("@", v))
-            else:
-                out.append(sc.ret.replace("@", "0"))
-        else:
-            raise Unsupported(f"statement {type(s).__name__}", s.pos)
+        self.assign_stmt(s, sc, out)
+
+    def assign_stmt(self, s: ir.Assign, sc: Scope, out: list[str]) -> None:
+        pre: list[str] = []
+        v = self.ex(s.rhs, sc, pre)
+        self.assign(s.lhs, v, sc, pre)
+        out += pre
+
+    def st_VarDecl(self, s: ir.VarDecl, sc: Scope, out: list[str]) -> None:
+        self.declare(s.var, s.init, sc, out)
+
+    def st_Exit(self, s: ir.Exit, sc: Scope, out: list[str]) -> None:
+        if sc.kind not in ("control", "action"):
+            raise Unsupported("exit here", s.pos)
+        out.append("S->exited = 1;")
+        out.append(sc.ret.replace("@", "0") if sc.ret else "return;")
+
+    def st_Return(self, s: ir.Return, sc: Scope, out: list[str]) -> None:
+        if sc.ret is None:
+            raise Unsupported("return here", s.pos)
+        pre: list[str] = []
+        v = self.ex(s.value, sc, pre) if s.value is not None else "0"
+        out += pre
+        out.append(sc.ret.replace("@", v))
 
     def declare(self, var: ir.Var, init: Optional[ir.Expr], sc: Scope, out: list[str], name: Optional[str] = None) -> None:
         pre: list[str] = []
@@ -871,47 +679,33 @@ class CGen:
         self.ex(c, sc, pre)
         out += pre
 
-    def switch(self, s: ir.SwitchStmt, sc: Scope, out: list[str]) -> None:
-        pre: list[str] = []
-        subj = self.ex(s.subject, sc, pre)
-        out += pre
-        t = self.tmp()
-        out.append(f"uint64_t {t} = {subj};")
-        pending: list = []
-        first = True
-        default_body = None
-        for case in s.cases:
-            pending += case.labels
-            if case.body is None:
-                continue
-            labels, pending = pending, []
-            if "default" in labels:
-                default_body = case.body
-                continue
-            conds = []
-            for lab in labels:
-                if isinstance(lab, ir.ActionDecl):
-                    conds.append(f"{t} == {self.action_id(lab)}")
-                else:
-                    lp: list[str] = []
-                    conds.append(f"{t} == {self.ex(lab, sc, lp)}")
-                    if lp:
-                        raise Unsupported("switch label with side effects", case.pos)
-            out.append(f"{'if' if first else '} else if'} ({' || '.join(conds) or '0'}) {{")
-            first = False
-            inner: list[str] = []
-            self.stmt(case.body, sc, inner)
-            out += ["    " + x for x in inner]
-        if default_body is not None:
-            inner = []
-            self.stmt(default_body, sc, inner)
-            if first:
-                out += inner
-            else:
-                out.append("} else {")
-                out += ["    " + x for x in inner]
-        if not first:
-            out.append("}")
+    @staticmethod
+    def spell_arm(i: int, conds: list[str]) -> str:
+        return f"{'} else if' if i else 'if'} ({' || '.join(conds) or '0'}) {{"
+
+    @staticmethod
+    def spell_end_if() -> list[str]:
+        return ["}"]
+
+    @staticmethod
+    def emit(lines: list[str], out: list[str]) -> None:
+        out += lines
+        lines.clear()
+
+    def nested(self, body: ir.Stmt, sc: Scope, out: list[str]) -> None:
+        inner: list[str] = []
+        self.stmt(body, sc, inner)
+        out += ["    " + x for x in inner]
+
+    def inline(self, body: ir.Stmt, sc: Scope, out: list[str]) -> None:
+        self.stmt(body, sc, out)
+
+    def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Any) -> str:
+        lp: list[str] = []
+        code = self.ex(lab, sc, lp)
+        if lp:
+            raise Unsupported("switch label with side effects", pos)
+        return code
 
     # ------------------------------------------------------------------ packets
     def packet_stmt(self, c: ir.PacketCall, sc: Scope, out: list[str]) -> None:
@@ -944,7 +738,7 @@ class CGen:
         elif c.method == "emit" and sc.kind == "deparser":
             obj = self.ex(c.args[0], sc, pre)
             out += pre
-            for code, t in self.emit_items(obj, c.args[0].type, c.pos):
+            for code, t in self.emit_headers(obj, c.args[0].type, c.pos):
                 out.append(f"if (({code})._v) {{")
                 for path, ft in ir.leaf_fields(t):
                     fld = "".join(f".f_{_cid(p)}" for p in path)
@@ -958,17 +752,6 @@ class CGen:
             pass
         else:
             raise Unsupported(f"packet.{c.method} here", c.pos)
-
-    def emit_items(self, code: str, t: ir.Type, pos: Any) -> list[tuple[str, ir.HeaderT]]:
-        if isinstance(t, ir.HeaderT):
-            if t.varbit is not None:
-                raise Unsupported("emit of a varbit header", pos)
-            return [(code, t)]
-        if isinstance(t, ir.StructT):
-            return [x for f in t.fields for x in self.emit_items(f"({code}).f_{_cid(f.name)}", f.type, pos)]
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.emit_items(f"({code}).e[{i}]", t.elem, pos)]
-        raise Unsupported("emit of a header union", pos)
 
     # ------------------------------------------------------------------ blocks
     def compile_parser(self, p: ir.ParserDecl) -> str:
@@ -988,43 +771,23 @@ class CGen:
                 self.declare(loc.var, loc.init, sc, out)
             else:
                 raise Unsupported(f"extern {loc.extern} in a parser", loc.pos)
-        out.append("goto st_start;")
+        labels = {name: f"st_{_cid(name)}" for name in p.states}
+        out.append(self.goto("start", labels))
         no_match = self.err.get("NoMatch", 2)
-
-        def goto(name: str) -> str:
-            if name == "accept":
-                return "{ *err = -2; return pos; }"
-            if name == "reject":
-                return "{ *err = -1; return pos; }"
-            return f"goto st_{_cid(name)};"
-
         for st in p.states.values():
-            out.append(f"st_{_cid(st.name)}: {{")
+            out.append(f"{labels[st.name]}: {{")
             body: list[str] = []
             self.stmts(st.stmts, sc, body)
             t = st.transition
             if isinstance(t, str):
-                body.append(goto(t))
+                body.append(self.goto(t, labels))
             else:
                 pre: list[str] = []
-                keys = []
-                for k in t.keys:
-                    kt = self.tmp()
-                    pre.append(f"uint64_t {kt} = {self.ex(k, sc, pre)};")
-                    keys.append(kt)
+                keys = self.select_keys(t.keys, sc, pre)
                 body += pre
                 for case in t.cases:
-                    conds = []
-                    for key, ks in zip(keys, case.keysets):
-                        if isinstance(ks, ir.KsDefault):
-                            continue
-                        if isinstance(ks, ir.KsValue):
-                            conds.append(f"{key} == {_lit(ks.value)}")
-                        elif isinstance(ks, ir.KsMask):
-                            conds.append(f"({key} & {_lit(ks.mask)}) == {_lit(ks.value & ks.mask)}")
-                        elif isinstance(ks, ir.KsRange):
-                            conds.append(f"({_lit(ks.lo)} <= {key} && {key} <= {_lit(ks.hi)})")
-                    body.append(f"if ({' && '.join(conds) or '1'}) {goto(case.next_state)}")
+                    conds = self.select_conds(keys, case.keysets)
+                    body.append(f"if ({' && '.join(conds) or '1'}) {self.goto(case.next_state, labels)}")
                 body.append(f"{{ *err = {no_match}; return pos; }}")
             out += ["    " + x for x in body]
             out.append("}")
@@ -1144,16 +907,12 @@ class CGen:
         if len(t.keys) > MAX_KEYS:
             raise Unsupported(f"table {t.qualified_name} with more than {MAX_KEYS} keys", t.pos)
         for k in t.keys:
-            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+            if k.match_kind not in MATCH_KINDS:
                 raise Unsupported(f"match kind {k.match_kind}", k.pos or t.pos)
         if t.direct_register is not None or (t.direct_meter is not None and t.direct_meter.extern != "direct_meter"):
             raise Unsupported(f"direct register/meter of table {t.qualified_name}", t.pos)
-        refs = list(t.actions)
-        for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
-            if not any(r.action is extra.action for r in refs):
-                refs.append(extra)
         decls = []
-        for r in refs:
+        for r in table_action_refs(t):
             if any(p.direction is not None for p in r.action.params):
                 raise Unsupported(f"action {r.action.qualified_name} with directional parameters in a table",
                                   r.pos or t.pos)
@@ -1435,13 +1194,7 @@ def _contains_exit(prog: ir.Program) -> bool:
             return True
         if isinstance(x, ir.CallStmt) and isinstance(x.call, ir.BuiltinCall) and x.call.name in ("assert", "assume"):
             return True
-        if isinstance(x, ir.Block):
-            return any(walk(y) for y in x.stmts)
-        if isinstance(x, ir.If):
-            return walk(x.then) or (x.other is not None and walk(x.other))
-        if isinstance(x, ir.SwitchStmt):
-            return any(c.body is not None and walk(c.body) for c in x.cases)
-        return False
+        return any(walk(y) for y in ir.sub_statements(x))
 
     bodies = [a.body for a in prog.actions.values()] + [f.body for f in prog.functions.values()]
     for c in prog.controls.values():

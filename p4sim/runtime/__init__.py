@@ -2,8 +2,10 @@
 
 Modules, one job each:
 
+* ``irwalk``   -- the walk over the IR that the Python and the native (C) code generators share:
+  what each node means, decided once; each generator only spells it;
 * ``codegen``  -- compiles the IR once into Python source (parser, controls, actions, functions):
-  one ``ProgramCompiler`` assembled from a module per kind of construct;
+  one ``ProgramCompiler`` assembled from a module per kind of construct, on ``irwalk``;
 * ``objects``  -- the generated classes for headers, structs and header stacks;
 * ``support``  -- helpers the generated code calls (runtime shifts, signed saturation, ...);
 * ``tables``   -- table entries (P4Runtime validation rules) and exact/LPM/priority lookup;

@@ -18,8 +18,10 @@ Conventions of the generated code (see objects.py for the composite-type classes
 * runtime services (the current packet's standard metadata, clone/resubmit requests, digests ...)
   go through the context object ``X`` (see ``pipeline.PacketContext``).
 
-The compiler is one class, ``ProgramCompiler``, assembled from one part per kind of construct,
-each in a module of its own:
+The compiler is one class, ``ProgramCompiler``, on the IR walk it shares with the native
+backend (``runtime.irwalk``: what each node means), assembled from one part per kind of
+construct, each in a module of its own, that spells the walk in Python (with the templates of
+``spelling.toml``):
 
 * ``common``      -- ``Writer``, ``Scope``, ``ActionInfo``/``TableInfo`` and helpers;
 * ``base``        -- the state every part shares, and naming;

@@ -3,18 +3,23 @@ the naming every part of it uses."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any, Optional
 
-from p4sim.errors import CompileError
+from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime import archs
-from p4sim.runtime.codegen.common import TableInfo, Writer
+from p4sim.runtime.irwalk import IRWalker, load_spelling
+from p4sim.runtime.codegen.common import Scope, TableInfo, Writer
 from p4sim.runtime.objects import ClassFactory
 
 
-class CompilerBase:
+class CompilerBase(IRWalker):
     """State shared by the expression, extern, statement, parser and control compilers that
-    ``ProgramCompiler`` combines."""
+    ``ProgramCompiler`` combines; the walk over the IR itself is ``IRWalker``'s."""
+
+    unsupported = Unsupported
+    spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
         self.prog = prog
@@ -42,6 +47,10 @@ class CompilerBase:
         self.arch_externs = archs.get(prog.arch).extern_codegen()
 
     # ------------------------------------------------------------------ names
+    @staticmethod
+    def fresh(sc: Scope) -> str:
+        return sc.new_tmp()
+
     def gname(self, obj: Any, prefix: str, label: str = "") -> str:
         key = id(obj)
         if key not in self.global_names:

@@ -10,23 +10,11 @@ from typing import Any, Callable, Optional
 
 from p4sim.errors import CompileError
 from p4sim.frontend import ir
+from p4sim.runtime.irwalk import bitmask
 
 
 def gress_of(role: Optional[str]) -> str:
     return "egress" if role and role.startswith("egress") else "ingress"
-
-
-def bitmask(w: int) -> int:
-    return (1 << w) - 1
-
-
-def bits_of(t: ir.Type) -> Optional[ir.BitT]:
-    """The BitT an arithmetic value of type ``t`` behaves as (serializable enums: underlying)."""
-    if isinstance(t, ir.BitT):
-        return t
-    if isinstance(t, ir.EnumT) and t.underlying is not None:
-        return t.underlying
-    return None
 
 
 @dataclass(eq=False)

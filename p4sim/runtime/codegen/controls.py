@@ -9,6 +9,7 @@ from p4sim.errors import CompileError, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import ActionInfo, Scope, TableInfo, Writer
+from p4sim.runtime.irwalk import MATCH_KINDS, table_action_refs
 from p4sim.runtime.objects import is_composite, pyattr, scalar_width
 
 
@@ -140,7 +141,7 @@ class ControlCompiler(CompilerBase):
 
     def compile_table(self, t: ir.TableDecl, c: ir.ControlDecl, fvars: dict[int, str]) -> None:
         for k in t.keys:
-            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+            if k.match_kind not in MATCH_KINDS:
                 raise Unsupported(f"match kind {k.match_kind!r} (table {t.qualified_name})", k.pos or t.pos)
         if sum(k.match_kind == "lpm" for k in t.keys) > 1:
             raise CompileError(f"table {t.qualified_name} has more than one lpm key", t.pos)
@@ -162,11 +163,7 @@ class ControlCompiler(CompilerBase):
         self.w.lines += w.lines
         self.w("")
         infos = []
-        refs = list(t.actions)
-        for extra in ([t.default_action] if t.default_action else []) + [e.action for e in t.const_entries]:
-            if not any(r.action is extra.action for r in refs):
-                refs.append(extra)
-        for ref in refs:
+        for ref in table_action_refs(t):
             infos.append(self.action_ref(ref, c, fvars))
         self.tables[id(t)] = TableInfo(t, c, kfn, gname, infos)
 
@@ -220,17 +217,9 @@ class ControlCompiler(CompilerBase):
     def _stmt_may_exit(self, s: Any) -> bool:
         if isinstance(s, ir.Exit):
             return True
-        if isinstance(s, ir.Block):
-            return any(self._stmt_may_exit(x) for x in s.stmts)
-        if isinstance(s, ir.If):
-            return self._stmt_may_exit(s.then) or (s.other is not None and self._stmt_may_exit(s.other))
-        if isinstance(s, ir.SwitchStmt):
-            return any(c.body is not None and self._stmt_may_exit(c.body) for c in s.cases)
-        if isinstance(s, ir.For):
-            return self._stmt_may_exit(s.body)
         if isinstance(s, ir.CallStmt):
             return isinstance(s.call, ir.ActionCall) and self.may_exit(s.call.action)
-        return False
+        return any(self._stmt_may_exit(x) for x in ir.sub_statements(s))
 
     def drain_actions(self, fvars: dict[int, str]) -> None:
         while self.pending_actions:

@@ -1,5 +1,6 @@
-"""Expressions and lvalues: Python expressions for P4 expressions, in P4's evaluation order
-(P4_16 §8), calls with copy-in/copy-out, and assignments."""
+"""Expressions and lvalues: how Python spells what the shared IR walk (``runtime.irwalk``)
+decides for each P4 expression, plus what only the reference has (member aliases, header
+unions and stacks at run-time indices, calls with copy-in/copy-out, assignments)."""
 from __future__ import annotations
 
 import itertools
@@ -8,20 +9,12 @@ from typing import Optional
 from p4sim.errors import CompileError, Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
-from p4sim.runtime.codegen.common import (STABLE_CODE, Pinned, Scope, bitmask, bits_of, gress_of, indented,
-                                          unpack_fields)
+from p4sim.runtime.codegen.common import STABLE_CODE, Pinned, Scope, bitmask, gress_of, indented, unpack_fields
 from p4sim.runtime.objects import default_scalar, header_layout, is_composite, pyattr, scalar_width
 
 
 class ExpressionCompiler(CompilerBase):
     # ------------------------------------------------------------------ expressions
-    def ex(self, e: ir.Expr, sc: Scope, pre: list[str]) -> str:
-        """Python expression for ``e``; statements that must run first go to ``pre``."""
-        m = getattr(self, "ex_" + type(e).__name__, None)
-        if m is None:
-            raise Unsupported(f"expression {type(e).__name__}", e.pos)
-        return m(e, sc, pre)
-
     def ex_Pinned(self, e: Pinned, sc: Scope, pre: list[str]) -> str:
         return e.code
 
@@ -31,30 +24,6 @@ class ExpressionCompiler(CompilerBase):
     def ex_DontCare(self, e: ir.DontCare, sc: Scope, pre: list[str]) -> str:
         """``_`` for an out parameter: a fresh throw-away value (a scratch header for extract)."""
         return f"{self.classes.name(e.type)}()" if is_composite(e.type) else default_scalar(e.type)
-
-    def sequence(self, items: list[tuple[str, list[str], bool]], sc: Scope, pre: list[str]) -> list[str]:
-        """Operands evaluated left to right (P4_16 §8): ``items`` are (code, statements it needs,
-        is a composite object reference).  Each operand's statements go to ``pre`` in order; an
-        operand read before a later operand's statements is captured in a temporary first (a copy
-        for a composite), so a later call's side effects cannot change it."""
-        last = max((i for i, (_, p, _) in enumerate(items) if p), default=-1)
-        codes = []
-        for i, (code, p, comp) in enumerate(items):
-            pre += p
-            if i < last and not STABLE_CODE.match(code):
-                t = sc.new_tmp()
-                pre.append(f"{t} = {code}._copy()" if comp else f"{t} = {code}")
-                code = t
-            codes.append(code)
-        return codes
-
-    def ex_all(self, es: list[ir.Expr], sc: Scope, pre: list[str]) -> list[str]:
-        """Python codes for ``es`` evaluated left to right (see ``sequence``)."""
-        items = []
-        for e in es:
-            p: list[str] = []
-            items.append((self.ex(e, sc, p), p, is_composite(e.type)))
-        return self.sequence(items, sc, pre)
 
     def pin_lvalue(self, lv: ir.Expr, sc: Scope, pre: list[str]) -> ir.Expr:
         """``lv`` with its run-time stack indices computed now into temporaries, so the lvalue
@@ -76,22 +45,6 @@ class ExpressionCompiler(CompilerBase):
             base = self.pin_lvalue(lv.base, sc, pre)
             return lv if base is lv.base else ir.StackProp(lv.type, lv.pos, base, lv.prop)
         return lv
-
-    def ex_Literal(self, e: ir.Literal, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.value, bool):
-            return "True" if e.value else "False"
-        if isinstance(e.value, str):
-            return repr(e.value)
-        b = bits_of(e.type)
-        if b is not None:
-            return str(e.value & bitmask(b.width))
-        return str(e.value)
-
-    def ex_VarRef(self, e: ir.VarRef, sc: Scope, pre: list[str]) -> str:
-        try:
-            return sc.vars[id(e.var)]
-        except KeyError:
-            raise CompileError(f"p4sim runtime: variable {e.var.name} is not in scope here", e.pos) from None
 
     def ex_Member(self, e: ir.Member, sc: Scope, pre: list[str]) -> str:
         if e.name == "parser_err":  # TNA: a program that reads it handles parser errors itself
@@ -143,139 +96,6 @@ class ExpressionCompiler(CompilerBase):
     def ex_StackProp(self, e: ir.StackProp, sc: Scope, pre: list[str]) -> str:
         return self.stack_prop(self.ex(e.base, sc, pre), e.base.type, e.prop, sc)
 
-    def ex_Slice(self, e: ir.Slice, sc: Scope, pre: list[str]) -> str:
-        base = self.ex(e.base, sc, pre)
-        m = bitmask(e.hi - e.lo + 1)
-        return f"(({base} >> {e.lo}) & {m})" if e.lo else f"({base} & {m})"
-
-    def ex_Unary(self, e: ir.Unary, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        if e.op == "!":
-            return f"(not {a})"
-        b = bits_of(e.type)
-        if b is None:  # compile-time int
-            return f"({e.op}{a})"
-        if e.op == "-":
-            return f"((-{a}) & {bitmask(b.width)})"
-        if e.op == "~":
-            return f"({a} ^ {bitmask(b.width)})"
-        raise Unsupported(f"unary operator {e.op}", e.pos)
-
-    def ex_Binary(self, e: ir.Binary, sc: Scope, pre: list[str]) -> str:
-        op = e.op
-        if op in ("&&", "||"):
-            # short-circuit: the right operand (and any statement it needs) runs only when the
-            # left one does not decide the result
-            a = self.ex(e.left, sc, pre)
-            rp: list[str] = []
-            b = self.ex(e.right, sc, rp)
-            if not rp:
-                return f"({a} {'and' if op == '&&' else 'or'} {b})"
-            t = sc.new_tmp()
-            pre.append(f"{t} = {a}")
-            pre.append(f"if {t}:" if op == "&&" else f"if not {t}:")
-            pre += indented(rp + [f"{t} = {b}"])
-            return t
-        a, b = self.ex_all([e.left, e.right], sc, pre)
-        lt = e.left.type
-        if op in ("==", "!="):
-            if is_composite(lt):
-                r = f"{a}._eq({b})"
-                return r if op == "==" else f"(not {r})"
-            return f"({a} {op} {b})"
-        if op == "++":
-            rw = scalar_width(e.right.type)
-            return f"(({a} << {rw}) | {b})"
-        bt = bits_of(lt)
-        if bt is None:  # untyped compile-time int arithmetic (rare; the front end folds it)
-            pyop = {"/": "//"}.get(op, op)
-            return f"({a} {pyop} {b})"
-        W, M, signed = bt.width, bitmask(bt.width), bt.signed
-        H = 1 << (W - 1)
-        if op in ("<", "<=", ">", ">="):
-            if signed:
-                return f"((({a} ^ {H}) - {H}) {op} (({b} ^ {H}) - {H}))"
-            return f"({a} {op} {b})"
-        if op in ("+", "-", "*"):
-            return f"(({a} {op} {b}) & {M})"
-        if op in ("&", "|", "^"):
-            return f"({a} {op} {b})"
-        if op == "/":
-            return f"_sdiv({a}, {b}, {W})" if signed else f"_udiv({a}, {b})"
-        if op == "%":
-            return f"_smod({a}, {b}, {W})" if signed else f"_umod({a}, {b})"
-        if op == "<<":
-            if isinstance(e.right, ir.Literal):
-                n = e.right.value
-                return "0" if n >= W else f"(({a} << {n}) & {M})"
-            return f"_shl({a}, {b}, {W})"
-        if op == ">>":
-            if signed:
-                return f"(((({a} ^ {H}) - {H}) >> {b}) & {M})"
-            return f"({a} >> {b})"
-        if op == "|+|":
-            return f"_sat_add_s({a}, {b}, {W})" if signed else f"min({a} + {b}, {M})"
-        if op == "|-|":
-            return f"_sat_sub_s({a}, {b}, {W})" if signed else f"max({a} - {b}, 0)"
-        raise Unsupported(f"binary operator {op}", e.pos)
-
-    def ex_Cast(self, e: ir.Cast, sc: Scope, pre: list[str]) -> str:
-        a = self.ex(e.operand, sc, pre)
-        src, dst = e.operand.type, e.type
-        if isinstance(dst, ir.BoolT):
-            return a if isinstance(src, ir.BoolT) else f"({a} != 0)"
-        db = bits_of(dst)
-        if db is None:
-            raise Unsupported(f"cast to {dst}", e.pos)
-        if isinstance(src, ir.BoolT):
-            return f"(1 if {a} else 0)"
-        sb = bits_of(src)
-        if sb is None:  # compile-time int
-            return f"({a} & {bitmask(db.width)})"
-        if db.width < sb.width:
-            return f"({a} & {bitmask(db.width)})"
-        if db.width > sb.width and sb.signed:
-            H = 1 << (sb.width - 1)
-            return f"((({a} ^ {H}) - {H}) & {bitmask(db.width)})"
-        return a
-
-    def ex_Mux(self, e: ir.Mux, sc: Scope, pre: list[str]) -> str:
-        c = self.ex(e.cond, sc, pre)
-        tp: list[str] = []
-        op: list[str] = []
-        a, b = self.ex(e.then, sc, tp), self.ex(e.other, sc, op)
-        if not tp and not op:
-            return f"({a} if {c} else {b})"
-        # only the chosen branch runs (with its statements)
-        t = sc.new_tmp()
-        pre.append(f"if {c}:")
-        pre += indented(tp + [f"{t} = {a}"])
-        pre.append("else:")
-        pre += indented(op + [f"{t} = {b}"])
-        return t
-
-    def ex_ListExpr(self, e: ir.ListExpr, sc: Scope, pre: list[str]) -> str:
-        if isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return self.build_struct(e.type, dict(zip([f.name for f in e.type.fields], e.items)), sc, pre)
-        return "(" + "".join(c + ", " for c in self.ex_all(e.items, sc, pre)) + ")"
-
-    def ex_StructExpr(self, e: ir.StructExpr, sc: Scope, pre: list[str]) -> str:
-        return self.build_struct(e.type, e.fields, sc, pre)
-
-    def build_struct(self, t: ir.Type, fields: dict[str, ir.Expr], sc: Scope, pre: list[str]) -> str:
-        """A fresh object of composite type ``t`` built from field expressions (headers: valid)."""
-        cls = self.classes.name(t)
-        tmp = sc.new_tmp()
-        pre.append(f"{tmp} = {cls}()")
-        for name, fe in fields.items():
-            if is_composite(fe.type):
-                pre.append(f"{tmp}.{pyattr(name)}._set({self.ex(fe, sc, pre)})")
-            else:
-                pre.append(f"{tmp}.{pyattr(name)} = {self.ex(fe, sc, pre)}")
-        if isinstance(t, ir.HeaderT):
-            pre.append(f"{tmp}._v = True")
-        return tmp
-
     @staticmethod
     def union_of(lv: ir.Expr) -> Optional[ir.Expr]:
         """The header union that header lvalue ``lv`` is a member of, if it is one."""
@@ -302,19 +122,6 @@ class ExpressionCompiler(CompilerBase):
             pre.append(f"{obj}._inv()" if e.target.type.has_structs else f"{obj}.__dict__.clear()")
             return "None"
         raise Unsupported(f"header method {e.method}", e.pos)
-
-    def ex_ApplyResult(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
-        t = self.table_name(e.table, e.pos)
-        call = f"{t}.apply({sc.frame})"
-        if e.field is None:
-            return call
-        if e.field == "hit":
-            return f"{call}[0]"
-        if e.field == "miss":
-            return f"(not {call}[0])"
-        if e.field == "action_run":
-            return f"{call}[1]"
-        raise Unsupported(f"table apply result .{e.field}", e.pos)
 
     def table_name(self, t: ir.TableDecl, pos: Optional[Pos]) -> str:
         if id(t) not in self.tables:
@@ -367,7 +174,7 @@ class ExpressionCompiler(CompilerBase):
                 outs.append(lv)
             else:
                 code = self.ex(a, sc, ap)
-            items.append((code, ap, False))
+            items.append((code, ap, None))
         codes = self.sequence(items, sc, pre)
         call = head + ", ".join(codes) + ")"
         if not outs and not backs:
@@ -429,10 +236,8 @@ class ExpressionCompiler(CompilerBase):
         return "None"
 
     # ------------------------------------------------------------------ lvalues
-    def assign(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
-        """Append statements writing python expression ``value`` into P4 lvalue ``lhs``."""
-        if isinstance(lhs, ir.DontCare):
-            return  # '_': the value is not kept
+    def assign_whole(self, lhs: ir.Expr, value: str, sc: Scope, out: list[str]) -> None:
+        """Statements writing ``value`` into a whole lvalue (``assign`` handles ``_`` and slices)."""
         if is_composite(lhs.type):
             obj = self.ex(lhs, sc, out)
             out.append(f"{obj}._set({value})")
@@ -444,13 +249,70 @@ class ExpressionCompiler(CompilerBase):
             out.append(f"{self.ex_VarRef(lhs, sc, out)} = {value}")
         elif isinstance(lhs, ir.Member):
             out.append(f"{self.ex(lhs.base, sc, out)}.{pyattr(lhs.name)} = {value}")
-        elif isinstance(lhs, ir.Slice):
-            bw = scalar_width(lhs.base.type)
-            m = bitmask(lhs.hi - lhs.lo + 1)
-            keep = bitmask(bw) & ~(m << lhs.lo)
-            tmp = sc.new_tmp()
-            out.append(f"{tmp} = {value}")
-            cur = self.ex(lhs.base, sc, out)
-            self.assign(lhs.base, f"(({cur} & {keep}) | (({tmp} & {m}) << {lhs.lo}))", sc, out)
         else:
             raise Unsupported(f"assignment to {type(lhs).__name__}", lhs.pos)
+
+    # ------------------------------------------------------------------ how Python spells what the walk decides
+    def out_of_scope(self, e: ir.VarRef) -> Exception:
+        return CompileError(f"p4sim runtime: variable {e.var.name} is not in scope here", e.pos)
+
+    @staticmethod
+    def is_stable(code: str, comp: Optional[ir.Type]) -> bool:
+        return STABLE_CODE.match(code) is not None
+
+    @staticmethod
+    def spell_pin(t: str, code: str, comp: Optional[ir.Type]) -> str:
+        return f"{t} = {code}._copy()" if comp is not None else f"{t} = {code}"
+
+    @staticmethod
+    def spell_int(v: int, e: ir.Literal) -> str:
+        return str(v)
+
+    @staticmethod
+    def spell_short_circuit(op: str, t: str, a: str, rp: list[str], b: str) -> list[str]:
+        return [f"{t} = {a}", f"if {t}:" if op == "&&" else f"if not {t}:", *indented(rp + [f"{t} = {b}"])]
+
+    @staticmethod
+    def spell_composite_eq(op: str, a: str, b: str, t: ir.Type) -> str:
+        r = f"{a}._eq({b})"
+        return r if op == "==" else f"(not {r})"
+
+    @staticmethod
+    def spell_concat(a: str, b: str, e: ir.Binary) -> str:
+        return f"(({a} << {scalar_width(e.right.type)}) | {b})"
+
+    @staticmethod
+    def spell_shl(e: ir.Binary, a: str, b: str, bt: ir.BitT) -> str:
+        if isinstance(e.right, ir.Literal):
+            return "0" if e.right.value >= bt.width else f"(({a} << {e.right.value}) & {bitmask(bt.width)})"
+        return f"_shl({a}, {b}, {bt.width})"
+
+    @staticmethod
+    def mux_inline(t: ir.Type) -> bool:
+        return True
+
+    @staticmethod
+    def spell_mux_branches(ty: ir.Type, t: str, c: str, tp: list[str], a: str, op: list[str], b: str) -> list[str]:
+        return [f"if {c}:", *indented(tp + [f"{t} = {a}"]), "else:", *indented(op + [f"{t} = {b}"])]
+
+    def new_object(self, t: ir.Type, sc: Scope, pre: list[str]) -> str:
+        cls = self.classes.name(t)
+        tmp = sc.new_tmp()
+        pre.append(f"{tmp} = {cls}()")
+        return tmp
+
+    @staticmethod
+    def spell_field_init(obj: str, name: str, t: ir.Type, code: str) -> str:
+        return f"{obj}.{pyattr(name)}._set({code})" if is_composite(t) else f"{obj}.{pyattr(name)} = {code}"
+
+    def apply_table(self, e: ir.ApplyResult, sc: Scope, pre: list[str]) -> str:
+        return f"{self.table_name(e.table, e.pos)}.apply({sc.frame})"
+
+    @staticmethod
+    def spell_apply_result(call: str) -> dict[Optional[str], str]:
+        return {None: call, "hit": f"{call}[0]", "miss": f"(not {call}[0])", "action_run": f"{call}[1]"}
+
+    @staticmethod
+    def spell_field(code: str, name: str) -> str:
+        return f"{code}.{pyattr(name)}"
+

@@ -9,37 +9,11 @@ from p4sim.errors import Pos, Unsupported
 from p4sim.frontend import ir
 from p4sim.runtime.codegen.base import CompilerBase
 from p4sim.runtime.codegen.common import Scope, bitmask, enum_member
-from p4sim.runtime.objects import is_composite, pyattr, scalar_width
+from p4sim.runtime.objects import scalar_width
 
 
 class ExternCompiler(CompilerBase):
     # ------------------------------------------------------------------ data lists
-    def flatten(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, int, str]]:
-        """(python value, bit width, field name) for every scalar in a data list/struct/header,
-        in order: hash/checksum/digest inputs."""
-        if isinstance(e, ir.ListExpr) and not isinstance(e.type, (ir.StructT, ir.HeaderT)):
-            return [x for i in e.items for x in self.flatten(i, sc, pre)]
-        if isinstance(e, ir.StructExpr) or (isinstance(e, ir.ListExpr) and isinstance(e.type, ir.StructT)):
-            items = e.fields if isinstance(e, ir.StructExpr) else dict(zip([f.name for f in e.type.fields], e.items))
-            out = []
-            for f in e.type.fields:
-                sub = self.flatten(items[f.name], sc, pre)
-                out += [(c, w, f.name if len(sub) == 1 else n) for c, w, n in sub]
-            return out
-        if is_composite(e.type):
-            return self.flatten_obj(self.ex(e, sc, pre), e.type)
-        name = e.name if isinstance(e, ir.Member) else (e.var.name if isinstance(e, ir.VarRef) else "")
-        return [self.scalar_item(self.ex(e, sc, pre), e.type, name)]
-
-    def flatten_obj(self, code: str, t: ir.Type) -> list[tuple[str, int, str]]:
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self.flatten_obj(f"{code}.e[{i}]", t.elem)]
-        out = []
-        for f in t.fields:
-            c = f"{code}.{pyattr(f.name)}"
-            out += self.flatten_obj(c, f.type) if is_composite(f.type) else [self.scalar_item(c, f.type, f.name)]
-        return out
-
     @staticmethod
     def scalar_item(code: str, t: ir.Type, name: str) -> tuple[str, Any, str]:
         if isinstance(t, ir.VarbitT):  # its current length: the width is a run-time expression
@@ -66,97 +40,73 @@ class ExternCompiler(CompilerBase):
 
     # ------------------------------------------------------------------ externs and builtins
     def extern_call(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> Optional[str]:
-        inst, m, a = e.instance, e.method, e.args
-        if self.arch_externs is not None and inst.extern in self.arch_externs.EXTERNS:
+        if self.arch_externs is not None and e.instance.extern in self.arch_externs.EXTERNS:
             return self.arch_externs.extern_call(self, e, sc, pre)
-        E = self.extern_name(inst)
-        if inst.extern == "register":
-            # inlined on the cell list ({E}_c, bound per switch): registers are the most frequent
-            # extern calls in stateful programs and a method call per access adds up.  Out of
-            # range: reads give 0, writes are ignored (BMv2).
-            size = int(inst.ctor_args[0])
-            idx = sc.new_tmp()
-            if m == "read":
-                pre.append(f"{idx} = {self.ex(a[1], sc, pre)}")
-                self.assign(a[0], f"({E}_c[{idx}] if {idx} < {size} else 0)", sc, pre)
-                return
-            if m == "write":
-                pre.append(f"{idx} = {self.ex(a[0], sc, pre)}")
-                pre.append(f"if {idx} < {size}: {E}_c[{idx}] = {self.ex(a[1], sc, pre)}")
-                return
-        elif inst.extern == "counter" and m == "count":
-            size = int(inst.ctor_args[0])
-            idx = sc.new_tmp()
-            pre.append(f"{idx} = {self.ex(a[0], sc, pre)}")
-            pre.append(f"if {idx} < {size}:")
-            pre.append(f"    {E}_p[{idx}] += 1")
-            pre.append(f"    {E}_b[{idx}] += X.sm.packet_length")
-            return
-        elif inst.extern == "direct_counter" and m == "count":
-            return  # BMv2 counts a direct counter on every hit of its table; count() is a no-op
-        elif inst.extern == "meter" and m == "execute_meter":
-            self.assign(a[1], f"{E}.execute({self.ex(a[0], sc, pre)}, X.sm.packet_length, X.now)", sc, pre)
-            return
-        elif inst.extern == "direct_meter" and m == "read":
-            self.assign(a[0], f"X.dmeter.get({id(inst)}, 0)", sc, pre)
-            return
-        raise Unsupported(f"extern method {inst.extern}.{m}", e.pos)
+        self.extern_name(e.instance)
+        return super().extern_call(e, sc, pre)
 
-    def builtin_call(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
-        n, a = e.name, e.args
-        if n == "mark_to_drop":
-            sm = self.ex(a[0], sc, pre) if a else "X.sm"
-            pre.append(f"{sm}.egress_spec = X.drop_port")
-            pre.append(f"{sm}.mcast_grp = 0")
-        elif n == "hash":
-            algo = enum_member(a[1])
-            data, width = self.packed(self.flatten(a[3], sc, pre))
-            ow = scalar_width(a[0].type)
-            if algo == "random":
-                h = f"X.rng.getrandbits(32)"
-            else:
-                h = f"{self.algo(algo, True, e.pos)}({data}, {width})"
-            base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
-            tmp = sc.new_tmp()
-            pre.append(f"{tmp} = {mx}")
-            self.assign(a[0], f"((({base}) + ({h}) % {tmp}) & {bitmask(ow)} if {tmp} else ({base}) & {bitmask(ow)})", sc, pre)
-        elif n == "random":
-            lo, hi = self.ex(a[1], sc, pre), self.ex(a[2], sc, pre)
-            self.assign(a[0], f"X.random({lo}, {hi})", sc, pre)
-        elif n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                   "update_checksum_with_payload"):
-            self.checksum(e, sc, pre)
-        elif n == "digest":
-            t = e.type_args[0] if e.type_args else a[1].type
-            items = self.flatten(a[1], sc, pre)
-            names = [f.name for f in t.fields] if isinstance(t, ir.StructT) and len(t.fields) == len(items) else [x[2] for x in items]
-            tup = "(" + "".join(f"({nm!r}, {w}, {c}), " for (c, w, _), nm in zip(items, names)) + ")"
-            pre.append(f"X.digest({getattr(t, 'name', 'digest')!r}, {tup})")
-        elif n in ("clone", "clone3", "clone_preserving_field_list"):
-            self.uses_clone = True
-            kind = enum_member(a[0])
-            session = self.ex(a[1], sc, pre)
-            fl = a[2].value if n == "clone_preserving_field_list" and isinstance(a[2], ir.Literal) else None
-            pre.append(f"X.request_clone({kind!r}, {session}, {fl!r})")
-        elif n in ("resubmit", "resubmit_preserving_field_list"):
-            fl = a[0].value if n.endswith("field_list") and isinstance(a[0], ir.Literal) else None
-            pre.append(f"X.resubmit = ({fl!r},)")
-        elif n in ("recirculate", "recirculate_preserving_field_list"):
-            fl = a[0].value if n.endswith("field_list") and isinstance(a[0], ir.Literal) else None
-            pre.append(f"X.recirculate = ({fl!r},)")
-        elif n == "truncate":
-            pre.append(f"X.truncate = {self.ex(a[0], sc, pre)}")
-        elif n == "log_msg":
-            msg = self.ex(a[0], sc, pre)
-            vals = [c for c, _, _ in self.flatten(a[1], sc, pre)] if len(a) > 1 else []
-            pre.append(f"X.log({msg}, ({''.join(v + ', ' for v in vals)}))")
-        elif n in ("assert", "assume"):
-            where = str(e.pos) if e.pos else n
-            pre.append(f"if not {self.ex(a[0], sc, pre)}: raise _AssertFailed({where!r})")
-        elif n == "verify":
-            pre.append(f"if not {self.ex(a[0], sc, pre)}: raise _ParserError({self.ex(a[1], sc, pre)})")
+    def extern_state(self, inst: ir.ExternInstance) -> tuple[str, int]:
+        """A register's or counter's global name and size.  Register calls are inlined on the
+        cell list ({E}_c, bound per switch): registers are the most frequent extern calls in
+        stateful programs and a method call per access adds up."""
+        return self.extern_name(inst), int(inst.ctor_args[0])
+
+    def extern_meter_execute_meter(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        E = self.extern_name(e.instance)
+        self.assign(e.args[1], f"{E}.execute({self.ex(e.args[0], sc, pre)}, X.sm.packet_length, X.now)", sc, pre)
+
+    def extern_direct_meter_read(self, e: ir.ExternCall, sc: Scope, pre: list[str]) -> None:
+        self.assign(e.args[0], f"X.dmeter.get({id(e.instance)}, 0)", sc, pre)
+
+    def builtin_hash(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        a = e.args
+        algo = enum_member(a[1])
+        data, width = self.packed(self.flatten(a[3], sc, pre))
+        ow = scalar_width(a[0].type)
+        if algo == "random":
+            h = f"X.rng.getrandbits(32)"
         else:
-            raise Unsupported(f"{n}()", e.pos)
+            h = f"{self.algo(algo, True, e.pos)}({data}, {width})"
+        base, mx = self.ex(a[2], sc, pre), self.ex(a[4], sc, pre)
+        tmp = sc.new_tmp()
+        pre.append(f"{tmp} = {mx}")
+        self.assign(a[0], f"((({base}) + ({h}) % {tmp}) & {bitmask(ow)} if {tmp} else ({base}) & {bitmask(ow)})", sc, pre)
+
+    def builtin_random(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        lo, hi = self.ex(e.args[1], sc, pre), self.ex(e.args[2], sc, pre)
+        self.assign(e.args[0], f"X.random({lo}, {hi})", sc, pre)
+
+    def builtin_digest(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        t, items, names = self.digest_items(e, sc, pre)
+        tup = "(" + "".join(f"({nm!r}, {w}, {c}), " for (c, w, _), nm in zip(items, names)) + ")"
+        pre.append(f"X.digest({getattr(t, 'name', 'digest')!r}, {tup})")
+
+    def builtin_clone(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        self.uses_clone = True
+        kind = enum_member(e.args[0])
+        session = self.ex(e.args[1], sc, pre)
+        pre.append(f"X.request_clone({kind!r}, {session}, {self.field_list(e, 2)!r})")
+
+    def builtin_resubmit(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.resubmit = ({self.field_list(e, 0)!r},)")
+
+    def builtin_recirculate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.recirculate = ({self.field_list(e, 0)!r},)")
+
+    def builtin_truncate(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"X.truncate = {self.ex(e.args[0], sc, pre)}")
+
+    def builtin_log_msg(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        msg = self.ex(e.args[0], sc, pre)
+        vals = [c for c, _, _ in self.flatten(e.args[1], sc, pre)] if len(e.args) > 1 else []
+        pre.append(f"X.log({msg}, ({''.join(v + ', ' for v in vals)}))")
+
+    def builtin_assert(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        where = str(e.pos) if e.pos else e.name
+        pre.append(f"if not {self.ex(e.args[0], sc, pre)}: raise _AssertFailed({where!r})")
+
+    def builtin_verify(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+        pre.append(f"if not {self.ex(e.args[0], sc, pre)}: raise _ParserError({self.ex(e.args[1], sc, pre)})")
 
     @staticmethod
     def algo(name: str, on_int: bool, pos: Optional[Pos] = None) -> str:
@@ -168,7 +118,7 @@ class ExternCompiler(CompilerBase):
             raise Unsupported(f"hash algorithm {name}", pos)
         return f"_HI_{name}" if on_int else f"_HB_{name}"
 
-    def checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
+    def builtin_checksum(self, e: ir.BuiltinCall, sc: Scope, pre: list[str]) -> None:
         a = e.args
         cond = self.ex(a[0], sc, pre)
         algo = enum_member(a[3])

@@ -69,37 +69,20 @@ class ParserCompiler(CompilerBase):
         w.dedent()
 
     def transition(self, t: Any, sid: dict[str, int], sc: Scope, w: Writer) -> None:
-        def goto(name: str) -> str:
-            if name == "accept":
-                return "return pos, None"
-            if name == "reject":
-                return "return pos, -1"
-            return f"st = {sid[name]}"
-
         if isinstance(t, str):
-            w(goto(t))
+            w(self.goto(t, sid))
             return
         pre: list[str] = []
-        keys = []
-        for k in t.keys:
-            tmp = sc.new_tmp()
-            pre.append(f"{tmp} = {self.ex(k, sc, pre)}")
-            keys.append(tmp)
+        keys = self.select_keys(t.keys, sc, pre)
         self.flush(pre, w)
         first = True
         for case in t.cases:
-            conds = []
-            for key, ks in zip(keys, case.keysets):
-                if isinstance(ks, ir.KsDefault):
-                    continue
-                if isinstance(ks, ir.KsValue):
-                    conds.append(f"{key} == {ks.value}")
-                elif isinstance(ks, ir.KsMask):
-                    conds.append(f"({key} & {ks.mask}) == {ks.value & ks.mask}")
-                elif isinstance(ks, ir.KsRange):
-                    conds.append(f"{ks.lo} <= {key} <= {ks.hi}")
+            conds = self.select_conds(keys, case.keysets)
             w(f"{'if' if first else 'elif'} {' and '.join(conds) or 'True'}:")
-            w(f"    {goto(case.next_state)}")
+            w(f"    {self.goto(case.next_state, sid)}")
             first = False
         w(f"{'else:' if not first else 'if True:'}")
         w(f"    raise _ParserError({self.error_code('NoMatch')})")
+
+
+

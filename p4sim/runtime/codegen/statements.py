@@ -25,74 +25,66 @@ class StatementCompiler(CompilerBase):
             w(line)
         pre.clear()
 
-    def stmt(self, s: ir.Stmt, sc: Scope, w: Writer) -> None:
+    emit = flush
+
+    def st_Block(self, s: ir.Block, sc: Scope, w: Writer) -> None:
+        for x in s.stmts:
+            self.stmt(x, sc, w)
+
+    def compound_assign(self, s: ir.Assign, sc: Scope, w: Writer) -> None:
+        """``a op= b``: the lvalue (its indices) is evaluated once, first."""
         pre: list[str] = []
-        if isinstance(s, ir.Block):
-            for x in s.stmts:
-                self.stmt(x, sc, w)
-        elif isinstance(s, ir.Empty):
-            pass
-        elif isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Binary) and s.rhs.left is s.lhs:
-            # compound assignment ``a op= b``: the lvalue (its indices) is evaluated once, first
-            lhs = self.pin_lvalue(s.lhs, sc, pre)
-            v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
-            self.assign(lhs, v, sc, pre)
-            self.flush(pre, w)
-        elif isinstance(s, ir.Assign):
-            rp: list[str] = []
-            v = self.ex(s.rhs, sc, rp)
-            # the lvalue is evaluated before the right-hand side (its indices are pinned first)
-            lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
-            pre += rp
-            self.assign(lhs, v, sc, pre)
-            self.flush(pre, w)
-        elif isinstance(s, ir.VarDecl):
-            self.declare(s, sc, w)
-        elif isinstance(s, ir.If):
+        lhs = self.pin_lvalue(s.lhs, sc, pre)
+        v = self.ex(ir.Binary(s.rhs.type, s.rhs.pos, s.rhs.op, lhs, s.rhs.right), sc, pre)
+        self.assign(lhs, v, sc, pre)
+        self.flush(pre, w)
+
+    def st_Assign(self, s: ir.Assign, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        rp: list[str] = []
+        v = self.ex(s.rhs, sc, rp)
+        # the lvalue is evaluated before the right-hand side (its indices are pinned first)
+        lhs = self.pin_lvalue(s.lhs, sc, pre) if rp else s.lhs
+        pre += rp
+        self.assign(lhs, v, sc, pre)
+        self.flush(pre, w)
+
+    def st_VarDecl(self, s: ir.VarDecl, sc: Scope, w: Writer) -> None:
+        self.declare(s, sc, w)
+
+    def st_For(self, s: ir.For, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        for x in s.init:
+            self.stmt(x, sc, w)
+        w("while True:")
+        w.indent()
+        if s.cond is not None:
             c = self.ex(s.cond, sc, pre)
             self.flush(pre, w)
-            w(f"if {c}:")
-            w.indent()
-            self.stmts([s.then], sc, w)
-            w.dedent()
-            if s.other is not None:
-                w("else:")
-                w.indent()
-                self.stmts([s.other], sc, w)
-                w.dedent()
-        elif isinstance(s, ir.CallStmt):
-            self.call_stmt(s.call, sc, w)
-        elif isinstance(s, ir.SwitchStmt):
-            self.switch(s, sc, w)
-        elif isinstance(s, ir.For):
-            for x in s.init:
-                self.stmt(x, sc, w)
-            w("while True:")
-            w.indent()
-            if s.cond is not None:
-                c = self.ex(s.cond, sc, pre)
-                self.flush(pre, w)
-                w(f"if not {c}: break")
-            sc.loops.append(s.update)
-            self.stmts([s.body], sc, w)
-            sc.loops.pop()
-            for x in s.update:
-                self.stmt(x, sc, w)
-            w.dedent()
-        elif isinstance(s, ir.Break):
-            w("break")
-        elif isinstance(s, ir.Continue):
-            for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
-                self.stmt(x, sc, w)
-            w("continue")
-        elif isinstance(s, ir.Exit):
-            w("raise _ExitBlock()")
-        elif isinstance(s, ir.Return):
-            v = self.ex(s.value, sc, pre) if s.value is not None else None
-            self.flush(pre, w)
-            w(sc.returns(v))
-        else:
-            raise Unsupported(f"statement {type(s).__name__}", s.pos)
+            w(f"if not {c}: break")
+        sc.loops.append(s.update)
+        self.stmts([s.body], sc, w)
+        sc.loops.pop()
+        for x in s.update:
+            self.stmt(x, sc, w)
+        w.dedent()
+
+    def st_Break(self, s: ir.Break, sc: Scope, w: Writer) -> None:
+        w("break")
+
+    def st_Continue(self, s: ir.Continue, sc: Scope, w: Writer) -> None:
+        for x in sc.loops[-1]:  # a C-style loop's update runs before the next test
+            self.stmt(x, sc, w)
+        w("continue")
+
+    def st_Exit(self, s: ir.Exit, sc: Scope, w: Writer) -> None:
+        w("raise _ExitBlock()")
+
+    def st_Return(self, s: ir.Return, sc: Scope, w: Writer) -> None:
+        pre: list[str] = []
+        v = self.ex(s.value, sc, pre) if s.value is not None else None
+        self.flush(pre, w)
+        w(sc.returns(v))
 
     def declare(self, s: ir.VarDecl, sc: Scope, w: Writer) -> None:
         pre: list[str] = []
@@ -149,43 +141,26 @@ class StatementCompiler(CompilerBase):
         if r != "None":
             pre.append(r)
 
-    def switch(self, s: ir.SwitchStmt, sc: Scope, w: Writer) -> None:
-        pre: list[str] = []
-        subj = self.ex(s.subject, sc, pre)
-        self.flush(pre, w)
-        tmp = sc.new_tmp()
-        w(f"{tmp} = {subj}")
-        pending: list = []
-        first = True
-        default_body = None
-        for case in s.cases:
-            pending += case.labels
-            if case.body is None:
-                continue
-            labels, pending = pending, []
-            if "default" in labels:
-                default_body = case.body
-                continue
-            conds = []
-            for lab in labels:
-                if isinstance(lab, ir.ActionDecl):
-                    conds.append(f"{tmp} == {self.action_id(lab)}")
-                else:
-                    conds.append(f"{tmp} == {self.ex(lab, sc, pre)}")
-            self.flush(pre, w)
-            w(f"{'if' if first else 'elif'} {' or '.join(conds) or 'False'}:")
-            first = False
-            w.indent()
-            self.stmts([case.body], sc, w)
-            w.dedent()
-        if default_body is not None:
-            if first:
-                self.stmts([default_body], sc, w)
-            else:
-                w("else:")
-                w.indent()
-                self.stmts([default_body], sc, w)
-                w.dedent()
+    @staticmethod
+    def spell_arm(i: int, conds: list[str]) -> str:
+        return f"{'elif' if i else 'if'} {' or '.join(conds) or 'False'}:"
+
+
+
+    @staticmethod
+    def spell_end_if() -> list[str]:
+        return []
+
+    def nested(self, body: ir.Stmt, sc: Scope, w: Writer) -> None:
+        w.indent()
+        self.stmts([body], sc, w)
+        w.dedent()
+
+    def inline(self, body: ir.Stmt, sc: Scope, w: Writer) -> None:
+        self.stmts([body], sc, w)
+
+    def switch_label(self, lab: ir.Expr, sc: Scope, pre: list[str], pos: Optional[Pos]) -> str:
+        return self.ex(lab, sc, pre)
 
     # ------------------------------------------------------------------ packet_in / packet_out
     def packet_stmt(self, c: ir.PacketCall, sc: Scope, w: Writer) -> None:
@@ -286,14 +261,4 @@ class StatementCompiler(CompilerBase):
             w(line)
 
     def emit_items(self, e: ir.Expr, sc: Scope, pre: list[str]) -> list[tuple[str, ir.HeaderT]]:
-        code = self.ex(e, sc, pre)
-        return self._emit_obj(code, e.type, e.pos)
-
-    def _emit_obj(self, code: str, t: ir.Type, pos: Optional[Pos]) -> list[tuple[str, ir.HeaderT]]:
-        if isinstance(t, ir.HeaderT):
-            return [(code, t)]
-        if isinstance(t, ir.StackT):
-            return [x for i in range(t.size) for x in self._emit_obj(f"{code}.e[{i}]", t.elem, pos)]
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):  # a union: only its valid member emits
-            return [x for f in t.fields for x in self._emit_obj(f"{code}.{pyattr(f.name)}", f.type, pos)]
-        raise Unsupported("emit of a non-header value", pos)
+        return self.emit_headers(self.ex(e, sc, pre), e.type, e.pos)
