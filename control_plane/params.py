@@ -331,9 +331,12 @@ PARAMS: tuple[Param, ...] = (
         "tna": P4("StellarEgress.feedback.report.interval_ns")}, yaml=False),
     # -- move points, path feedback and suspect paths (v1model data plane v3) ----------------------
     Param("drain_any", "bool", "", True, "drain moves for every tracked flow, not only elephants", {
-        "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit), "tna": Refused(_NO_TNA_V3)}, yaml=False),
+        "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit),
+        "tna": P4(_T + "drain_any_flows", "TNA_DRAIN_ANY", _bit)}, yaml=False),
     Param("move_guards", "int", "bit mask", 15, "move guards (define.p4 MOVE_GUARD_*): bit 0 makes explore "
-          "and suspect moves wait for the drain proof", _v3(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+          "and suspect moves wait for the drain proof", {
+              "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+              "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
           "locally best path try the next best at its next safe point",

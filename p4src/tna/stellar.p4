@@ -85,6 +85,8 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  dre_on;
     bit<32> drain_margin_ns;
     bit<1>  gap_drain;
+    bit<1>  drain_any;
+    bit<1>  drain_proof;
 
     /* Tofino-1's rule shapes this apply block (README.md, "Tofino-1"): it
      * has no long branches, so bf-p4c makes a condition wait for every
@@ -101,7 +103,7 @@ control StellarIngress(inout tna_headers_t hdr,
         clock.apply(meta, ig_prsr_md);
         meta.change_reason = 0xFF;
         params.apply(meta, flowlet_timeout_ns, elephant_bytes, drain_moves, dre_on,
-                     drain_margin_ns, gap_drain);
+                     drain_margin_ns, gap_drain, drain_any, drain_proof);
 #ifndef STELLAR_NO_DRE
         meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
 #endif
@@ -137,7 +139,7 @@ control StellarIngress(inout tna_headers_t hdr,
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
         /* data: flow state (and the drain test); feedback: departures */
         flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                      (bit<16>) (drain_margin_ns >> 6), gap_drain);
+                      (bit<16>) (drain_margin_ns >> 6), gap_drain, drain_any, drain_proof);
         /* the queue, after the decision (it writes the resubmit header's
          * queue, which the decision validates) */
         queueing.apply(meta, ig_tm_md);

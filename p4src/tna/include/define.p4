@@ -21,6 +21,7 @@
 
 typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
 typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
+typedef bit<4>  prior_t;         /* capacity prior within a group: one per bottleneck profile */
 typedef bit<3>  member_t;        /* index of a member in its group */
 
 /* The first byte of every bridged or mirror header says which it is, so the
@@ -72,6 +73,12 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * written x16 like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 8000           /* downstream skew margin of a drain move: 8 us, as the
                                             * v1model program (control_plane/params.py) */
+#define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
+                                            * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
+                                            * and a drain point is as safe for a mouse (define.p4) */
+#define TNA_MOVE_GUARDS 15                 /* MOVE_GUARD_* (../../include/define.p4): bit 0, a drain
+                                            * move needs the drain proof; clearing it is the tests'
+                                            * negative control */
 /* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
  * with a choice (groups of one member have no rows; the lab's job scenario
  * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM

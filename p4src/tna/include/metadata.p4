@@ -31,6 +31,8 @@ struct tna_ingress_metadata_t {
     bit<1>   reserved;       /* routing.reservation hit: its group replaces the route's */
     group_t  resv_group;
     bit<4>   resv_count;
+    prior_t  prior;          /* the destination's capacity prior (dre.level<k>'s rows) */
+    prior_t  resv_prior;
     bit<1>   down_hit;       /* failover.port_member hit (a port-down packet) */
     /* the flow key's one CRC-32, sliced (see flowlet.p4) */
     bit<32>  flow_hash;
