@@ -455,6 +455,22 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TE}.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
     }, "PORT_SLOTS"),
+    # path feedback between leaves (p4src/tna/include/control/path_feedback.p4)
+    Table(_tna(f"{_TE}.path_feedback.params"), (), {
+        f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32)),
+    }, 1),
+    Table(_tna(f"{_TE}.path_feedback.port_kind"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
+        f"{_TE}.path_feedback.fabric_port": _params(("index", 3)),
+        f"{_TE}.path_feedback.host_port": (),
+    }, "PORT_SLOTS"),
+    Table(_tna(f"{_TE}.path_feedback.dest_leaf"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        f"{_TE}.path_feedback.set_dest_leaf": _params(("leaf", 8), ("mask", 8)),
+        f"{_TE}.path_feedback.no_dest": (),
+    }, "DEST_LEAF_SIZE"),
+    Table(_tna(f"{_TE}.path_feedback.uplink_port"), (KeyField("hdr.fb.fb_path", "exact", 3),), {
+        f"{_TE}.path_feedback.path_uplink": _params(("port", 9)),
+        f"{_TE}.path_feedback.no_uplink": (),
+    }, 8),
 )}
 TNA_METERS: dict[str, Size] = {_tna(f"{_TI}.qos.tenant_meter"): "TENANT_SLOTS"}
 # The liveness bitmap: the data plane clears a member's bit on a port-down packet; the

@@ -162,8 +162,8 @@ _E = "StellarEgress.ecn.set_ecn_params."
 _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
-_NO_TNA_V3 = ("the TNA program has no drain-any, exploration, path feedback shim or suspect-path state yet "
-              "(p4src/tna/README.md, what is left)")
+_NO_TNA_V3 = ("the TNA program has no exploration, feedback age or suspect-path state yet; its path feedback "
+              "shim reaches path choice as feedback copies (p4src/tna/README.md, data plane v3)")
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
 
@@ -346,7 +346,13 @@ PARAMS: tuple[Param, ...] = (
     Param("feedback_enabled", "bool", "", False, "leaf-to-leaf path feedback (the 0x88B5 shim); off in the "
           "program until the controller names the leaf, rendered on for every leaf", {
               "v1model": P4(_F + "enabled", "DEFAULT_FEEDBACK_ENABLED", _bit, derived=True),
-              "tna": Refused(_NO_TNA_V3)}, yaml=False),
+              "tna": P4("StellarEgress.path_feedback.set_params.on", "TNA_FEEDBACK_ENABLED", _bit, derived=True,
+                        note="off with ecmp")}, yaml=False),
+    Param("feedback_return_interval_ns", "int", "ns", 2000, "at most one copy of a path's congestion another "
+          "leaf returned goes to path choice per (leaf, path) and interval", {
+              "v1model": Refused("the v1model program stores a returned entry in a register path choice reads"),
+              "tna": P4("StellarEgress.path_feedback.set_params.interval_ns", "TNA_FEEDBACK_RETURN_INTERVAL_NS")},
+          yaml=False),
     Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement",
           _v3(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"), yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "

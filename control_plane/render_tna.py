@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import jinja2
 
-from . import context, contract, document, params, prior
+from . import context, contract, document, feedback, params, prior
 from .document import RenderError
 from .model import Fabric
 from .plan import SwitchPlan, known_downstream_mask
@@ -151,6 +151,32 @@ def group_priors(fabric: Fabric, plan: SwitchPlan, of_set: dict[int, int],
     return priors, index
 
 
+def path_feedback_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
+    """path_feedback.p4's rows: this leaf's id and whether it tags (leaves, unless the fabric
+    runs ECMP: its baseline takes no feedback), every fabric port with its uplink index (the
+    shim's path), the other leaves' subnets with their ids and the mask of their uplink
+    indexes (the round robin of the entries returned to them), and index -> port for the
+    entries that come back.  A spine only raises the field: its fabric ports, nothing else."""
+    switch = plan.switch
+    leaf = switch.role == "leaf"
+    uplinks = [p.number for p in switch.uplinks]
+    if leaf and len(uplinks) > 8:
+        raise RenderError(f"{switch.name}: {len(uplinks)} uplinks; the feedback shim's path has 3 bits")
+    ids = feedback.leaf_ids(fabric)
+    dests = []
+    if leaf:
+        for other in sorted(fabric.leaves, key=lambda s: s.name):
+            if other.name != switch.name:
+                mask = (1 << max(0, len(other.uplinks) - 1).bit_length()) - 1
+                dests.append({"address": str(other.subnet.network_address), "prefix_len": other.subnet.prefixlen,
+                              "leaf": ids[other.name], "name": other.name, "mask": mask})
+    return {"on": int(leaf and fabric.dataplane.path_mode != "ecmp"),
+            "leaf": ids[switch.name] if leaf else 0, "interval_ns": params.default("feedback_return_interval_ns"),
+            "ports": [{"port": n, "index": uplinks.index(n) if leaf else 0, "peer": switch.ports[n].peer_switch}
+                      for n in uplinks],
+            "dests": dests, "uplinks": [{"index": i, "port": n} for i, n in enumerate(uplinks)] if leaf else []}
+
+
 def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
     """The quantised ramp: queue delay in [Kmin, Kmax) in TNA_ECN_STEPS rows of rising
     probability up to pmax, then always mark at and above Kmax (65535 = always)."""
@@ -227,6 +253,7 @@ def switch_context(fabric: Fabric, plan: SwitchPlan,
         "ecn_rows": ecn_rows(fabric),
         "qdelay_unit_ns": contract.TNA_QDELAY_UNIT_NS,
         "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
+        "path_feedback": path_feedback_context(fabric, plan),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
     return ctx, path_sets

@@ -44,6 +44,7 @@
 #include "include/control/drop_reason.p4"
 #include "include/control/feedback.p4"
 #include "include/control/feedback_packet.p4"
+#include "include/control/path_feedback.p4"
 #include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
@@ -173,6 +174,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
     FeedbackPacket() feedback_packet;
     QueueDelay() queue_delay;
     Feedback() feedback;
+    PathFeedback() path_feedback;
     Ecn() ecn;
     Reorder() reorder;
     EgressTelemetry() telemetry;
@@ -183,6 +185,9 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         queue_delay.apply(meta, eg_intr_md);
         meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        /* the leaf-to-leaf shim: tag, raise, or strip and store; a returned
+         * entry becomes a feedback copy (after feedback: it overrides) */
+        path_feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);
         telemetry.apply(meta, eg_intr_md.egress_port);

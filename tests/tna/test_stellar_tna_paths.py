@@ -143,7 +143,7 @@ def test_negative_control_without_the_port_down_packet_flows_black_hole():
 
 
 def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0, qid: int = 4) -> bytes:
-    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp,
+    # Ethernet 0x88B6, then feedback_h: 6 pad bits, remote 0, 9-bit port, 32-bit delay, 16-bit stamp,
     # 8-bit queue (4: the test leaf's elastic-class queue)
     body = ((port & 0x1FF) << 56 | qdelay_ns << 24 | departed_ts << 8 | qid).to_bytes(9, "big")
     return bytes(12) + b"\x88\xb6" + body + bytes(40)

@@ -73,6 +73,10 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * written x16 like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 8000           /* downstream skew margin of a drain move: 8 us, as the
                                             * v1model program (control_plane/params.py) */
+#define TNA_FEEDBACK_ENABLED 0             /* path feedback between leaves (path_feedback.p4): off
+                                            * until the controller names the leaf */
+#define TNA_FEEDBACK_RETURN_INTERVAL_NS 2000 /* at most one copy of a returned entry per (leaf,
+                                            * path) to path choice per 2 us */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

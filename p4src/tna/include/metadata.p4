@@ -48,6 +48,7 @@ struct tna_ingress_metadata_t {
     group_t  fb_group;
     member_t fb_member;
     bit<1>   fb_hit;         /* path_choice.port_member hit (a feedback packet) */
+    bit<1>   fb_remote;      /* the feedback packet carries another leaf's path report (parser) */
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
@@ -106,6 +107,10 @@ struct tna_egress_metadata_t {
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
+    /* the feedback copy's content (the deparser's mirror field list) */
+    PortId_t report_port;
+    bit<32>  report_delay_ns;
+    bit<1>   report_remote;
 }
 
 /* Reported (Digest) when the sketch first classifies a flow as an elephant

@@ -68,6 +68,11 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
             is_due = 0;
         }
         if (is_due == 1) {
+            /* the copy's port and delay (path_feedback.p4 writes a remote
+             * path's instead, at a host port, which never reports) */
+            meta.report_port = eg_intr_md.egress_port;
+            meta.report_delay_ns = meta.qdelay_ns;
+            meta.report_remote = 0;
             eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
             meta.mirror_session = MIRROR_SESSION_FEEDBACK;
             meta.mirror_pkt_type = PKT_FEEDBACK;

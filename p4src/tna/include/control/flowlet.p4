@@ -246,13 +246,14 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * table address its register alike).  Rows: 2 const. */
     action record_departure() { record_dep.execute(dep_index); }
     action read_departure() { dep = read_dep.execute(dep_index); }
+    /* (a remote path report, path_feedback.p4, names no departure) */
     table departure_at {
-        key = { meta.kind: exact; second: exact; }
+        key = { meta.kind: exact; second: exact; meta.fb_remote: exact; }
         actions = { record_departure; read_departure; NoAction; }
         const default_action = NoAction();
         const entries = {
-            (KIND_FEEDBACK, 0): record_departure();
-            (KIND_DATA, 1): read_departure();
+            (KIND_FEEDBACK, 0, 0): record_departure();
+            (KIND_DATA, 1, 0): read_departure();
         }
         size = 2;
     }
