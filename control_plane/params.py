@@ -366,7 +366,8 @@ PARAMS: tuple[Param, ...] = (
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {
               "v1model": P4("StellarEgress.ecn.set_floor.kfloor_bytes", "DEFAULT_ECN_KFLOOR_BYTES"),
-              "tna": Refused("the TNA ECN ramp is static (kmin_us..kmax_us); it has no adaptive K to floor")},
+              "tna": P4("StellarEgress.ecn.set_prob", derived=True,
+                        note="the static ramp starts at the later of kmin_us and these bytes at the port's rate")},
           yaml=False),
 )
 

@@ -177,13 +177,23 @@ def path_feedback_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
             "dests": dests, "uplinks": [{"index": i, "port": n} for i, n in enumerate(uplinks)] if leaf else []}
 
 
-def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
-    """The quantised ramp: queue delay in [Kmin, Kmax) in TNA_ECN_STEPS rows of rising
-    probability up to pmax, then always mark at and above Kmax (65535 = always)."""
+def ecn_rows(fabric: Fabric, gbps: float, kfloor_bytes: Optional[int] = None) -> list[dict[str, int]]:
+    """The quantised ramp of a port running at ``gbps``: queue delay in [K, Kmax) in
+    TNA_ECN_STEPS rows of rising probability up to pmax, then always mark at and above Kmax
+    (65535 = always).  K is Kmin, raised to the ECN floor: ``kfloor_bytes`` (default: the
+    declared ecn_kfloor_bytes) of backlog at the port's rate (DCQCN's static Kmin is a byte
+    count: at 40 Gb/s the same bytes are 2.5 times the delay), never above Kmax."""
     ecn = fabric.dataplane.ecn
     if not ecn.enabled:
         return []
-    return ecn_ramp(ecn.kmin_us * 1000, ecn.kmax_us * 1000, ecn.pmax)
+    floor = params.default("ecn_kfloor_bytes") if kfloor_bytes is None else kfloor_bytes
+    return ecn_ramp(ecn_start_ns(ecn.kmin_us * 1000, ecn.kmax_us * 1000, gbps, floor), ecn.kmax_us * 1000, ecn.pmax)
+
+
+def ecn_start_ns(kmin_ns: int, kmax_ns: int, gbps: float, kfloor_bytes: int) -> int:
+    """Where a port's ramp starts: Kmin, or the floor's bytes at the port's rate if later
+    (bytes x 8 / Gb/s = ns), at most Kmax."""
+    return min(kmax_ns, max(kmin_ns, int(round(kfloor_bytes * 8 / gbps))))
 
 
 def qdelay_units(ns: int) -> int:
@@ -249,8 +259,9 @@ def switch_context(fabric: Fabric, plan: SwitchPlan,
         "liveness": [liveness[p] for p in sorted(liveness)],
         "ports": context.ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
-        "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
-        "ecn_rows": ecn_rows(fabric),
+        "ecn_ports": [{"port": n, "gbps": switch.ports[n].capacity_gbps,
+                       "rows": ecn_rows(fabric, switch.ports[n].capacity_gbps)}
+                      for n in sorted(switch.ports)] if dp.ecn.enabled else [],
         "qdelay_unit_ns": contract.TNA_QDELAY_UNIT_NS,
         "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
         "path_feedback": path_feedback_context(fabric, plan),
