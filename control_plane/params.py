@@ -162,8 +162,7 @@ _E = "StellarEgress.ecn.set_ecn_params."
 _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
-_NO_TNA_V3 = ("the TNA program has no exploration, feedback age or suspect-path state yet; its path feedback "
-              "shim reaches path choice as feedback copies (p4src/tna/README.md, data plane v3)")
+_NO_TNA_V3 = ("the TNA program has no exploration or suspect-path state yet (p4src/tna/README.md, data plane v3)")
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
 
@@ -353,8 +352,10 @@ PARAMS: tuple[Param, ...] = (
               "v1model": Refused("the v1model program stores a returned entry in a register path choice reads"),
               "tna": P4("StellarEgress.path_feedback.set_params.interval_ns", "TNA_FEEDBACK_RETURN_INTERVAL_NS")},
           yaml=False),
-    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement",
-          _v3(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"), yaml=False),
+    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement", {
+        "v1model": P4(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"),
+        "tna": P4("StellarEgress.path_feedback.set_params.max_age_ns", "TNA_FEEDBACK_MAX_AGE_NS", US_TO_NS,
+                  note="a returned entry this fresh enters the uplink's own reports")}, yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "
           "suspect", _v3(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"), yaml=False),
     Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect",

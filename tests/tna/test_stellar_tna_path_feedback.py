@@ -120,20 +120,26 @@ def test_the_source_leaf_tags_and_the_destination_leaf_strips_to_the_same_bytes(
     assert with_fb[0][2] == without[0][2] and Ether(with_fb[0][2]).type == 0x0800
 
 
-def _congested_spine1_then_reverse(fabric, feedback_on: bool):
+def _congested_spine1_then_reverse(fabric, feedback_on: bool, spine1_reports_first: bool = False,
+                                   max_age_ns: int | None = None):
     """Leaf1 keeps its flows where they start (no drain moves, a 10 ms flowlet timeout) and
     starts eight flows to leaf2 together (the DRE spreads them over both uplinks); spine1's
     uplink is then made best (a local report, as its own feedback copies make them).  Two
     packets of a flow on spine1 cross spine1's downlink to leaf2, slowed to 50 us a packet
     (the second queues there: leaf1 cannot see it); leaf2's host answers with four packets;
-    a flow on spine2 sends once more (spine2 reports its idle uplink).  Returns leaf1's switch
-    and its members via spine1 and spine2."""
+    a flow on spine2 sends once more (spine2 reports its idle uplink).  ``spine1_reports_first``:
+    the flow on spine1 sends once more before that (its uplink's own report comes first).
+    ``max_age_ns``: leaf1's path_feedback max_age instead of the rendered one.  Returns the
+    switches and leaf1's members via spine1 and spine2."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric, feedback_on)
     leaf1 = switches["leaf1"]
     pinned = dict(next(e for e in render_fabric(fabric, arch="tna").documents["leaf1"]["entries"]
                        if e["table"] == LEAF_PARAMS)["params"], drain=0, flowlet_timeout=10_000_000)
     leaf1.set_default_action(LEAF_PARAMS, LEAF_ACTION, pinned)
+    if max_age_ns is not None:
+        fb = next(e for e in render_fabric(fabric, arch="tna").documents["leaf1"]["entries"] if e["table"] == FB_PARAMS)
+        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb["params"], max_age_ns=max_age_ns))
     via1, via2 = uplink_of(fabric, "leaf1", "spine1"), uplink_of(fabric, "leaf1", "spine2")
     member = {p: m for m, p in enumerate(sorted((via1, via2)))}
     started = {unshim(f)[BTH].dqpn: p for p, f in out_of(leaf1, 1, [roce(H1, H2, qp) for qp in range(1, 9)])}
@@ -151,6 +157,8 @@ def _congested_spine1_then_reverse(fabric, feedback_on: bool):
     switches["spine1"].set_queue_rate(0, port=spine1_to_leaf2)
     back = carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 40 + i) for i in range(4)])
     assert [n for n, _, _ in back] == ["leaf1"] * 4
+    if spine1_reports_first:
+        assert [p for p, _ in out_of(leaf1, 1, [roce(H1, H2, qp1, 3)])] == [via1]
     assert [p for p, _ in out_of(leaf1, 1, [roce(H1, H2, qp2, 1)])] == [via2]
     return switches, member[via1], member[via2]
 
@@ -174,3 +182,19 @@ def test_negative_control_without_feedback_the_congested_path_stays_best(fabric)
     best = leaf1.register_read(GROUP_BEST, 1) >> 16
     assert best == spine1_member
     assert leaf1.counter_read(SHIMS, 1)[0] == 0
+
+
+# The uplink's own reports carry the path's fresh congestion (to_leaf, max_age): a report of the
+# congested uplink between the far leaf's answer and the other uplink's report does not undo it.
+def test_the_congested_uplinks_own_report_keeps_the_remote_congestion(fabric):
+    switches, _, spine2_member = _congested_spine1_then_reverse(fabric, True, spine1_reports_first=True)
+    best, delay16 = divmod(switches["leaf1"].register_read(GROUP_BEST, 1), 1 << 16)
+    assert best == spine2_member, (best, delay16)
+
+
+def test_negative_control_a_stale_entry_leaves_the_local_report_alone(fabric):
+    # max_age 0: no entry is fresh, spine1's next report is its idle queue, and spine2's equal
+    # report cannot take over (the hysteresis)
+    switches, spine1_member, _ = _congested_spine1_then_reverse(fabric, True, spine1_reports_first=True,
+                                                                max_age_ns=0)
+    assert switches["leaf1"].register_read(GROUP_BEST, 1) >> 16 == spine1_member

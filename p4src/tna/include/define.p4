@@ -77,6 +77,8 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * until the controller names the leaf */
 #define TNA_FEEDBACK_RETURN_INTERVAL_NS 2000 /* at most one copy of a returned entry per (leaf,
                                             * path) to path choice per 2 us */
+#define TNA_FEEDBACK_MAX_AGE_NS 500000     /* a returned entry younger than 500 us is a measurement:
+                                            * the uplink's own reports carry it */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

@@ -28,6 +28,12 @@
  * report, so a member whose spine downlink is congested loses "best" once the
  * destination leaf's traffic comes back, without the controller.  `to_leaf`
  * also limits those copies to one per (leaf, path) per `interval`.
+ * And the uplink's own reports carry it: a tag reads the entry of its
+ * (destination leaf, path), 0 once older than `max_age` (a measurement
+ * only while fresh), and a local feedback copy of that packet reports the
+ * larger of the queue delay here and the path's congestion (CONGA's max
+ * over the path), so the next local report of the congested uplink does
+ * not undo the remote one.
  *
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
@@ -37,8 +43,8 @@
  *
  * Registers, one RegisterAction each per packet (a packet is tagged or
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
- * return_ptr (tag), to_leaf (strip).  No multiply; the shift is by a
- * constant.
+ * return_ptr (tag), to_leaf (receive: strip; read: tag, one table).  No
+ * multiply; the shift is by a constant.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -74,8 +80,13 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<1>  enabled;
     bit<8>  leaf_id;
     bit<32> interval;
+    bit<32> max_age;
     bit<32> now;
     bit<32> limit;      /* now - interval */
+    bit<32> age_limit;  /* now - max_age */
+    bit<32> path_metric;   /* a tag's: its path's fresh congestion to the destination, ~us */
+    bit<32> path_ns;
+    bit<1>  returned;   /* a strip whose shim carries an entry */
     bit<1>  fabric;
     bit<3>  uplink;
     bit<1>  dest_known;
@@ -124,17 +135,29 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             }
         }
     };
+    /* A tag: the entry's congestion while fresh (stamp >= now - max_age, a
+     * sign test); an old one is cleared and reads 0. */
+    RegisterAction<fb_to_leaf_t, bit<11>, bit<32>>(to_leaf) read_path = {
+        void apply(inout fb_to_leaf_t v, out bit<32> rv) {
+            if (v.stamp - age_limit >= 32w0x80000000) {
+                v.metric = 0;
+            }
+            rv = v.metric;
+        }
+    };
 
     /* This leaf's id, whether it tags, and the copies' interval: one keyless
      * row (disabled, as on a spine, unless the controller names the leaf). */
-    action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns) {
+    action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns, bit<32> max_age_ns) {
         enabled = on;
         leaf_id = leaf;
         interval = interval_ns;
+        max_age = max_age_ns;
     }
     table params {
         actions = { set_params; }
-        default_action = set_params(TNA_FEEDBACK_ENABLED, 0, TNA_FEEDBACK_RETURN_INTERVAL_NS);
+        default_action = set_params(TNA_FEEDBACK_ENABLED, 0, TNA_FEEDBACK_RETURN_INTERVAL_NS,
+                                    TNA_FEEDBACK_MAX_AGE_NS);
         size = 1;
     }
     /* Ports that face a switch, with their uplink index (the shim's path);
@@ -220,7 +243,20 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         hdr.fb.fb_path = 0;
         hdr.fb.fb_metric = 0;
     }
-    action take_limit() { limit = now - interval; }
+    /* to_leaf's two accesses in one table.  Size: 2 const rows. */
+    action do_receive() { due = receive.execute(to_index); }
+    action do_read() { path_metric = read_path.execute(to_index); }
+    table to_access {
+        key = { role: exact; returned: exact; }
+        actions = { do_receive; do_read; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1): do_receive();
+            (FB_ROLE_TAG, 0): do_read();
+        }
+        size = 2;
+    }
+    action take_limit() { limit = now - interval; age_limit = now - max_age; }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
     action take_metric() { metric32 = (bit<32>) hdr.fb.fb_metric; }
     table received_metric { actions = { take_metric; } const default_action = take_metric(); size = 1; }
@@ -246,6 +282,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (hdr.ipv4.isValid()) { ipv4 = 1; } else { ipv4 = 0; }
         if (hdr.vlan.isValid()) { tagged_vlan = 1; } else { tagged_vlan = 0; }
         due = 0;
+        path_metric = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -287,16 +324,35 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             hdr.fb.fb_metric = cell[12:0];
             returns.count(0);
         }
-        /* strip: the returned entry into the congestion-to-leaf table and,
-         * at most once per interval per (leaf, path), to path choice */
-        if (role == FB_ROLE_STRIP && hdr.fb.fb_valid == 1) {
+        /* to_leaf: a strip stores the returned entry (the congestion-to-leaf
+         * table) and, at most once per interval per (leaf, path), sends it to
+         * path choice; a tag reads its own path's entry */
+        if (shimmed == 1 && hdr.fb.fb_valid == 1) {
+            returned = 1;
+        } else {
+            returned = 0;
+        }
+        if (role == FB_ROLE_STRIP) {
             to_index = to_index_of.get({hdr.fb.src_leaf, hdr.fb.fb_path});
+        } else {
+            to_index = to_index_of.get({dest, uplink});
+        }
+        if (returned == 1) {
             received_metric.apply();
+        }
+        to_access.apply();
+        if (role == FB_ROLE_STRIP && returned == 1) {
             uplink_port.apply();
-            due = receive.execute(to_index);
             returns.count(1);
         }
-        if (role == FB_ROLE_STRIP && hdr.fb.fb_valid == 1 && due == 1 && path_known == 1) {
+        /* a tag's own feedback copy (feedback.p4, due): the larger of this
+         * queue's delay and the path's fresh congestion */
+        path_ns = path_metric << 10;
+        if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
+            path_ns > meta.report_delay_ns) {
+            meta.report_delay_ns = path_ns;
+        }
+        if (role == FB_ROLE_STRIP && returned == 1 && due == 1 && path_known == 1) {
             remote_report.apply();
         }
         if (role == FB_ROLE_STRIP) {
