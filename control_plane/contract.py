@@ -457,7 +457,8 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     }, "PORT_SLOTS"),
     # path feedback between leaves (p4src/tna/include/control/path_feedback.p4)
     Table(_tna(f"{_TE}.path_feedback.params"), (), {
-        f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32), ("max_age_ns", 32)),
+        f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32), ("max_age_ns", 32),
+                                                         ("suspect_silence_ns", 32)),
     }, 1),
     Table(_tna(f"{_TE}.path_feedback.port_kind"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
         f"{_TE}.path_feedback.fabric_port": _params(("index", 3)),

@@ -162,7 +162,8 @@ _E = "StellarEgress.ecn.set_ecn_params."
 _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
-_NO_TNA_V3 = ("the TNA program has no exploration or suspect-path state yet (p4src/tna/README.md, data plane v3)")
+_NO_TNA_V3 = ("the TNA program has no exploration under pressure and no retransmission count per path yet "
+              "(p4src/tna/README.md, data plane v3)")
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
 
@@ -357,13 +358,19 @@ PARAMS: tuple[Param, ...] = (
         "tna": P4("StellarEgress.path_feedback.set_params.max_age_ns", "TNA_FEEDBACK_MAX_AGE_NS", US_TO_NS,
                   note="a returned entry this fresh enters the uplink's own reports")}, yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "
-          "suspect", _v3(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"), yaml=False),
+          "suspect", {
+              "v1model": P4(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"),
+              "tna": P4("StellarEgress.path_feedback.set_params.suspect_silence_ns", "TNA_SUSPECT_SILENCE_NS",
+                        US_TO_NS, note="a silent path's reports saturate; 0: off")}, yaml=False),
     Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect",
           _v3(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"), yaml=False),
     Param("retx_window_us", "int", "us", 1000, "window of the retransmission count",
           _v3(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"), yaml=False),
-    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried",
-          _v3(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"), yaml=False),
+    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried", {
+        "v1model": P4(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"),
+        "tna": Refused("a silent path stays silent while its traffic to that leaf is unanswered and is retried "
+                       "when traffic returns to it (path_feedback.p4: the stateful ALU takes two compares)")},
+          yaml=False),
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {
               "v1model": P4("StellarEgress.ecn.set_floor.kfloor_bytes", "DEFAULT_ECN_KFLOOR_BYTES"),

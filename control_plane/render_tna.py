@@ -172,8 +172,8 @@ def path_feedback_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
                               "leaf": ids[other.name], "name": other.name, "mask": mask})
     return {"on": int(leaf and fabric.dataplane.path_mode != "ecmp"),
             "leaf": ids[switch.name] if leaf else 0, "interval_ns": params.default("feedback_return_interval_ns"),
-            "max_age_ns": params.param("feedback_max_age_us").implementation("tna").to_p4(
-                params.default("feedback_max_age_us")),
+            **{key: params.param(name).implementation("tna").to_p4(params.default(name))
+               for key, name in (("max_age_ns", "feedback_max_age_us"), ("silence_ns", "suspect_silence_us"))},
             "ports": [{"port": n, "index": uplinks.index(n) if leaf else 0, "peer": switch.ports[n].peer_switch}
                       for n in uplinks],
             "dests": dests, "uplinks": [{"index": i, "port": n} for i, n in enumerate(uplinks)] if leaf else []}

@@ -8,7 +8,9 @@ the congestion field); the spine raises the field to its egress queue delay; lea
 Traffic leaf2 sends back returns the stored entry; leaf1 strips it and hands it to path choice as
 a feedback copy: a congested spine downlink that leaf1 cannot see makes its uplink lose "best"
 (path_choice.group_best) without the controller.  Negative controls: feedback off, no shim and
-the congested path stays best.
+the congested path stays best.  A path whose traffic goes unanswered (spine1's link to leaf2
+cut: a remote failure) turns silent after suspect_silence_us and its flows leave it without the
+controller; with silence detection off they stay on the dead path.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ def lab(fabric, feedback_on: bool = True) -> dict[str, p4sim.Switch]:
     for name in NAMES:
         sw = p4sim.Switch(tna_program(1), priority_queues=8)
         apply_document(sw, rendered.documents[name])
+        sw.enable_pktgen_port_down(1)    # a switch sees its own ports go down
         if not feedback_on:
             entry = next(e for e in rendered.documents[name]["entries"] if e["table"] == FB_PARAMS)
             sw.set_default_action(FB_PARAMS, FB_ACTION, dict(entry["params"], on=0))
@@ -73,19 +76,21 @@ def out_of(sw: p4sim.Switch, port: int, pkts: list[bytes], settle_us: float = 20
     return sw.take_output()
 
 
-def carry(fabric, switches, name: str, port: int, pkts: list[bytes]) -> list[tuple[str, int, bytes]]:
-    """Send ``pkts`` into ``name``'s ``port`` and follow every copy along the fabric's links;
-    returns (switch, host port, frame) where they left towards a host."""
+def carry(fabric, switches, name: str, port: int, pkts: list[bytes],
+          settle_us: float = 200) -> list[tuple[str, int, bytes]]:
+    """Send ``pkts`` into ``name``'s ``port`` and follow every copy along the fabric's links
+    (each switch given ``settle_us`` of its own clock); returns (switch, host port, frame) where
+    they left towards a host."""
     delivered = []
     by_port: dict[int, list[bytes]] = {}
-    for out_port, frame in out_of(switches[name], port, pkts):
+    for out_port, frame in out_of(switches[name], port, pkts, settle_us):
         by_port.setdefault(out_port, []).append(frame)
     for out_port, frames in by_port.items():
         link = fabric.switches[name].ports[out_port]
         if link.peer_switch is None:
             delivered += [(name, out_port, f) for f in frames]
         else:
-            delivered += carry(fabric, switches, link.peer_switch, link.peer_port, frames)
+            delivered += carry(fabric, switches, link.peer_switch, link.peer_port, frames, settle_us)
     return delivered
 
 
@@ -121,7 +126,7 @@ def test_the_source_leaf_tags_and_the_destination_leaf_strips_to_the_same_bytes(
 
 
 def _congested_spine1_then_reverse(fabric, feedback_on: bool, spine1_reports_first: bool = False,
-                                   max_age_ns: int | None = None):
+                                   answers: int = 4, **leaf1_feedback: int):
     """Leaf1 keeps its flows where they start (no drain moves, a 10 ms flowlet timeout) and
     starts eight flows to leaf2 together (the DRE spreads them over both uplinks); spine1's
     uplink is then made best (a local report, as its own feedback copies make them).  Two
@@ -129,20 +134,25 @@ def _congested_spine1_then_reverse(fabric, feedback_on: bool, spine1_reports_fir
     (the second queues there: leaf1 cannot see it); leaf2's host answers with four packets;
     a flow on spine2 sends once more (spine2 reports its idle uplink).  ``spine1_reports_first``:
     the flow on spine1 sends once more before that (its uplink's own report comes first).
-    ``max_age_ns``: leaf1's path_feedback max_age instead of the rendered one.  Returns the
-    switches and leaf1's members via spine1 and spine2."""
+    ``answers``: how many packets leaf2's host sends back (the first returns spine1's path, the
+    second spine2's).  ``leaf1_feedback``: leaf1's path_feedback parameters instead of the
+    rendered ones.  Returns the switches and leaf1's members via spine1 and spine2."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric, feedback_on)
     leaf1 = switches["leaf1"]
     pinned = dict(next(e for e in render_fabric(fabric, arch="tna").documents["leaf1"]["entries"]
                        if e["table"] == LEAF_PARAMS)["params"], drain=0, flowlet_timeout=10_000_000)
     leaf1.set_default_action(LEAF_PARAMS, LEAF_ACTION, pinned)
-    if max_age_ns is not None:
+    if leaf1_feedback:
         fb = next(e for e in render_fabric(fabric, arch="tna").documents["leaf1"]["entries"] if e["table"] == FB_PARAMS)
-        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb["params"], max_age_ns=max_age_ns))
+        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb["params"], **leaf1_feedback))
     via1, via2 = uplink_of(fabric, "leaf1", "spine1"), uplink_of(fabric, "leaf1", "spine2")
     member = {p: m for m, p in enumerate(sorted((via1, via2)))}
-    started = {unshim(f)[BTH].dqpn: p for p, f in out_of(leaf1, 1, [roce(H1, H2, qp) for qp in range(1, 9)])}
+    first = out_of(leaf1, 1, [roce(H1, H2, qp) for qp in range(1, 9)])
+    started = {unshim(f)[BTH].dqpn: p for p, f in first}
+    for port, frame in first:            # delivered: leaf2 measures both paths (none is silent)
+        link = fabric.switches["leaf1"].ports[port]
+        carry(fabric, switches, link.peer_switch, link.peer_port, [frame])
     qp1 = next(q for q, p in started.items() if p == via1)
     qp2 = next(q for q, p in started.items() if p == via2)
     leaf1.send(68, _feedback(via2, 100_000))
@@ -155,8 +165,8 @@ def _congested_spine1_then_reverse(fabric, feedback_on: bool, spine1_reports_fir
     delivered = carry(fabric, switches, "spine1", fabric.switches["leaf1"].ports[via1].peer_port, frames)
     assert len(delivered) == 2
     switches["spine1"].set_queue_rate(0, port=spine1_to_leaf2)
-    back = carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 40 + i) for i in range(4)])
-    assert [n for n, _, _ in back] == ["leaf1"] * 4
+    back = carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 40 + i) for i in range(answers)])
+    assert [n for n, _, _ in back] == ["leaf1"] * answers
     if spine1_reports_first:
         assert [p for p, _ in out_of(leaf1, 1, [roce(H1, H2, qp1, 3)])] == [via1]
     assert [p for p, _ in out_of(leaf1, 1, [roce(H1, H2, qp2, 1)])] == [via2]
@@ -186,8 +196,10 @@ def test_negative_control_without_feedback_the_congested_path_stays_best(fabric)
 
 # The uplink's own reports carry the path's fresh congestion (to_leaf, max_age): a report of the
 # congested uplink between the far leaf's answer and the other uplink's report does not undo it.
+# One answer (spine1's path only), and no silence detection: spine2's path goes unanswered here.
 def test_the_congested_uplinks_own_report_keeps_the_remote_congestion(fabric):
-    switches, _, spine2_member = _congested_spine1_then_reverse(fabric, True, spine1_reports_first=True)
+    switches, _, spine2_member = _congested_spine1_then_reverse(fabric, True, spine1_reports_first=True,
+                                                                answers=1, suspect_silence_ns=0)
     best, delay16 = divmod(switches["leaf1"].register_read(GROUP_BEST, 1), 1 << 16)
     assert best == spine2_member, (best, delay16)
 
@@ -196,5 +208,83 @@ def test_negative_control_a_stale_entry_leaves_the_local_report_alone(fabric):
     # max_age 0: no entry is fresh, spine1's next report is its idle queue, and spine2's equal
     # report cannot take over (the hysteresis)
     switches, spine1_member, _ = _congested_spine1_then_reverse(fabric, True, spine1_reports_first=True,
-                                                                max_age_ns=0)
+                                                                answers=1, suspect_silence_ns=0, max_age_ns=0)
     assert switches["leaf1"].register_read(GROUP_BEST, 1) >> 16 == spine1_member
+
+
+# ------------------------------------------------------------------ a silent remote failure
+HINT = "pipe.StellarIngress.elephant.hint"
+LEVELS = "pipe.StellarIngress.dre_base.levels"
+
+
+def _cut_spine1_leaf2(fabric, switches) -> None:
+    """The spine1-leaf2 link fails: both ends see their port down (leaf1 does not)."""
+    down = uplink_of(fabric, "leaf2", "spine1")
+    switches["leaf2"].set_port_up(down, False)
+    switches["spine1"].set_port_up(fabric.switches["leaf2"].ports[down].peer_port, False)
+    for name in ("leaf2", "spine1"):
+        switches[name].advance(1)
+
+
+def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40) -> dict:
+    """Leaf1 sends an elephant A (via spine1) and a mouse B (via spine2, hinted: it never drains)
+    to leaf2 every 30 us of leaf1's clock, leaf2's host answers each round; spine1 is the best
+    member, and both uplinks are measured (as after the controller's first poll: no move leaves
+    an unmeasured member).  After 5 rounds spine1's link to leaf2 is cut.  Returns the uplink of each A packet leaf1 sent, the
+    rounds' times on leaf1's clock, the cut's time, and A's packets leaf2 delivered."""
+    from test_stellar_tna_paths import _feedback
+    switches = lab(fabric)
+    leaf1 = switches["leaf1"]
+    rendered = render_fabric(fabric, arch="tna").documents["leaf1"]["entries"]
+    params = next(e for e in rendered if e["table"] == LEAF_PARAMS)["params"]
+    leaf1.set_default_action(LEAF_PARAMS, LEAF_ACTION, dict(params, flowlet_timeout=10_000_000,
+                                                            drain_any_flows=0, elephant_threshold=1))
+    levels = next(e for e in rendered if e["table"] == LEVELS and e["match"]["meta.group"] == 1)
+    leaf1.modify_entry(LEVELS, {"meta.group": 1}, levels["action"], dict(levels["params"], measured=0b11))
+    if silence_ns is not None:
+        fb = next(e for e in rendered if e["table"] == FB_PARAMS)["params"]
+        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb, suspect_silence_ns=silence_ns))
+    via1, via2 = uplink_of(fabric, "leaf1", "spine1"), uplink_of(fabric, "leaf1", "spine2")
+    first = out_of(leaf1, 1, [roce(H1, H2, qp) for qp in range(1, 9)], settle_us=20)
+    placed = {unshim(f)[BTH].dqpn: p for p, f in first}
+    a = next(q for q, p in placed.items() if p == via1)
+    b = next(q for q, p in placed.items() if p == via2)
+    leaf1.insert_entry(HINT, {"hdr.ipv4.src_addr": (0x0A000101, 0xFFFFFFFF), "hdr.ipv4.dst_addr": (0x0A000201, 0xFFFFFFFF),
+                              "meta.l4": (b, 0xFFFFFFFF)}, "StellarIngress.elephant.hint_mouse", {}, priority=10)
+    leaf1.send(68, _feedback(via2, 100_000))
+    leaf1.send(68, _feedback(via1, 0))             # spine1 best
+    a_ports, times, delivered, cut_at = [], [], 0, None
+    for r in range(rounds):
+        if r == 5:
+            _cut_spine1_leaf2(fabric, switches)
+            cut_at = leaf1.now_us
+        times.append(leaf1.now_us)
+        for port, frame in out_of(leaf1, 1, [roce(H1, H2, a, r + 1), roce(H1, H2, b, r + 1)], settle_us=20):
+            if unshim(frame)[BTH].dqpn == a:
+                a_ports.append(port)
+            link = fabric.switches["leaf1"].ports[port]
+            got = carry(fabric, switches, link.peer_switch, link.peer_port, [frame], settle_us=10)
+            delivered += sum(1 for _, _, f in got if Ether(f)[BTH].dqpn == a)
+        carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 90, r)], settle_us=10)      # the answer
+    return {"a_ports": a_ports, "times": times, "cut_at": cut_at, "delivered": delivered,
+            "via1": via1, "via2": via2, "suspects": leaf1.counter_read(SUSPECTS, 0)[0]}
+
+
+SUSPECTS = "pipe.StellarEgress.path_feedback.suspects"
+
+
+def test_a_silent_remote_failure_moves_the_flow_off_the_dead_path_without_the_controller(fabric):
+    run = _silent_failure(fabric)
+    ports, times = run["a_ports"], run["times"]
+    assert ports[:5] == [run["via1"]] * 5 and run["suspects"] > 0
+    moved = next(i for i, p in enumerate(ports) if p == run["via2"])
+    recovery = times[moved] - run["cut_at"]
+    assert all(p == run["via2"] for p in ports[moved:])           # it stays off the dead path
+    assert 300 <= recovery <= 400, recovery                       # suspect_silence_us (300) + a few rounds
+    assert run["delivered"] == 5 + len(ports) - moved             # everything it sent after the move arrives
+
+
+def test_negative_control_without_silence_detection_the_flow_stays_on_the_dead_path(fabric):
+    run = _silent_failure(fabric, silence_ns=0)
+    assert set(run["a_ports"]) == {run["via1"]} and run["suspects"] == 0
+    assert run["delivered"] == 5                                  # black-holed since the cut

@@ -79,6 +79,8 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * path) to path choice per 2 us */
 #define TNA_FEEDBACK_MAX_AGE_NS 500000     /* a returned entry younger than 500 us is a measurement:
                                             * the uplink's own reports carry it */
+#define TNA_SUSPECT_SILENCE_NS 300000     /* a path sent on and unanswered this long is silent:
+                                            * its reports saturate (path_feedback.p4); 0: off */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

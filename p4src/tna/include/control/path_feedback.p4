@@ -34,17 +34,22 @@
  * larger of the queue delay here and the path's congestion (CONGA's max
  * over the path), so the next local report of the congested uplink does
  * not undo the remote one.
+ * Silence: a path this leaf sends on to a leaf that returns nothing for it
+ * for `silence` (a remote link died) is silent (`silence`), and its tags'
+ * local reports saturate: the path loses "best" and its flows leave it at
+ * their next drain point, without the controller.
  *
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
  * to the hop's value, this program the queue delay only (no per-port DRE in
  * egress).  Left out on Tofino (README.md, "Data plane v3"): suspect paths
- * (silence and retransmissions), and using the entry's age in path choice.
+ * by retransmissions, and the suspect hold.
  *
  * Registers, one RegisterAction each per packet (a packet is tagged or
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
- * return_ptr (tag), to_leaf (receive: strip; read: tag, one table).  No
- * multiply; the shift is by a constant.
+ * return_ptr (tag), to_leaf (receive: strip; read: tag, one table),
+ * silence (answer: strip; sent_on: tag, one table).  No multiply; the
+ * shifts are by constants.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -53,6 +58,11 @@ const bit<2> FB_ROLE_NONE = 0;
 const bit<2> FB_ROLE_TAG = 1;
 const bit<2> FB_ROLE_RAISE = 2;
 const bit<2> FB_ROLE_STRIP = 3;
+
+struct fb_silence_t {
+    bit<32> sent;         /* the sending period's start */
+    bit<32> unanswered;   /* 1 while no entry came back since */
+}
 
 struct fb_to_leaf_t {
     bit<32> stamp;    /* when the last copy of this (leaf, path) went to ingress, ns */
@@ -63,8 +73,9 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
                      in egress_intrinsic_metadata_t eg_intr_md,
                      in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
-    /* Per (source leaf, path): {valid (bit 15), congestion (12:0, ~us)} as
-     * the last shim from that leaf measured it.  Size: 256 leaves x 8 paths. */
+    /* Per (source leaf, path): {valid (bit 15), fresh (14: stored since it
+     * was last returned), congestion (12:0, ~us)} as the last shim from that
+     * leaf measured it.  Size: 256 leaves x 8 paths. */
     Register<bit<16>, bit<11>>(2048, 0) from_leaf;
     /* Per destination leaf: the path whose entry the next tag returns.
      * Size: 256 leaves. */
@@ -72,6 +83,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     /* Per (remote leaf, own path): the congestion-to-leaf table, {time of
      * the entry, congestion}.  Size: 256 leaves x 8 paths. */
     Register<fb_to_leaf_t, bit<11>>(2048, {0, 0}) to_leaf;
+    /* Per (remote leaf, own path): {start of the sending period (ns),
+     * unanswered since}.  A tag on the path starts a period if the last one
+     * was answered; it finds the path *silent* when its period began more
+     * than `silence` ago with no answer since (a remote link died: the far
+     * leaf stores nothing for the path, so it returns nothing).  Size: 256
+     * leaves x 8 paths. */
+    Register<fb_silence_t, bit<11>>(2048, {0, 0}) silence;
+    /* Silent tags (the path's reports saturated). */
+    Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
     /* Shims added (0) and removed (1); entries returned (0) and received
      * (1): two counters, each counted once per packet. */
     Counter<bit<32>, bit<1>>(2, CounterType_t.PACKETS) shims;
@@ -87,6 +107,9 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<32> path_metric;   /* a tag's: its path's fresh congestion to the destination, ~us */
     bit<32> path_ns;
     bit<1>  returned;   /* a strip whose shim carries an entry */
+    bit<32> silence_ns;     /* 0: no silence detection */
+    bit<32> silence_limit;  /* now - silence */
+    bit<1>  silent;
     bit<1>  fabric;
     bit<3>  uplink;
     bit<1>  dest_known;
@@ -114,8 +137,14 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     RegisterAction<bit<16>, bit<11>, bit<16>>(from_leaf) store = {
         void apply(inout bit<16> v) { v = cell; }
     };
+    /* a tag returns an entry once per measurement: the fresh bit goes with
+     * it (a path that delivers nothing more is not answered again, which is
+     * how its source leaf finds it silent) */
     RegisterAction<bit<16>, bit<11>, bit<16>>(from_leaf) fetch = {
-        void apply(inout bit<16> v, out bit<16> rv) { rv = v; }
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v;
+            v = v & 0xBFFF;
+        }
     };
     RegisterAction<bit<8>, bit<8>, bit<8>>(return_ptr) advance = {
         void apply(inout bit<8> v, out bit<8> rv) {
@@ -135,6 +164,25 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             }
         }
     };
+    /* A tag: a new period once the last was answered; else silent when the
+     * period began before now - silence (a sign test).  Each compare takes
+     * one register field (the stateful ALU's rule). */
+    RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) sent_on = {
+        void apply(inout fb_silence_t v, out bit<1> rv) {
+            rv = 0;
+            if (v.unanswered == 0) {
+                v.sent = now;
+                v.unanswered = 1;
+            } else if (v.sent - silence_limit >= 32w0x80000000) {
+                rv = 1;
+            }
+        }
+    };
+    RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) answer = {
+        void apply(inout fb_silence_t v) {
+            v.unanswered = 0;
+        }
+    };
     /* A tag: the entry's congestion while fresh (stamp >= now - max_age, a
      * sign test); an old one is cleared and reads 0. */
     RegisterAction<fb_to_leaf_t, bit<11>, bit<32>>(to_leaf) read_path = {
@@ -148,16 +196,18 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
 
     /* This leaf's id, whether it tags, and the copies' interval: one keyless
      * row (disabled, as on a spine, unless the controller names the leaf). */
-    action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns, bit<32> max_age_ns) {
+    action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns, bit<32> max_age_ns,
+                      bit<32> suspect_silence_ns) {
         enabled = on;
         leaf_id = leaf;
         interval = interval_ns;
         max_age = max_age_ns;
+        silence_ns = suspect_silence_ns;
     }
     table params {
         actions = { set_params; }
         default_action = set_params(TNA_FEEDBACK_ENABLED, 0, TNA_FEEDBACK_RETURN_INTERVAL_NS,
-                                    TNA_FEEDBACK_MAX_AGE_NS);
+                                    TNA_FEEDBACK_MAX_AGE_NS, TNA_SUSPECT_SILENCE_NS);
         size = 1;
     }
     /* Ports that face a switch, with their uplink index (the shim's path);
@@ -256,7 +306,24 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         }
         size = 2;
     }
-    action take_limit() { limit = now - interval; age_limit = now - max_age; }
+    /* the silence register's two accesses in one table.  Size: 2 const rows. */
+    action do_answer() { answer.execute(to_index); }
+    action do_sent_on() { silent = sent_on.execute(to_index); }
+    table silence_at {
+        key = { role: exact; returned: exact; }
+        actions = { do_answer; do_sent_on; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1): do_answer();
+            (FB_ROLE_TAG, 0): do_sent_on();
+        }
+        size = 2;
+    }
+    action take_limit() {
+        limit = now - interval;
+        age_limit = now - max_age;
+        silence_limit = now - silence_ns;
+    }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
     action take_metric() { metric32 = (bit<32>) hdr.fb.fb_metric; }
     table received_metric { actions = { take_metric; } const default_action = take_metric(); size = 1; }
@@ -283,6 +350,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (hdr.vlan.isValid()) { tagged_vlan = 1; } else { tagged_vlan = 0; }
         due = 0;
         path_metric = 0;
+        silent = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -301,9 +369,9 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (role == FB_ROLE_STRIP) {
             from_index = index_of.get({hdr.fb.src_leaf, hdr.fb.path});
             if (hdr.fb.congestion[15:13] != 0) {
-                cell = 0x9FFF;   /* valid, FB_METRIC_MAX */
+                cell = 0xDFFF;   /* valid, fresh, FB_METRIC_MAX */
             } else {
-                cell = cell_of.get({3w0b100, hdr.fb.congestion[12:0]});
+                cell = cell_of.get({3w0b110, hdr.fb.congestion[12:0]});
             }
         }
         if (role == FB_ROLE_TAG) {
@@ -318,7 +386,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             tag();
             shims.count(0);
         }
-        if (role == FB_ROLE_TAG && cell[15:15] == 1) {
+        if (role == FB_ROLE_TAG && cell[14:14] == 1) {
             hdr.fb.fb_valid = 1;
             hdr.fb.fb_path = pick;
             hdr.fb.fb_metric = cell[12:0];
@@ -341,13 +409,24 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             received_metric.apply();
         }
         to_access.apply();
+        if (silence_ns != 0) {
+            silence_at.apply();
+        }
         if (role == FB_ROLE_STRIP && returned == 1) {
             uplink_port.apply();
             returns.count(1);
         }
         /* a tag's own feedback copy (feedback.p4, due): the larger of this
-         * queue's delay and the path's fresh congestion */
+         * queue's delay and the path's fresh congestion; a silent path's
+         * is saturated (path_choice: 2^19 ns and above), so it loses "best"
+         * at the next report of another member, its flows leave it at their
+         * next drain point and new flows take the penalty of a non-best
+         * member, while traffic on it to that leaf stays unanswered */
         path_ns = path_metric << 10;
+        if (silent == 1) {
+            path_ns = 32w0x80000;
+            suspects.count(0);
+        }
         if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
             path_ns > meta.report_delay_ns) {
             meta.report_delay_ns = path_ns;
