@@ -162,8 +162,8 @@ _E = "StellarEgress.ecn.set_ecn_params."
 _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
-_NO_TNA_V3 = ("the TNA program has no exploration under pressure and no retransmission count per path yet "
-              "(p4src/tna/README.md, data plane v3)")
+_P = "StellarIngress.pressure.set_params."
+_NO_TNA_V3 = ("the TNA program has no retransmission count per path yet (p4src/tna/README.md, data plane v3)")
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
 
@@ -339,10 +339,15 @@ PARAMS: tuple[Param, ...] = (
               "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
-          "locally best path try the next best at its next safe point",
-          _v3(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"), yaml=False),
-    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration",
-          _v3(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"), yaml=False),
+          "locally best path try the next best at its next safe point", {
+              "v1model": P4(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"),
+              "tna": P4(_P + "explore_signals", "TNA_EXPLORE_SIGNALS",
+                        note="the pair's packets report their member saturated; its flows leave it at their "
+                             "next drain point")},
+          yaml=False),
+    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration", {
+        "v1model": P4(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"),
+        "tna": P4(_P + "explore_window_ns", "TNA_EXPLORE_WINDOW_NS", US_TO_NS)}, yaml=False),
     Param("feedback_enabled", "bool", "", False, "leaf-to-leaf path feedback (the 0x88B5 shim); off in the "
           "program until the controller names the leaf, rendered on for every leaf", {
               "v1model": P4(_F + "enabled", "DEFAULT_FEEDBACK_ENABLED", _bit, derived=True),

@@ -35,6 +35,7 @@
 #include "include/control/flow_key.p4"
 #include "include/control/routing.p4"
 #include "include/control/path_choice.p4"
+#include "include/control/pressure.p4"
 #include "include/control/failover.p4"
 #include "include/control/flowlet.p4"
 #include "include/control/dre.p4"
@@ -66,6 +67,7 @@ control StellarIngress(inout tna_headers_t hdr,
     FlowKey() flow_key;
     Routing() routing;
     PathChoice() path_choice;
+    Pressure() pressure;
     Liveness() failover;   /* (the name of its tables and register: failover.*) */
     DreBase() dre_base;
     Flowlet() flowlet;
@@ -136,6 +138,7 @@ control StellarIngress(inout tna_headers_t hdr,
         elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
         drop_reason.apply(meta);           /* the reason of a drop `finish` makes */
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+        pressure.apply(hdr, meta);         /* CNPs per host pair: is this packet's pair hot */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
         /* data: flow state (and the drain test); feedback: departures */

@@ -81,6 +81,9 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * the uplink's own reports carry it */
 #define TNA_SUSPECT_SILENCE_NS 300000     /* a path sent on and unanswered this long is silent:
                                             * its reports saturate (path_feedback.p4); 0: off */
+#define TNA_EXPLORE_SIGNALS 4              /* CNPs per host pair within the window that make its packets
+                                            * report their member saturated (pressure.p4); 0: off */
+#define TNA_EXPLORE_WINDOW_NS 200000       /* 200 us, as the v1model program */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

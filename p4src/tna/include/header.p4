@@ -25,6 +25,8 @@ header bridged_h {
     bit<5>   _pad3;
     member_t member;
     bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
+    bit<7>   _pad4;
+    bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
 }
 
 /* Egress mirror header of the feedback copy: which port, how much delay. */

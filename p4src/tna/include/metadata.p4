@@ -49,6 +49,8 @@ struct tna_ingress_metadata_t {
     member_t fb_member;
     bit<1>   fb_hit;         /* path_choice.port_member hit (a feedback packet) */
     bit<1>   fb_remote;      /* the feedback packet carries another leaf's path report (parser) */
+    bit<1>   resub_pass;     /* a second pass (parser) */
+    bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */

@@ -32,6 +32,7 @@ parser StellarIngressParser(packet_in pkt,
     }
     state parse_resubmit {
         pkt.extract(meta.resub);
+        meta.resub_pass = 1;
 #if __TARGET_TOFINO__ == 2
         pkt.advance(PORT_METADATA_SIZE - 64);
 #endif
