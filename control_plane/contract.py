@@ -459,6 +459,10 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     Table(_tna(f"{_TI}.pressure.params"), (), {
         f"{_TI}.pressure.set_params": _params(("explore_signals", 32), ("explore_window_ns", 32)),
     }, 1),
+    # suspect paths by retransmissions (p4src/tna/include/control/path_loss.p4)
+    Table(_tna(f"{_TE}.path_loss.params"), (), {
+        f"{_TE}.path_loss.set_params": _params(("retx_threshold", 32), ("retx_window_ns", 32)),
+    }, 1),
     # path feedback between leaves (p4src/tna/include/control/path_feedback.p4)
     Table(_tna(f"{_TE}.path_feedback.params"), (), {
         f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32), ("max_age_ns", 32),

@@ -163,14 +163,9 @@ _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
 _P = "StellarIngress.pressure.set_params."
-_NO_TNA_V3 = ("the TNA program has no retransmission count per path yet (p4src/tna/README.md, data plane v3)")
+_L = "StellarEgress.path_loss.set_params."
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
-
-
-def _v3(field: str, define: str) -> dict[str, Implementation]:
-    """A tunable of the v1model data plane v3 that the TNA program does not have yet."""
-    return {"v1model": P4(field, define), "tna": Refused(_NO_TNA_V3)}
 
 
 def _cp(note: str) -> dict[str, Implementation]:
@@ -367,10 +362,14 @@ PARAMS: tuple[Param, ...] = (
               "v1model": P4(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"),
               "tna": P4("StellarEgress.path_feedback.set_params.suspect_silence_ns", "TNA_SUSPECT_SILENCE_NS",
                         US_TO_NS, note="a silent path's reports saturate; 0: off")}, yaml=False),
-    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect",
-          _v3(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"), yaml=False),
-    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count",
-          _v3(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"), yaml=False),
+    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect", {
+        "v1model": P4(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"),
+        "tna": P4(_L + "retx_threshold", "TNA_RETX_THRESHOLD",
+                  note="resends (go-back-N ranges) per (leaf, path); a lossy path's reports saturate")},
+          yaml=False),
+    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count", {
+        "v1model": P4(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"),
+        "tna": P4(_L + "retx_window_ns", "TNA_RETX_WINDOW_NS", US_TO_NS)}, yaml=False),
     Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried", {
         "v1model": P4(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"),
         "tna": Refused("a silent path stays silent while its traffic to that leaf is unanswered and is retried "

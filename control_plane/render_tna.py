@@ -268,6 +268,7 @@ def switch_context(fabric: Fabric, plan: SwitchPlan,
         "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
         "path_feedback": path_feedback_context(fabric, plan),
         "pressure": params.action_values("tna", PRESSURE_ACTION, dp),
+        "path_loss": params.action_values("tna", PATH_LOSS_ACTION, dp),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
     return ctx, path_sets
@@ -292,6 +293,7 @@ def _count(groups: list[dict[str, Any]], group_id: int) -> int:
 
 CONFIG_ACTION = "StellarIngress.set_params"
 PRESSURE_ACTION = "StellarIngress.pressure.set_params"
+PATH_LOSS_ACTION = "StellarEgress.path_loss.set_params"
 # The capacity prior (group_priors): False renders every member's levels at its own port's
 # configured rate, the behaviour without it (tests' negative control).
 CAPACITY_PRIOR = True

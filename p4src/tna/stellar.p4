@@ -46,6 +46,7 @@
 #include "include/control/feedback.p4"
 #include "include/control/feedback_packet.p4"
 #include "include/control/path_feedback.p4"
+#include "include/control/path_loss.p4"
 #include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
@@ -180,6 +181,7 @@ control StellarEgress(inout tna_egress_headers_t hdr,
     PathFeedback() path_feedback;
     Ecn() ecn;
     Reorder() reorder;
+    PathLoss() path_loss;
     EgressTelemetry() telemetry;
     Rewrite() rewrite;
 
@@ -193,6 +195,8 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         path_feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);
+        /* resends per (leaf, path): a lossy path's tags report saturated */
+        path_loss.apply(hdr, meta, eg_prsr_md, eg_dprsr_md);
         telemetry.apply(meta, eg_intr_md.egress_port);
         rewrite.apply(hdr, eg_intr_md.egress_port);
         hdr.bridged.setInvalid();

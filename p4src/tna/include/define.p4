@@ -84,6 +84,9 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define TNA_EXPLORE_SIGNALS 4              /* CNPs per host pair within the window that make its packets
                                             * report their member saturated (pressure.p4); 0: off */
 #define TNA_EXPLORE_WINDOW_NS 200000       /* 200 us, as the v1model program */
+#define TNA_RETX_THRESHOLD 8               /* resends per (leaf, path) within the window that make it
+                                            * lossy (path_loss.p4); 0: off */
+#define TNA_RETX_WINDOW_NS 1000000         /* 1 ms, as the v1model program */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

@@ -109,6 +109,9 @@ struct tna_egress_metadata_t {
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
+    /* a tag's (path_feedback.p4): its (destination leaf, path) index, for path_loss.p4 */
+    bit<1>   fb_tag;
+    bit<11>  fb_index;
     /* the feedback copy's content (the deparser's mirror field list) */
     PortId_t report_port;
     bit<32>  report_delay_ns;

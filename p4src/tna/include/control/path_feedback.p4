@@ -42,8 +42,8 @@
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
  * to the hop's value, this program the queue delay only (no per-port DRE in
- * egress).  Left out on Tofino (README.md, "Data plane v3"): suspect paths
- * by retransmissions, and the suspect hold.
+ * egress).  Retransmissions on a path: path_loss.p4.  Left out on
+ * Tofino (README.md, "Data plane v3"): the suspect hold.
  *
  * Registers, one RegisterAction each per packet (a packet is tagged or
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
@@ -349,6 +349,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (hdr.ipv4.isValid()) { ipv4 = 1; } else { ipv4 = 0; }
         if (hdr.vlan.isValid()) { tagged_vlan = 1; } else { tagged_vlan = 0; }
         due = 0;
+        meta.fb_tag = 0;
         path_metric = 0;
         silent = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
@@ -385,6 +386,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (role == FB_ROLE_TAG) {
             tag();
             shims.count(0);
+            meta.fb_tag = 1;
         }
         if (role == FB_ROLE_TAG && cell[14:14] == 1) {
             hdr.fb.fb_valid = 1;
@@ -405,6 +407,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         } else {
             to_index = to_index_of.get({dest, uplink});
         }
+        meta.fb_index = to_index;
         if (returned == 1) {
             received_metric.apply();
         }
