@@ -348,6 +348,7 @@ def _check_match(table: str, key: KeyField, value: Any) -> list[str]:
 TNA_PIPE = "pipe."
 _TI, _TE = "StellarIngress", "StellarEgress"
 TNA_GROUP_WIDTH = 8   # group_t: at most 255 groups (0 unused) per switch
+TNA_PRIOR_WIDTH = 4   # prior_t: capacity priors per group (routing's prior, dre.level<k>'s key)
 TNA_MEMBERS = 8       # member positions per group
 TNA_DRE_P4 = TNA_DEFINE_P4.parent / "control" / "dre.p4"
 # dre.p4: q<k> is member k's 16-bit lane of a pair cell, in units of 2^DRE_UNIT_SHIFT bytes
@@ -389,15 +390,15 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     Table(_tna(f"{_TI}.params"), (), {
         f"{_TI}.set_params": _params(("flowlet_timeout", 32), ("elephant_threshold", 32), ("drain", 1),
                                      ("dre_choice", 1), ("dre_delay_penalty", 16), ("drain_margin", 32),
-                                     ("gap_needs_drain", 1)),
+                                     ("gap_needs_drain", 1), ("drain_any_flows", 1), ("move_guards", 4)),
     }, 1),
     Table(_tna(f"{_TI}.routing.lpm"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
-        f"{_TI}.routing.set_group": _params(("group", 8), ("count", 4)),
+        f"{_TI}.routing.set_group": _params(("group", 8), ("count", 4), ("prior", 4)),
         f"{_TI}.routing.drop_no_route": (),
     }, "ROUTING_LPM_SIZE"),
     Table(_tna(f"{_TI}.routing.reservation"),
           (KeyField("hdr.ipv4.src_addr", "ternary", 32), KeyField("hdr.ipv4.dst_addr", "ternary", 32)), {
-              f"{_TI}.routing.reserve_group": _params(("group", 8), ("count", 4)),
+              f"{_TI}.routing.reserve_group": _params(("group", 8), ("count", 4), ("prior", 4)),
               "NoAction": (),
           }, "RESERVATION_SIZE"),
     Table(_tna(f"{_TI}.member_port.members"),
@@ -421,7 +422,8 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TI}.failover.set_member": _params(("group", 8), ("member", 3), ("clear_mask", 8)),
         "NoAction": (),
     }, "PORT_SLOTS"),
-    *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField(f"q{k}", "range", 16)), {
+    *(Table(_tna(f"{_TI}.dre.level{k}"), (KeyField("meta.group", "exact", 8), KeyField("meta.prior", "exact", 4),
+                                                   KeyField(f"q{k}", "range", 16)), {
         f"{_TI}.dre.set_level{k}": _params(("level", 16)),
     }, "DRE_LEVEL_SIZE") for k in range(TNA_MEMBERS)),
     Table(_tna(f"{_TI}.dre_base.levels"), (KeyField("meta.group", "exact", 8),), {
@@ -453,6 +455,31 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TE}.rewrite.set_macs": _params(("src_mac", 48), ("dst_mac", 48)),
         "NoAction": (),
     }, "PORT_SLOTS"),
+    # exploration under pressure (p4src/tna/include/control/pressure.p4)
+    Table(_tna(f"{_TI}.pressure.params"), (), {
+        f"{_TI}.pressure.set_params": _params(("explore_signals", 32), ("explore_window_ns", 32)),
+    }, 1),
+    # suspect paths by retransmissions (p4src/tna/include/control/path_loss.p4)
+    Table(_tna(f"{_TE}.path_loss.params"), (), {
+        f"{_TE}.path_loss.set_params": _params(("retx_threshold", 32), ("retx_window_ns", 32)),
+    }, 1),
+    # path feedback between leaves (p4src/tna/include/control/path_feedback.p4)
+    Table(_tna(f"{_TE}.path_feedback.params"), (), {
+        f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32), ("max_age_ns", 32),
+                                                         ("suspect_silence_ns", 32)),
+    }, 1),
+    Table(_tna(f"{_TE}.path_feedback.port_kind"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
+        f"{_TE}.path_feedback.fabric_port": _params(("index", 3)),
+        f"{_TE}.path_feedback.host_port": (),
+    }, "PORT_SLOTS"),
+    Table(_tna(f"{_TE}.path_feedback.dest_leaf"), (KeyField("hdr.ipv4.dst_addr", "lpm", 32),), {
+        f"{_TE}.path_feedback.set_dest_leaf": _params(("leaf", 8), ("mask", 8)),
+        f"{_TE}.path_feedback.no_dest": (),
+    }, "DEST_LEAF_SIZE"),
+    Table(_tna(f"{_TE}.path_feedback.uplink_port"), (KeyField("hdr.fb.fb_path", "exact", 3),), {
+        f"{_TE}.path_feedback.path_uplink": _params(("port", 9)),
+        f"{_TE}.path_feedback.no_uplink": (),
+    }, 8),
 )}
 TNA_METERS: dict[str, Size] = {_tna(f"{_TI}.qos.tenant_meter"): "TENANT_SLOTS"}
 # The liveness bitmap: the data plane clears a member's bit on a port-down packet; the

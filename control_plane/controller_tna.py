@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from control_plane import archnames, contract, render_tna
+from control_plane import archnames, arches, contract, prior, render_tna
 from control_plane.controller import CongestionMap, Controller, FailoverReport, highest_level
 from control_plane.linkstate import EntryDelta, entry_delta
 from control_plane.model import Fabric
@@ -53,6 +53,10 @@ from control_plane.p4rt import Change
 MEMBER_TABLE = f"{contract.TNA_PIPE}StellarIngress.member_port.members"
 PORT_MEMBER_TABLE = f"{contract.TNA_PIPE}StellarIngress.failover.port_member"
 HASH_TABLE = f"{contract.TNA_PIPE}StellarIngress.path_choice.hash_member"
+# what a capacity prior is written into: the level rows and the routes that name a prior
+PRIOR_TABLES = frozenset({f"{contract.TNA_PIPE}StellarIngress.routing.lpm",
+                          f"{contract.TNA_PIPE}StellarIngress.routing.reservation",
+                          *(f"{contract.TNA_PIPE}StellarIngress.dre.level{k}" for k in range(contract.TNA_MEMBERS))})
 
 
 def _copy(documents: dict[str, dict]) -> dict[str, dict]:
@@ -95,6 +99,33 @@ class TnaController(Controller):
         self._group_ids = {name: render_tna.group_history(doc) for name, doc in documents.items()}
         self._levels: dict[str, dict[int, dict]] = {}
         self._index()
+
+    # ------------------------------------------------------------------ operating rates
+    def port_rates(self, rates: "prior.Rates") -> int:
+        """Port status reported these operating rates ((switch, port) -> Gb/s): re-render the
+        capacity priors (the dre.level<k> rows, each member's bottleneck at those rates, and the
+        routes naming a prior: render_tna.group_priors) and write the difference.  A row's
+        range moves with the rate, so a changed prior's old rows go before its new ones come
+        (for that instant the member reads level 0, as an idle one), and a route moves to a new
+        prior once its rows are in.  Returns the entries written."""
+        from control_plane.render import _environment
+
+        env, sizes = _environment(arches.get(self.names.arch)), contract.sizes()
+        after = {name: render_tna.render_switch(env, self.fabric, plan, sizes, dict(self._group_ids.get(name, {})),
+                                                rates)
+                 for name, plan in self.plans.items()}
+        delta = entry_delta(self._docs, after, PRIOR_TABLES)
+        phases = [{s: [Change("delete", "entry", e) for e in d.deletes] for s, d in delta.items() if d.deletes},
+                  {s: [Change("insert", "entry", e) for e in d.inserts] for s, d in delta.items() if d.inserts},
+                  {s: [Change("modify", "entry", e) for e in d.modifies] for s, d in delta.items() if d.modifies}]
+        self._write_phases([p for p in phases if p], lambda _t: None)
+        for name, doc in after.items():   # the record: the new rows and routes
+            kept = [e for e in self._docs[name]["entries"] if e["table"] not in PRIOR_TABLES]
+            self._docs[name]["entries"] = kept + [dict(e, params=dict(e.get("params") or {}))
+                                                  for e in doc["entries"] if e["table"] in PRIOR_TABLES]
+        written = sum(d.total for d in delta.values())
+        self.writes += written
+        return written
 
     # ------------------------------------------------------------------ the record
     def _index(self, keep_levels: Optional[dict[str, dict[int, dict]]] = None) -> None:

@@ -162,15 +162,10 @@ _E = "StellarEgress.ecn.set_ecn_params."
 _T = "StellarIngress.set_params."
 _A = "StellarIngress.config.set_adapt."
 _F = "StellarIngress.feedback_lookup.set_feedback."
-_NO_TNA_V3 = ("the TNA program has no drain-any, exploration, path feedback shim or suspect-path state yet "
-              "(p4src/tna/README.md, what is left)")
+_P = "StellarIngress.pressure.set_params."
+_L = "StellarEgress.path_loss.set_params."
 _NO_TNA_ECN_ADAPT = ("the TNA program's ECN is a static per-port ramp from kmin_us to kmax_us up to pmax "
                      "(ecn.prob rows); it has no adaptation window")
-
-
-def _v3(field: str, define: str) -> dict[str, Implementation]:
-    """A tunable of the v1model data plane v3 that the TNA program does not have yet."""
-    return {"v1model": P4(field, define), "tna": Refused(_NO_TNA_V3)}
 
 
 def _cp(note: str) -> dict[str, Implementation]:
@@ -331,33 +326,60 @@ PARAMS: tuple[Param, ...] = (
         "tna": P4("StellarEgress.feedback.report.interval_ns")}, yaml=False),
     # -- move points, path feedback and suspect paths (v1model data plane v3) ----------------------
     Param("drain_any", "bool", "", True, "drain moves for every tracked flow, not only elephants", {
-        "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit), "tna": Refused(_NO_TNA_V3)}, yaml=False),
+        "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit),
+        "tna": P4(_T + "drain_any_flows", "TNA_DRAIN_ANY", _bit)}, yaml=False),
     Param("move_guards", "int", "bit mask", 15, "move guards (define.p4 MOVE_GUARD_*): bit 0 makes explore "
-          "and suspect moves wait for the drain proof", _v3(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+          "and suspect moves wait for the drain proof", {
+              "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+              "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
-          "locally best path try the next best at its next safe point",
-          _v3(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"), yaml=False),
-    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration",
-          _v3(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"), yaml=False),
+          "locally best path try the next best at its next safe point", {
+              "v1model": P4(_A + "explore_signals", "DEFAULT_EXPLORE_SIGNALS"),
+              "tna": P4(_P + "explore_signals", "TNA_EXPLORE_SIGNALS",
+                        note="the pair's packets report their member saturated; its flows leave it at their "
+                             "next drain point")},
+          yaml=False),
+    Param("explore_window_us", "int", "us", 200, "window of the CNP count behind exploration", {
+        "v1model": P4(_A + "explore_window_us", "DEFAULT_EXPLORE_WINDOW_US"),
+        "tna": P4(_P + "explore_window_ns", "TNA_EXPLORE_WINDOW_NS", US_TO_NS)}, yaml=False),
     Param("feedback_enabled", "bool", "", False, "leaf-to-leaf path feedback (the 0x88B5 shim); off in the "
           "program until the controller names the leaf, rendered on for every leaf", {
               "v1model": P4(_F + "enabled", "DEFAULT_FEEDBACK_ENABLED", _bit, derived=True),
-              "tna": Refused(_NO_TNA_V3)}, yaml=False),
-    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement",
-          _v3(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"), yaml=False),
+              "tna": P4("StellarEgress.path_feedback.set_params.on", "TNA_FEEDBACK_ENABLED", _bit, derived=True,
+                        note="off with ecmp")}, yaml=False),
+    Param("feedback_return_interval_ns", "int", "ns", 2000, "at most one copy of a path's congestion another "
+          "leaf returned goes to path choice per (leaf, path) and interval", {
+              "v1model": Refused("the v1model program stores a returned entry in a register path choice reads"),
+              "tna": P4("StellarEgress.path_feedback.set_params.interval_ns", "TNA_FEEDBACK_RETURN_INTERVAL_NS")},
+          yaml=False),
+    Param("feedback_max_age_us", "int", "us", 500, "feedback younger than this is a measurement", {
+        "v1model": P4(_F + "max_age_us", "DEFAULT_FEEDBACK_MAX_AGE_US"),
+        "tna": P4("StellarEgress.path_feedback.set_params.max_age_ns", "TNA_FEEDBACK_MAX_AGE_NS", US_TO_NS,
+                  note="a returned entry this fresh enters the uplink's own reports")}, yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "
-          "suspect", _v3(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"), yaml=False),
-    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect",
-          _v3(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"), yaml=False),
-    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count",
-          _v3(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"), yaml=False),
-    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried",
-          _v3(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"), yaml=False),
+          "suspect", {
+              "v1model": P4(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"),
+              "tna": P4("StellarEgress.path_feedback.set_params.suspect_silence_ns", "TNA_SUSPECT_SILENCE_NS",
+                        US_TO_NS, note="a silent path's reports saturate; 0: off")}, yaml=False),
+    Param("retx_threshold", "int", "packets", 8, "retransmitted PSNs within the window that make a path suspect", {
+        "v1model": P4(_F + "retx_threshold", "DEFAULT_RETX_THRESHOLD"),
+        "tna": P4(_L + "retx_threshold", "TNA_RETX_THRESHOLD",
+                  note="resends (go-back-N ranges) per (leaf, path); a lossy path's reports saturate")},
+          yaml=False),
+    Param("retx_window_us", "int", "us", 1000, "window of the retransmission count", {
+        "v1model": P4(_F + "retx_window_us", "DEFAULT_RETX_WINDOW_US"),
+        "tna": P4(_L + "retx_window_ns", "TNA_RETX_WINDOW_NS", US_TO_NS)}, yaml=False),
+    Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried", {
+        "v1model": P4(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"),
+        "tna": Refused("a silent path stays silent while its traffic to that leaf is unanswered and is retried "
+                       "when traffic returns to it (path_feedback.p4: the stateful ALU takes two compares)")},
+          yaml=False),
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {
               "v1model": P4("StellarEgress.ecn.set_floor.kfloor_bytes", "DEFAULT_ECN_KFLOOR_BYTES"),
-              "tna": Refused("the TNA ECN ramp is static (kmin_us..kmax_us); it has no adaptive K to floor")},
+              "tna": P4("StellarEgress.ecn.set_prob", derived=True,
+                        note="the static ramp starts at the later of kmin_us and these bytes at the port's rate")},
           yaml=False),
 )
 

@@ -7,7 +7,11 @@ Why a module of its own: the TNA program is structured differently from the v1mo
     flow hash's low three bits -> member, round robin over the group's members).  Path sets with
     the same member ports are one group (the program's DRE state is per group and member, so
     prefixes that share uplinks must share the group to see each other's bytes);
-  - the per-port rate becomes the widths of the dre.level<k> range rows (no run-time division);
+  - the rate becomes the widths of the dre.level<k> range rows (no run-time division): each
+    member's end-to-end bottleneck (prior.member_bottlenecks: the slower of the uplink and the
+    spine's downlink towards the destination, at the operating rate port status reported), one
+    set of rows per *capacity prior* -- the distinct bottleneck lists of the path sets sharing a
+    group -- which routing.lpm/reservation name per destination (``group_priors``);
   - liveness is the data plane's bitmap: the controller maps each port to the (group, member)
     its port-down packet clears (failover.port_member; a port clears one group, the largest
     that holds it);
@@ -25,7 +29,7 @@ from typing import Any, Optional
 
 import jinja2
 
-from . import context, contract, document, params
+from . import context, contract, document, feedback, params, prior
 from .document import RenderError
 from .model import Fabric
 from .plan import SwitchPlan, known_downstream_mask
@@ -115,13 +119,83 @@ def dre_rows(capacity_gbps: float) -> list[dict[str, int]]:
     return rows
 
 
-def ecn_rows(fabric: Fabric) -> list[dict[str, int]]:
-    """The quantised ramp: queue delay in [Kmin, Kmax) in TNA_ECN_STEPS rows of rising
-    probability up to pmax, then always mark at and above Kmax (65535 = always)."""
+def group_priors(fabric: Fabric, plan: SwitchPlan, of_set: dict[int, int],
+                 rates: Optional[prior.Rates] = None,
+                 capacity_prior: bool = True) -> tuple[dict[int, list[list[float]]], dict[int, int]]:
+    """Per group id, its capacity priors (each a list of the members' rates, Gb/s), and path set
+    id -> its prior's index in its group (routing's ``prior``).
+
+    A group serves every path set with its member ports, and those can lead to destinations
+    behind spine downlinks of other rates: each distinct list of member bottlenecks is one prior,
+    so a flow is normalised against its own destination's bottleneck while the group's bytes stay
+    one estimate (the leaf's uplinks carry them all).  Prior 0 is always the members' own port
+    rates, so a destination whose path is no slower than the leaf's uplinks keeps prior 0 and a
+    slow downlink adds a prior without renumbering the others' rows.
+    ``capacity_prior`` False: every member at its own port's rate (the negative control: a slow
+    remote downlink is invisible until the controller's level arrives)."""
+    caps = prior.member_bottlenecks(fabric, plan, rates) if capacity_prior else {}
+    name = plan.switch.name
+    priors: dict[int, list[list[float]]] = {}
+    index: dict[int, int] = {}
+    for ps in plan.path_sets:
+        gid = of_set[ps.id]
+        own = [prior.port_gbps(fabric, name, m.port, rates) for m in ps.slots]
+        vector = caps.get(ps.id) or own
+        listed = priors.setdefault(gid, [own])
+        if vector not in listed:
+            listed.append(vector)
+        index[ps.id] = listed.index(vector)
+        if index[ps.id] >= 1 << contract.TNA_PRIOR_WIDTH:
+            raise RenderError(f"{name}: group {gid} needs more than {1 << contract.TNA_PRIOR_WIDTH} capacity "
+                              f"priors (prior_t is {contract.TNA_PRIOR_WIDTH} bits)")
+    return priors, index
+
+
+def path_feedback_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
+    """path_feedback.p4's rows: this leaf's id and whether it tags (leaves, unless the fabric
+    runs ECMP: its baseline takes no feedback), every fabric port with its uplink index (the
+    shim's path), the other leaves' subnets with their ids and the mask of their uplink
+    indexes (the round robin of the entries returned to them), and index -> port for the
+    entries that come back.  A spine only raises the field: its fabric ports, nothing else."""
+    switch = plan.switch
+    leaf = switch.role == "leaf"
+    uplinks = [p.number for p in switch.uplinks]
+    if leaf and len(uplinks) > 8:
+        raise RenderError(f"{switch.name}: {len(uplinks)} uplinks; the feedback shim's path has 3 bits")
+    ids = feedback.leaf_ids(fabric)
+    dests = []
+    if leaf:
+        for other in sorted(fabric.leaves, key=lambda s: s.name):
+            if other.name != switch.name:
+                mask = (1 << max(0, len(other.uplinks) - 1).bit_length()) - 1
+                dests.append({"address": str(other.subnet.network_address), "prefix_len": other.subnet.prefixlen,
+                              "leaf": ids[other.name], "name": other.name, "mask": mask})
+    return {"on": int(leaf and fabric.dataplane.path_mode != "ecmp"),
+            "leaf": ids[switch.name] if leaf else 0, "interval_ns": params.default("feedback_return_interval_ns"),
+            **{key: params.param(name).implementation("tna").to_p4(params.default(name))
+               for key, name in (("max_age_ns", "feedback_max_age_us"), ("silence_ns", "suspect_silence_us"))},
+            "ports": [{"port": n, "index": uplinks.index(n) if leaf else 0, "peer": switch.ports[n].peer_switch}
+                      for n in uplinks],
+            "dests": dests, "uplinks": [{"index": i, "port": n} for i, n in enumerate(uplinks)] if leaf else []}
+
+
+def ecn_rows(fabric: Fabric, gbps: float, kfloor_bytes: Optional[int] = None) -> list[dict[str, int]]:
+    """The quantised ramp of a port running at ``gbps``: queue delay in [K, Kmax) in
+    TNA_ECN_STEPS rows of rising probability up to pmax, then always mark at and above Kmax
+    (65535 = always).  K is Kmin, raised to the ECN floor: ``kfloor_bytes`` (default: the
+    declared ecn_kfloor_bytes) of backlog at the port's rate (DCQCN's static Kmin is a byte
+    count: at 40 Gb/s the same bytes are 2.5 times the delay), never above Kmax."""
     ecn = fabric.dataplane.ecn
     if not ecn.enabled:
         return []
-    return ecn_ramp(ecn.kmin_us * 1000, ecn.kmax_us * 1000, ecn.pmax)
+    floor = params.default("ecn_kfloor_bytes") if kfloor_bytes is None else kfloor_bytes
+    return ecn_ramp(ecn_start_ns(ecn.kmin_us * 1000, ecn.kmax_us * 1000, gbps, floor), ecn.kmax_us * 1000, ecn.pmax)
+
+
+def ecn_start_ns(kmin_ns: int, kmax_ns: int, gbps: float, kfloor_bytes: int) -> int:
+    """Where a port's ramp starts: Kmin, or the floor's bytes at the port's rate if later
+    (bytes x 8 / Gb/s = ns), at most Kmax."""
+    return min(kmax_ns, max(kmin_ns, int(round(kfloor_bytes * 8 / gbps))))
 
 
 def qdelay_units(ns: int) -> int:
@@ -147,11 +221,14 @@ def ecn_ramp(kmin: int, kmax: int, pmax_fraction: float) -> list[dict[str, int]]
 
 
 def switch_context(fabric: Fabric, plan: SwitchPlan,
-            group_ids: Optional[dict[tuple[int, ...], int]] = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                   group_ids: Optional[dict[tuple[int, ...], int]] = None,
+                   rates: Optional[prior.Rates] = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The template context of one switch; ``rates``: operating rates port status reported
+    ((switch, port) -> Gb/s; the configured rate elsewhere), which the DRE levels follow."""
     switch = plan.switch
     dp = fabric.dataplane
     groups, of_set = groups_of(plan, fabric, group_ids)
-    capacity = {n: p.capacity_gbps for n, p in switch.ports.items()}
+    priors, prior_of = group_priors(fabric, plan, of_set, rates, CAPACITY_PRIOR)
     with_dre = dp.tna_profile == "full"   # "no-dre": no dre.level<k> tables (contract.TNA_PROFILES)
     liveness: dict[int, dict[str, int]] = {}
     for g in sorted(groups, key=lambda g: -g["count"]):  # a port clears the largest group holding it
@@ -169,23 +246,29 @@ def switch_context(fabric: Fabric, plan: SwitchPlan,
                        gap_needs_drain=int(dp.flowlet.drain_detection)),
         **context.class_context(dp),
         "tenants": context.tenants(fabric, switch),
-        "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "rows": dre_rows(capacity[m["port"]]),
-                                      "scale": contract.TNA_DRE_SCORE_SCALE}   # dre.p4: score data x16
-                                for m in g["members"]] if with_dre else []) for g in groups],
+        "groups": [dict(g, dre=[{"member": m["slot"], "port": m["port"], "prior": p, "gbps": gbps[m["slot"]],
+                                 "rows": dre_rows(gbps[m["slot"]]),
+                                 "scale": contract.TNA_DRE_SCORE_SCALE}   # dre.p4: score data x16
+                                for p, gbps in enumerate(priors[g["id"]]) for m in g["members"]]
+                        if with_dre else []) for g in groups],
         "routes": [{"address": str(r.prefix.network_address), "prefix_len": r.prefix.prefixlen,
                     "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
-                    "purpose": r.purpose} for r in plan.routes],
+                    "prior": prior_of[r.path_set], "purpose": r.purpose} for r in plan.routes],
         "reservations": [{"job": r.job, "src": str(r.src), "dst": str(r.dst.network_address),
                           "dst_mask": str(r.dst.netmask), "prefix_len": r.dst.prefixlen,
                           "group": of_set[r.path_set], "count": _count(groups, of_set[r.path_set]),
-                          "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
+                          "prior": prior_of[r.path_set], "priority": r.priority, "gbps": r.reserved_gbps} for r in plan.reservations],
         "liveness": [liveness[p] for p in sorted(liveness)],
         "ports": context.ports(fabric, switch),   # the next hop's MACs per port (rewrite.port_mac)
         "feedback_interval_ns": TNA_FEEDBACK_INTERVAL_NS,
-        "ecn_ports": sorted(switch.ports) if dp.ecn.enabled else [],
-        "ecn_rows": ecn_rows(fabric),
+        "ecn_ports": [{"port": n, "gbps": switch.ports[n].capacity_gbps,
+                       "rows": ecn_rows(fabric, switch.ports[n].capacity_gbps)}
+                      for n in sorted(switch.ports)] if dp.ecn.enabled else [],
         "qdelay_unit_ns": contract.TNA_QDELAY_UNIT_NS,
         "clone_sessions": feedback_sessions(fabric, any(l["feedback"] for l in liveness.values())),
+        "path_feedback": path_feedback_context(fabric, plan),
+        "pressure": params.action_values("tna", PRESSURE_ACTION, dp),
+        "path_loss": params.action_values("tna", PATH_LOSS_ACTION, dp),
     }
     path_sets = [{"id": g["id"], "purpose": g["purpose"], "ecmp": g["ecmp"], "members": g["members"]} for g in groups]
     return ctx, path_sets
@@ -209,6 +292,11 @@ def _count(groups: list[dict[str, Any]], group_id: int) -> int:
 
 
 CONFIG_ACTION = "StellarIngress.set_params"
+PRESSURE_ACTION = "StellarIngress.pressure.set_params"
+PATH_LOSS_ACTION = "StellarEgress.path_loss.set_params"
+# The capacity prior (group_priors): False renders every member's levels at its own port's
+# configured rate, the behaviour without it (tests' negative control).
+CAPACITY_PRIOR = True
 # Declared in params.py (the penalty's default is define.p4's TNA_DRE_DELAY_PENALTY, checked by
 # tests/control_plane/test_params.py).  Feedback copies per uplink at most one per
 # interval (feedback.ports; README: "a real deployment sets a few microseconds"): 2 us, a copy
@@ -219,6 +307,7 @@ TNA_FEEDBACK_INTERVAL_NS = params.default("feedback_interval_ns")
 
 def render_switch(env: jinja2.Environment, fabric: Fabric, plan: SwitchPlan,
                   known_sizes: dict[str, int],
-                  group_ids: Optional[dict[tuple[int, ...], int]] = None) -> dict[str, Any]:
-    ctx, path_sets = switch_context(fabric, plan, group_ids)
+                  group_ids: Optional[dict[tuple[int, ...], int]] = None,
+                  rates: Optional[prior.Rates] = None) -> dict[str, Any]:
+    ctx, path_sets = switch_context(fabric, plan, group_ids, rates)
     return document.build_document(env, fabric, plan, known_sizes, ctx, "tna", path_sets=path_sets)

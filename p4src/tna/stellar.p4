@@ -35,6 +35,7 @@
 #include "include/control/flow_key.p4"
 #include "include/control/routing.p4"
 #include "include/control/path_choice.p4"
+#include "include/control/pressure.p4"
 #include "include/control/failover.p4"
 #include "include/control/flowlet.p4"
 #include "include/control/dre.p4"
@@ -44,6 +45,8 @@
 #include "include/control/drop_reason.p4"
 #include "include/control/feedback.p4"
 #include "include/control/feedback_packet.p4"
+#include "include/control/path_feedback.p4"
+#include "include/control/path_loss.p4"
 #include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
@@ -65,6 +68,7 @@ control StellarIngress(inout tna_headers_t hdr,
     FlowKey() flow_key;
     Routing() routing;
     PathChoice() path_choice;
+    Pressure() pressure;
     Liveness() failover;   /* (the name of its tables and register: failover.*) */
     DreBase() dre_base;
     Flowlet() flowlet;
@@ -85,6 +89,8 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  dre_on;
     bit<32> drain_margin_ns;
     bit<1>  gap_drain;
+    bit<1>  drain_any;
+    bit<1>  drain_proof;
 
     /* Tofino-1's rule shapes this apply block (README.md, "Tofino-1"): it
      * has no long branches, so bf-p4c makes a condition wait for every
@@ -101,7 +107,7 @@ control StellarIngress(inout tna_headers_t hdr,
         clock.apply(meta, ig_prsr_md);
         meta.change_reason = 0xFF;
         params.apply(meta, flowlet_timeout_ns, elephant_bytes, drain_moves, dre_on,
-                     drain_margin_ns, gap_drain);
+                     drain_margin_ns, gap_drain, drain_any, drain_proof);
 #ifndef STELLAR_NO_DRE
         meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
 #endif
@@ -133,11 +139,12 @@ control StellarIngress(inout tna_headers_t hdr,
         elephant.apply(hdr, meta, elephant_bytes);   /* sketch rows: slices of the CRC */
         drop_reason.apply(meta);           /* the reason of a drop `finish` makes */
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
+        pressure.apply(hdr, meta);         /* CNPs per host pair: is this packet's pair hot */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
         /* data: flow state (and the drain test); feedback: departures */
         flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                      (bit<16>) (drain_margin_ns >> 6), gap_drain);
+                      (bit<16>) (drain_margin_ns >> 6), gap_drain, drain_any, drain_proof);
         /* the queue, after the decision (it writes the resubmit header's
          * queue, which the decision validates) */
         queueing.apply(meta, ig_tm_md);
@@ -171,8 +178,10 @@ control StellarEgress(inout tna_egress_headers_t hdr,
     FeedbackPacket() feedback_packet;
     QueueDelay() queue_delay;
     Feedback() feedback;
+    PathFeedback() path_feedback;
     Ecn() ecn;
     Reorder() reorder;
+    PathLoss() path_loss;
     EgressTelemetry() telemetry;
     Rewrite() rewrite;
 
@@ -181,8 +190,13 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         queue_delay.apply(meta, eg_intr_md);
         meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        /* the leaf-to-leaf shim: tag, raise, or strip and store; a returned
+         * entry becomes a feedback copy (after feedback: it overrides) */
+        path_feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
         reorder.apply(hdr, meta);
+        /* resends per (leaf, path): a lossy path's tags report saturated */
+        path_loss.apply(hdr, meta, eg_prsr_md, eg_dprsr_md);
         telemetry.apply(meta, eg_intr_md.egress_port);
         rewrite.apply(hdr, eg_intr_md.egress_port);
         hdr.bridged.setInvalid();

@@ -266,7 +266,9 @@ class TnaLeaf(Leaf):
                        "drain": base_params["drain_moves"], "dre_choice": 1,
                        "dre_delay_penalty": TNA_DRE_DELAY_PENALTY,
                        "drain_margin": base_params["drain_margin_us"] * 1000,
-                       "gap_needs_drain": base_params["order_guards"] & 1}
+                       "gap_needs_drain": base_params["order_guards"] & 1,
+                       "drain_any_flows": base_params.get("drain_any", 1),
+                       "move_guards": base_params.get("move_guards", 15)}
         t.set_default(self.t_(f"{self.ING}.params"), f"{self.ING}.set_params", self.params)
         # feedback copies go to the recirculation port, truncated (the mirror header + Ethernet)
         t.add_clone_session(MIRROR_SESSION_FEEDBACK, [RECIRC_PORT], truncate=64)
@@ -322,7 +324,7 @@ class TnaLeaf(Leaf):
         group, ports = self.groups[path_set]
         count = len(ports)
         self.t.insert(self.t_(f"{self.ING}.routing.lpm"), {"hdr.ipv4.dst_addr": (ip_int(prefix), plen)},
-                      f"{self.ING}.routing.set_group", {"group": group, "count": count})
+                      f"{self.ING}.routing.set_group", {"group": group, "count": count, "prior": 0})
 
     def _insert_many(self, entries: list[p4runtime_pb2.TableEntry]) -> None:
         t = self.t
@@ -346,7 +348,7 @@ class TnaLeaf(Leaf):
             for m in range(len(ports)):
                 for r in dre_rows(100.0):
                     entries.append(c.table_entry(
-                        self.t_(f"{self.ING}.dre.level{m}"), {"meta.group": group, f"q{m}": (r["low"], r["high"])},
+                        self.t_(f"{self.ING}.dre.level{m}"), {"meta.group": group, "meta.prior": 0, f"q{m}": (r["low"], r["high"])},
                         f"{self.ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * r["level"]}, priority=1))  # x16, as rendered
             entries.append(c.table_entry(self.t_(f"{self.ING}.dre_base.levels"), {"meta.group": group},
                                          f"{self.ING}.dre_base.set_levels", self._levels(levels, len(ports))))

@@ -124,7 +124,7 @@ def test_cli_render_arch_tna_writes_the_documents(tmp_path) -> None:
 def test_a_broken_tna_entry_is_refused() -> None:
     from control_plane.document import check as _check
     bad = {"table": "pipe.StellarIngress.routing.lpm", "match": {"hdr.ipv4.dst_addr": {"value": "10.0.2.0", "prefix_len": 24}},
-           "action": "StellarIngress.routing.set_group", "params": {"group": 300, "count": 2}}
+           "action": "StellarIngress.routing.set_group", "params": {"group": 300, "count": 2, "prior": 0}}
     with pytest.raises(RenderError, match="does not fit in 8 bits"):
         _check("leaf1", [bad], [], [], contract.sizes(), contract.ARCHES["tna"])
     with pytest.raises(RenderError, match="unknown table"):  # a v1model name in a TNA document
@@ -137,7 +137,7 @@ def test_dre_score_data_must_be_written_scaled() -> None:
     level or penalty that is not a multiple of TNA_DRE_SCORE_SCALE would change which member
     the tournament returns, so the contract refuses it (and takes the same level scaled)."""
     scale = contract.TNA_DRE_SCORE_SCALE
-    level = {"table": "pipe.StellarIngress.dre.level1", "match": {"meta.group": 1, "q1": {"low": 0, "high": 24}},
+    level = {"table": "pipe.StellarIngress.dre.level1", "match": {"meta.group": 1, "meta.prior": 0, "q1": {"low": 0, "high": 24}},
              "action": "StellarIngress.dre.set_level1", "params": {"level": 3 * scale}, "priority": 1}
     levels = {"table": "pipe.StellarIngress.dre_base.levels", "match": {"meta.group": 1},
               "action": "StellarIngress.dre_base.set_levels",
@@ -149,7 +149,8 @@ def test_dre_score_data_must_be_written_scaled() -> None:
     assert any("l5" in p and "multiple" in p for p in contract.check_entry(unscaled, tables))
     params = {"table": "pipe.StellarIngress.params", "default_action": True, "action": "StellarIngress.set_params",
               "params": {"flowlet_timeout": 1, "elephant_threshold": 1, "drain": 1, "dre_choice": 1,
-                         "dre_delay_penalty": 32, "drain_margin": 0, "gap_needs_drain": 1}}
+                         "dre_delay_penalty": 32, "drain_margin": 0, "gap_needs_drain": 1,
+                         "drain_any_flows": 1, "move_guards": 15}}
     assert contract.check_entry(params, tables) == []
     assert contract.check_entry(dict(params, params={**params["params"], "dre_delay_penalty": 24}), tables)
 

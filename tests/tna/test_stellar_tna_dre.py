@@ -31,7 +31,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
     leaf = TnaLeaf(target=target, feedback=False, dre=dre, no_dre=no_dre)
     sw = leaf.sw
     sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000500, 24)},
-                    f"{ING}.routing.set_group", {"group": G4, "count": 4})
+                    f"{ING}.routing.set_group", {"group": G4, "count": 4, "prior": 0})
     for m, port in PORTS.items():
         sw.insert_entry(f"{ING}.member_port.members", {"meta.group": G4, "meta.chosen": m},
                         f"{ING}.member_port.set_port", {"port": port})
@@ -44,7 +44,7 @@ def four_uplinks(dre: bool = True, rates: dict[int, float] | None = None,
         width = max(1, round(UNITS_PER_LEVEL * rates.get(m, 1.0)))
         for level in range(64):
             sw.insert_entry(f"{ING}.dre.level{m}",
-                            {"meta.group": G4,
+                            {"meta.group": G4, "meta.prior": 0,
                              f"q{m}": (level * width, level * width + width - 1)},
                             f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * level}, priority=1)
     return leaf
@@ -165,7 +165,7 @@ def _two_uplinks_with_feedback_best(penalty: int) -> Counter:
     for m in (0, 1):
         for level in range(64):
             sw.insert_entry(f"{ING}.dre.level{m}",
-                            {"meta.group": GROUP,
+                            {"meta.group": GROUP, "meta.prior": 0,
                              f"q{m}": (level * UNITS_PER_LEVEL, level * UNITS_PER_LEVEL + UNITS_PER_LEVEL - 1)},
                             f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * level}, priority=1)
     leaf.send(_feedback(3, 1000), port=68)
@@ -208,7 +208,7 @@ def _loaded_pair_then_new_flows(rows) -> Counter:
     sw = leaf.sw
     for m in (0, 1):
         for r in rows:
-            sw.insert_entry(f"{ING}.dre.level{m}", {"meta.group": GROUP, f"q{m}": (r["low"], r["high"])},
+            sw.insert_entry(f"{ING}.dre.level{m}", {"meta.group": GROUP, "meta.prior": 0, f"q{m}": (r["low"], r["high"])},
                             f"{ING}.dre.set_level{m}", {"level": TNA_DRE_SCORE_SCALE * r["level"]}, priority=1)
     hashed = {0: [], 1: []}
     plain = TnaLeaf(dre=False, feedback=False)   # new flows take their hash member

@@ -143,7 +143,7 @@ def test_negative_control_without_the_port_down_packet_flows_black_hole():
 
 
 def _feedback(port: int, qdelay_ns: int, departed_ts: int = 0, qid: int = 4) -> bytes:
-    # Ethernet 0x88B6, then feedback_h: 7 pad bits, 9-bit port, 32-bit delay, 16-bit stamp,
+    # Ethernet 0x88B6, then feedback_h: 6 pad bits, remote 0, 9-bit port, 32-bit delay, 16-bit stamp,
     # 8-bit queue (4: the test leaf's elastic-class queue)
     body = ((port & 0x1FF) << 56 | qdelay_ns << 24 | departed_ts << 8 | qid).to_bytes(9, "big")
     return bytes(12) + b"\x88\xb6" + body + bytes(40)
@@ -218,13 +218,15 @@ def _queue_two_then_prefer_other(leaf) -> tuple[int, int]:
 
 
 def _drain_run(drain: bool, target: int = 1, margin_ns: int = 0,
-               measured: int = 0xFF, no_dre: bool = False) -> tuple[list[tuple[int, int]], int, int, int]:
+               measured: int = 0xFF, no_dre: bool = False, mouse: bool = False, drain_any: bool = False,
+               move_guards: int = 15) -> tuple[list[tuple[int, int]], int, int, int]:
     """psn 3 arrives while psn 2 is still queued on P (not drained); psn 4 after both left
     (250 us after psn 3), well within the 1 ms flowlet timeout.  Returns (port, psn) in
-    departure order."""
+    departure order.  ``mouse``: the flow stays below the elephant threshold."""
     from scapy.all import Ether
-    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=100, drain=drain,
-                   drain_margin_ns=margin_ns, measured=measured, no_dre=no_dre)
+    leaf = TnaLeaf(target, flowlet_timeout_ns=1_000_000, elephant_bytes=1 << 31 if mouse else 100, drain=drain,
+                   drain_margin_ns=margin_ns, measured=measured, no_dre=no_dre, drain_any=drain_any,
+                   move_guards=move_guards)
     sw = leaf.sw
     P, Q = _queue_two_then_prefer_other(leaf)
     sw.advance(4)                               # t=10 us
@@ -258,6 +260,37 @@ def test_a_drain_move_waits_for_the_downstream_skew_margin():
 def test_negative_control_without_drain_detection_it_waits_for_the_timeout(profile):
     order, P, Q, drain_moves = _drain_run(drain=False, target=profile[0], no_dre=profile[1])
     assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+
+
+# drain_any (params.drain_any_flows): a DCQCN-paced RoCE flow rarely pauses for a flowlet
+# timeout; its drain point is the move point it has, with the same proof as an elephant's.
+@on_dre_profiles
+def test_a_mouse_moves_at_its_drain_point_without_reordering(profile):
+    order, P, Q, drain_moves = _drain_run(drain=True, mouse=True, drain_any=True, no_dre=profile[1])
+    assert order == [(P, 1), (P, 2), (P, 3), (Q, 4)] and drain_moves == 1
+
+
+def test_negative_control_without_drain_any_a_mouse_stays_until_its_gap():
+    order, P, Q, drain_moves = _drain_run(drain=True, mouse=True, drain_any=False)
+    assert order == [(P, 1), (P, 2), (P, 3), (P, 4)] and drain_moves == 0
+
+
+def test_negative_control_a_mouse_drain_move_without_the_drain_proof_reorders():
+    # MOVE_GUARD_DRAIN_PROOF cleared: psn 3 moves while psn 2 is still queued on P
+    order, P, Q, drain_moves = _drain_run(drain=True, mouse=True, drain_any=True, move_guards=0xE)
+    assert order[:3] == [(P, 1), (Q, 3), (P, 2)] and drain_moves >= 1
+
+
+def test_a_mouse_keeps_its_queue_through_the_drain_pass():
+    # the second pass takes the first pass's class: a mouse's drain test must not file it
+    # as an elephant (the elephant queue is another FIFO: that would reorder it)
+    from scapy.all import Ether
+    leaf = TnaLeaf(flowlet_timeout_ns=1_000_000, drain_any=True)
+    P, Q = _queue_two_then_prefer_other(leaf)
+    leaf.sw.advance(4)
+    leaf.send(roce("10.0.1.1", DST, 7, 3))          # a drain test (not drained): stays on P
+    assert leaf.sw.stats["resubmitted"] >= 1
+    assert leaf.counter(f"{ING}.telemetry.elephants", 1) == 0   # no packet counted as an elephant
 
 
 def _gap_run(gap_drain: bool, measured: int = 0xFF,
@@ -399,7 +432,7 @@ def test_a_later_departure_from_another_queue_of_the_port_is_not_a_drain():
     P, Q = _queue_two_then_prefer_other(leaf)
     # a route whose only member is P
     sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000300, 24)},
-                    f"{ING}.routing.set_group", {"group": 50, "count": 1})
+                    f"{ING}.routing.set_group", {"group": 50, "count": 1, "prior": 0})
     sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 50, "meta.chosen": 0},
                     f"{ING}.member_port.set_port", {"port": P})
     for i in range(8):
@@ -432,7 +465,7 @@ def _reserve_job_on_port_3(leaf) -> None:
     sw.insert_entry(f"{ING}.routing.reservation",
                     {"hdr.ipv4.src_addr": (0x0A000101, 0xFFFFFFFF),
                      "hdr.ipv4.dst_addr": (0x0A000200, 0xFFFFFF00)},
-                    f"{ING}.routing.reserve_group", {"group": 30, "count": 1}, priority=10)
+                    f"{ING}.routing.reserve_group", {"group": 30, "count": 1, "prior": 0}, priority=10)
 
 
 def test_a_job_reservation_keeps_the_jobs_flows_on_its_reserved_uplink():

@@ -43,7 +43,7 @@ def test_tna_program_programmed_over_p4runtime_forwards(tmp_path):
             c.get_p4info()
             c.write(update("INSERT", table_entry=c.table_entry(
                 "pipe.StellarIngress.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
-                "StellarIngress.routing.set_group", {"group": 1, "count": 1})))
+                "StellarIngress.routing.set_group", {"group": 1, "count": 1, "prior": 0})))
             c.write(update("INSERT", table_entry=c.table_entry(
                 "pipe.StellarIngress.member_port.members", {"meta.group": 1, "meta.chosen": 0},
                 "StellarIngress.member_port.set_port", {"port": 4})))
@@ -67,7 +67,7 @@ def _levels_over_p4runtime(tmp_path, levels) -> list[int]:
                 d.preamble.name for d in p4info.digests}
             ups = [c.table_entry("pipe.StellarIngress.routing.lpm",
                                  {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
-                                 "StellarIngress.routing.set_group", {"group": 1, "count": 2})]
+                                 "StellarIngress.routing.set_group", {"group": 1, "count": 2, "prior": 0})]
             for m, port in ((0, 4), (1, 5)):
                 ups.append(c.table_entry("pipe.StellarIngress.member_port.members",
                                          {"meta.group": 1, "meta.chosen": m},

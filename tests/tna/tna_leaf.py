@@ -65,6 +65,7 @@ class TnaLeaf:
                  feedback_interval_ns: int = 0, drain: bool = True, dre: bool = True,
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
                  gap_drain: bool = True, measured: int = 0xFF, no_dre: bool = False,
+                 drain_any: bool = False, move_guards: int = 15,
                  prog: Optional[p4sim.Program] = None) -> None:
         """``measured``: dre_base.levels' bitmap of members whose controller level was measured
         (the program's default, no entry, is none: no gap or drain move off any member); the
@@ -78,13 +79,14 @@ class TnaLeaf:
                                "elephant_threshold": elephant_bytes, "dre_choice": int(dre),
                                "dre_delay_penalty": TNA_DRE_SCORE_SCALE * dre_delay_penalty,  # written x16
                                "drain_margin": drain_margin_ns,
-                               "gap_needs_drain": int(gap_drain)})
+                               "gap_needs_drain": int(gap_drain), "drain_any_flows": int(drain_any),
+                               "move_guards": move_guards})
         sw.set_default_action(f"{ING}.dre_base.levels", f"{ING}.dre_base.set_levels",
                               {**{f"l{i}": 0 for i in range(8)}, "measured": measured})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
-                        f"{ING}.routing.set_group", {"group": GROUP, "count": 2})
+                        f"{ING}.routing.set_group", {"group": GROUP, "count": 2, "prior": 0})
         sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0A000101, 32)},
-                        f"{ING}.routing.set_group", {"group": 11, "count": 1})
+                        f"{ING}.routing.set_group", {"group": 11, "count": 1, "prior": 0})
         sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 11, "meta.chosen": 0},
                         f"{ING}.member_port.set_port", {"port": 1})
         for i in range(8):  # hash member: round-robin over the members
@@ -137,7 +139,7 @@ class TnaLeaf:
         if (200 + port) not in self._probe_groups:
             self._probe_groups.add(200 + port)
             sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": (0x0AFF0000 | port, 32)},
-                            f"{ING}.routing.set_group", {"group": 200 + port, "count": 1})
+                            f"{ING}.routing.set_group", {"group": 200 + port, "count": 1, "prior": 0})
             sw.insert_entry(f"{ING}.member_port.members", {"meta.group": 200 + port, "meta.chosen": 0},
                             f"{ING}.member_port.set_port", {"port": port})
             for i in range(8):

@@ -21,6 +21,7 @@
 
 typedef bit<32> tstamp32_t;      /* low 32 bits of a ns timestamp */
 typedef bit<8>  group_t;         /* member group: a set of ports several path sets share */
+typedef bit<4>  prior_t;         /* capacity prior within a group: one per bottleneck profile */
 typedef bit<3>  member_t;        /* index of a member in its group */
 
 /* The first byte of every bridged or mirror header says which it is, so the
@@ -72,6 +73,26 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
                                             * written x16 like all DRE score data (dre.p4) */
 #define TNA_DRAIN_MARGIN_NS 8000           /* downstream skew margin of a drain move: 8 us, as the
                                             * v1model program (control_plane/params.py) */
+#define TNA_FEEDBACK_ENABLED 0             /* path feedback between leaves (path_feedback.p4): off
+                                            * until the controller names the leaf */
+#define TNA_FEEDBACK_RETURN_INTERVAL_NS 2000 /* at most one copy of a returned entry per (leaf,
+                                            * path) to path choice per 2 us */
+#define TNA_FEEDBACK_MAX_AGE_NS 500000     /* a returned entry younger than 500 us is a measurement:
+                                            * the uplink's own reports carry it */
+#define TNA_SUSPECT_SILENCE_NS 300000     /* a path sent on and unanswered this long is silent:
+                                            * its reports saturate (path_feedback.p4); 0: off */
+#define TNA_EXPLORE_SIGNALS 4              /* CNPs per host pair within the window that make its packets
+                                            * report their member saturated (pressure.p4); 0: off */
+#define TNA_EXPLORE_WINDOW_NS 200000       /* 200 us, as the v1model program */
+#define TNA_RETX_THRESHOLD 8               /* resends per (leaf, path) within the window that make it
+                                            * lossy (path_loss.p4); 0: off */
+#define TNA_RETX_WINDOW_NS 1000000         /* 1 ms, as the v1model program */
+#define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
+                                            * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
+                                            * and a drain point is as safe for a mouse (define.p4) */
+#define TNA_MOVE_GUARDS 15                 /* MOVE_GUARD_* (../../include/define.p4): bit 0, a drain
+                                            * move needs the drain proof; clearing it is the tests'
+                                            * negative control */
 /* Range rows in each dre.level<k> table: 64 levels for each of 8 groups
  * with a choice (groups of one member have no rows; the lab's job scenario
  * needs 4 on a leaf).  bf-p4c expands a 16-bit range into about 2.5 TCAM

@@ -25,12 +25,16 @@ header bridged_h {
     bit<5>   _pad3;
     member_t member;
     bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
+    bit<7>   _pad4;
+    bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
 }
 
 /* Egress mirror header of the feedback copy: which port, how much delay. */
 header feedback_mirror_h {
     bit<8>   pkt_type;       /* PKT_FEEDBACK */
-    bit<7>   _pad0;
+    bit<6>   _pad0;
+    bit<1>   remote;         /* a path's congestion another leaf returned (path_feedback.p4):
+                              * no departure to record */
     PortId_t port;
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;    /* the departing packet's ingress_ts */
@@ -40,7 +44,8 @@ header feedback_mirror_h {
 /* The feedback packet as it re-enters ingress on the recirculation port:
  * Ethernet (EtherType ETHERTYPE_STELLAR_FEEDBACK) then this. */
 header feedback_h {
-    bit<7>   _pad0;
+    bit<6>   _pad0;
+    bit<1>   remote;         /* as feedback_mirror_h's */
     PortId_t port;
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;
@@ -80,6 +85,7 @@ header resubmit_h {
 struct tna_headers_t {
     bridged_h          bridged;
     ethernet_h         ethernet;
+    stellar_fb_h       fb;           /* the path-feedback shim between leaves */
     vlan_h             vlan;
     feedback_h         feedback;
     pktgen_port_down_header_t port_down;
@@ -93,6 +99,7 @@ struct tna_egress_headers_t {
     bridged_h          bridged;
     feedback_mirror_h  fb_mirror;
     ethernet_h         ethernet;
+    stellar_fb_h       fb;
     vlan_h             vlan;
     feedback_h         feedback;
     ipv4_h             ipv4;

@@ -31,6 +31,8 @@ struct tna_ingress_metadata_t {
     bit<1>   reserved;       /* routing.reservation hit: its group replaces the route's */
     group_t  resv_group;
     bit<4>   resv_count;
+    prior_t  prior;          /* the destination's capacity prior (dre.level<k>'s rows) */
+    prior_t  resv_prior;
     bit<1>   down_hit;       /* failover.port_member hit (a port-down packet) */
     /* the flow key's one CRC-32, sliced (see flowlet.p4) */
     bit<32>  flow_hash;
@@ -46,6 +48,9 @@ struct tna_ingress_metadata_t {
     group_t  fb_group;
     member_t fb_member;
     bit<1>   fb_hit;         /* path_choice.port_member hit (a feedback packet) */
+    bit<1>   fb_remote;      /* the feedback packet carries another leaf's path report (parser) */
+    bit<1>   resub_pass;     /* a second pass (parser) */
+    bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
@@ -104,6 +109,13 @@ struct tna_egress_metadata_t {
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
+    /* a tag's (path_feedback.p4): its (destination leaf, path) index, for path_loss.p4 */
+    bit<1>   fb_tag;
+    bit<11>  fb_index;
+    /* the feedback copy's content (the deparser's mirror field list) */
+    PortId_t report_port;
+    bit<32>  report_delay_ns;
+    bit<1>   report_remote;
 }
 
 /* Reported (Digest) when the sketch first classifies a flow as an elephant

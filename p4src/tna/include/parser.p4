@@ -4,7 +4,9 @@
  * Ingress parser: the intrinsic metadata and port metadata first (the TNA
  * pattern), then either a packet-generator port-down packet (on the pktgen
  * port, app PKTGEN_APP_PORT_DOWN) or Ethernet, which may be a recirculated
- * congestion-feedback packet or [802.1Q] IPv4 / UDP / TCP / RoCEv2 BTH.  IPv4
+ * congestion-feedback packet or [path-feedback shim | 802.1Q] IPv4 / UDP /
+ * TCP / RoCEv2 BTH (the shim, 0x88B5, is what a leaf adds between leaves:
+ * path_feedback.p4).  IPv4
  * options are not parsed on Tofino: such packets are counted and forwarded by
  * address only, with the checksum updated incrementally from the parser's
  * residual (see README.md).
@@ -30,6 +32,7 @@ parser StellarIngressParser(packet_in pkt,
     }
     state parse_resubmit {
         pkt.extract(meta.resub);
+        meta.resub_pass = 1;
 #if __TARGET_TOFINO__ == 2
         pkt.advance(PORT_METADATA_SIZE - 64);
 #endif
@@ -59,7 +62,15 @@ parser StellarIngressParser(packet_in pkt,
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_STELLAR_FB: parse_fb;
             ETHERTYPE_STELLAR_FEEDBACK: feedback_port;
+            default: accept;
+        }
+    }
+    state parse_fb {
+        pkt.extract(hdr.fb);
+        transition select(hdr.fb.next_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
     }
@@ -84,6 +95,7 @@ parser StellarIngressParser(packet_in pkt,
     state parse_feedback {
         pkt.extract(hdr.feedback);
         meta.kind = KIND_FEEDBACK;
+        meta.fb_remote = hdr.feedback.remote;
         transition accept;
     }
     state parse_ipv4 {
@@ -170,6 +182,7 @@ control StellarIngressDeparser(packet_out pkt,
          * parser does not define, which bf-p4c's assembler refuses). */
         pkt.emit(hdr.bridged);
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.fb);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
@@ -201,6 +214,14 @@ parser StellarEgressParser(packet_in pkt,
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_STELLAR_FB: parse_fb;
+            default: accept;
+        }
+    }
+    state parse_fb {
+        pkt.extract(hdr.fb);
+        transition select(hdr.fb.next_type) {
             ETHERTYPE_IPV4: parse_ipv4;
             default: accept;
         }
@@ -257,8 +278,8 @@ control StellarEgressDeparser(packet_out pkt,
             /* session and type from metadata: bf-p4c takes no non-zero
              * constants in a mirror field list */
             feedback.emit<feedback_mirror_h>(meta.mirror_session,
-                {meta.mirror_pkt_type, 7w0, eg_intr_md.egress_port, meta.qdelay_ns, meta.ingress_ts,
-                 (bit<8>) eg_intr_md.egress_qid});
+                {meta.mirror_pkt_type, 6w0, meta.report_remote, meta.report_port, meta.report_delay_ns,
+                 meta.ingress_ts, (bit<8>) eg_intr_md.egress_qid});
         }
         if (meta.ipv4_options == 1) {
             hdr.ipv4.hdr_checksum = ipv4_csum_options.update({
@@ -277,6 +298,7 @@ control StellarEgressDeparser(packet_out pkt,
          * tofino2, a CLOT that the data packets' parser paths do not define,
          * which bf-p4c's assembler refuses). */
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.fb);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.feedback);
         pkt.emit(hdr.ipv4);

@@ -106,19 +106,23 @@ struct dre_pair_t {
         size = 3;                                                               \
     }
 
-/* Table level<k>: (group, member k's estimate, its 16-bit lane of est<k/2>,
- * in 64 B units) -> level, written from the port's rate as DRE_SCORE_SCALE
+/* Table level<k>: (group, capacity prior, member k's estimate, its 16-bit
+ * lane of est<k/2>, in 64 B units) -> level, written from member k's
+ * end-to-end bottleneck towards the destinations of that prior (the slower
+ * of the leaf's uplink and the spine's downlink; routing names the prior) at
+ * the rate the controller last read from port status, as DRE_SCORE_SCALE
  * (16) times the level (the score's low four bits are the tie bit and the
  * member; bf-p4c cannot shift action data inside an add, so the controller
  * writes it scaled).  A lane is a nibble-aligned 16-bit slice, four
  * nibbles, which bf-p4c's range match takes.  The action adds the level to
- * s_k -- one instruction.  Size of each: DRE_LEVEL_SIZE. */
+ * s_k -- one instruction.  Size of each: DRE_LEVEL_SIZE (64 rows per group
+ * and prior: 8 (group, prior) pairs per switch). */
 #define DRE_MEMBER_LEVEL(k, lane, qname)                                        \
     action set_level##k(bit<16> level) {                                        \
         meta.dre_score.s##k = meta.dre_score.s##k + level;                      \
     }                                                                           \
     table level##k {                                                            \
-        key = { meta.group: exact; lane: range @name(qname); }                  \
+        key = { meta.group: exact; meta.prior: exact; lane: range @name(qname); } \
         actions = { set_level##k; }                                             \
         default_action = set_level##k(0);                                       \
         size = DRE_LEVEL_SIZE;                                                  \

@@ -68,6 +68,19 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
             is_due = 0;
         }
         if (is_due == 1) {
+            /* the copy's port and delay (path_feedback.p4 writes a remote
+             * path's instead, at a host port, which never reports) */
+            meta.report_port = eg_intr_md.egress_port;
+            meta.report_delay_ns = meta.qdelay_ns;
+            meta.report_remote = 0;
+        }
+        /* a packet of a host pair under pressure (CNPs, pressure.p4): its
+         * member's congestion lies beyond this switch, so the report says
+         * saturated (path_choice: 2^19 ns and above) */
+        if (is_due == 1 && hdr.bridged.hot == 1) {
+            meta.report_delay_ns = 32w0x80000;
+        }
+        if (is_due == 1) {
             eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
             meta.mirror_session = MIRROR_SESSION_FEEDBACK;
             meta.mirror_pkt_type = PKT_FEEDBACK;

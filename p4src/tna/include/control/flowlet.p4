@@ -26,7 +26,9 @@
  * The flow CRC-32 is computed once (stellar.p4) and sliced: [12:0] is the
  * slot, [30:19] the signature, [2:0] the hash member; v1model computes CRC-32
  * and CRC-16 separately over the same key.
- * Drain (b): an elephant kept on a member that is no longer the best gets a
+ * Drain (b): an elephant (any tracked flow with `drain_any`: a DCQCN-paced
+ * RoCE flow rarely pauses for a flowlet timeout, and the drain point is the
+ * move point it has) kept on a member that is no longer the best gets a
  * second pass (Resubmit, with its member and its previous packet's
  * arrival, port and queue): that pass reads the (port, queue)'s last departure
  * stamp -- the arrival time of the last packet that left that queue, which egress bridges
@@ -51,7 +53,8 @@
  * action. */
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
-                in bit<16> margin_units, in bit<1> gap_drain) {
+                in bit<16> margin_units, in bit<1> gap_drain,
+                in bit<1> drain_any, in bit<1> drain_proof) {
     /* Per flow slot: the flow's tag, 0 = empty: bit 15 set (used), 14:3 the
      * signature (12 bits of the CRC), 2:0 the member.  A flow's tag lies in
      * [own_key, own_key + 7] with own_key = its signature bits and member 0.
@@ -181,9 +184,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      *     new flow's, or a gap's once drained (or when gaps need no drain);
      *   RESUB_DRAIN: drained, and the downstream skew margin has passed
      *     since the flow's previous packet (it may still be queued in the
-     *     next switch: a later packet on a shorter path must not overtake it).
+     *     next switch: a later packet on a shorter path must not overtake it);
+ *     without the drain-proof guard (`drain_proof` 0, MOVE_GUARD_DRAIN_PROOF
+ *     clear: the tests' negative control) it moves at once.
      * Drained: a departure is recorded (dep bit 16) and the last one arrived
-     * no earlier than the flow's previous packet (since >= 0).  Size: 4 const rows. */
+     * no earlier than the flow's previous packet (since >= 0).  Size: 7 const rows. */
     /* (own_key 1: the slot takes the offer, whatever its tag, see update;
      * the best member's tag from path_choice's register read itself, not
      * from meta.best, which is one step later: the register's member field
@@ -196,18 +201,20 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         key = {
             meta.resub.kind: ternary; meta.resub.is_new: ternary; gap_drain: ternary;
             dep[16:16]: ternary; since[15:15]: ternary; wait_left[15:15]: ternary;
-            meta.best_raw[8:8]: ternary;
+            meta.best_raw[8:8]: ternary; drain_proof: ternary;
         }
         actions = { move_cur; move_best; move_hashed; stay; }
         const default_action = stay();
         const entries = {
-            (RESUB_CHOOSE, 1, _, _, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, 0, _, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, _, 1, 0, _, _): move_cur();
-            (RESUB_DRAIN, _, _, 1, 0, 0, 0): move_best();
-            (RESUB_DRAIN, _, _, 1, 0, 0, 1): move_hashed();
+            (RESUB_CHOOSE, 1, _, _, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, 0, _, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, _, 1, 0, _, _, _): move_cur();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 0, _): move_best();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 1, _): move_hashed();
+            (RESUB_DRAIN, _, _, _, _, _, 0, 0): move_best();
+            (RESUB_DRAIN, _, _, _, _, _, 1, 0): move_hashed();
         }
-        size = 5;
+        size = 7;
     }
     /* The first pass's offer: the flow's tag with the best member, unless
      * the slot was used within the flowlet timeout (recent: an active flow
@@ -239,13 +246,14 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * table address its register alike).  Rows: 2 const. */
     action record_departure() { record_dep.execute(dep_index); }
     action read_departure() { dep = read_dep.execute(dep_index); }
+    /* (a remote path report, path_feedback.p4, names no departure) */
     table departure_at {
-        key = { meta.kind: exact; second: exact; }
+        key = { meta.kind: exact; second: exact; meta.fb_remote: exact; }
         actions = { record_departure; read_departure; NoAction; }
         const default_action = NoAction();
         const entries = {
-            (KIND_FEEDBACK, 0): record_departure();
-            (KIND_DATA, 1): read_departure();
+            (KIND_FEEDBACK, 0, 0): record_departure();
+            (KIND_DATA, 1, 0): read_departure();
         }
         size = 2;
     }
@@ -324,7 +332,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.drain_test = 1;
         meta.resub.setValid();
         meta.resub.kind = RESUB_DRAIN;
-        meta.resub.elephant = 1;
+        meta.resub.elephant = meta.elephant;   /* (a mouse keeps its queue) */
         meta.resub.is_new = 0;
         meta.resub.prev_ts = meta.prev_ts;
         meta.resub.cur = (member_t) r[2:0];
@@ -339,35 +347,38 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
             second: ternary; kind_choose: ternary; own: ternary; moves: ternary;
             meta.resub.is_new: ternary; old_ne_cur: ternary; recent: ternary;
             dre_on: ternary; stored_best: ternary; stored_measured: ternary;
-            drain_moves: ternary; meta.elephant: ternary;
+            drain_moves: ternary; meta.elephant: ternary; drain_any: ternary;
         }
         actions = { take_hashed; take_stored; stay_refused; take_cur; take_best_drain;
                     new_choose; new_direct; gap_choose; gap_refused; gap_stay; drain_request; }
         const default_action = take_stored();
         const entries = {
             /* second pass                                                      */
-            (1, _, 0, _, _, _, _, _, _, _, _, _): take_hashed();
-            (1, 1, 1, 1, 1, _, _, _, _, _, _, _): take_cur(CHANGE_NEW);
-            (1, 1, 1, 1, 0, 1, _, _, _, _, _, _): take_cur(CHANGE_GAP);
-            (1, 1, 1, 1, 0, 0, _, _, _, _, _, _): take_cur(0xFF);
-            (1, 1, 1, 0, _, _, _, _, _, _, _, _): take_stored();
-            (1, 0, 1, 1, _, _, _, _, _, _, _, _): take_best_drain();
-            (1, 0, 1, 0, _, _, _, _, _, _, _, _): take_stored();
+            (1, _, 0, _, _, _, _, _, _, _, _, _, _): take_hashed();
+            (1, 1, 1, 1, 1, _, _, _, _, _, _, _, _): take_cur(CHANGE_NEW);
+            (1, 1, 1, 1, 0, 1, _, _, _, _, _, _, _): take_cur(CHANGE_GAP);
+            (1, 1, 1, 1, 0, 0, _, _, _, _, _, _, _): take_cur(0xFF);
+            (1, 1, 1, 0, _, _, _, _, _, _, _, _, _): take_stored();
+            (1, 0, 1, 1, _, _, _, _, _, _, _, _, _): take_best_drain();
+            (1, 0, 1, 0, _, _, _, _, _, _, _, _, _): take_stored();
             /* first pass: another flow's slot, recent / free                  */
-            (0, _, 0, _, _, _, 1, _, _, _, _, _): take_hashed();
-            (0, _, 0, _, _, _, 0, 1, _, _, _, _): new_choose();
-            (0, _, 0, _, _, _, 0, 0, _, _, _, _): new_direct();
+            (0, _, 0, _, _, _, 1, _, _, _, _, _, _): take_hashed();
+            (0, _, 0, _, _, _, 0, 1, _, _, _, _, _): new_choose();
+            (0, _, 0, _, _, _, 0, 0, _, _, _, _, _): new_direct();
             /* first pass, own slot, a gap: choose unless the DRE is off and
              * the flow is on the best member already; refused if unmeasured */
-            (0, _, 1, _, _, _, 0, 0, 1, _, _, _): gap_stay();
-            (0, _, 1, _, _, _, 0, _, _, 1, _, _): gap_choose();
-            (0, _, 1, _, _, _, 0, _, _, 0, _, _): gap_refused();
-            /* first pass, own slot, recent: an elephant off the best member */
-            (0, _, 1, _, _, _, 1, _, 0, 1, 1, 1): drain_request();
-            (0, _, 1, _, _, _, 1, _, 0, 0, 1, 1): stay_refused();
-            (0, _, 1, _, _, _, 1, _, _, _, _, _): take_stored();
+            (0, _, 1, _, _, _, 0, 0, 1, _, _, _, _): gap_stay();
+            (0, _, 1, _, _, _, 0, _, _, 1, _, _, _): gap_choose();
+            (0, _, 1, _, _, _, 0, _, _, 0, _, _, _): gap_refused();
+            /* first pass, own slot, recent: an elephant (any flow with
+             * drain_any) off the best member */
+            (0, _, 1, _, _, _, 1, _, 0, 1, 1, 1, _): drain_request();
+            (0, _, 1, _, _, _, 1, _, 0, 1, 1, _, 1): drain_request();
+            (0, _, 1, _, _, _, 1, _, 0, 0, 1, 1, _): stay_refused();
+            (0, _, 1, _, _, _, 1, _, 0, 0, 1, _, 1): stay_refused();
+            (0, _, 1, _, _, _, 1, _, _, _, _, _, _): take_stored();
         }
-        size = 16;
+        size = 18;
     }
 
     /* Each gate holds one table (or assignments), and the gates read the

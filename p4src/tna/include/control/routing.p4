@@ -9,6 +9,11 @@
  * flows) comes from a table keyed by 3 bits of the flow CRC, which the
  * controller fills round-robin over the live members: no run-time modulo.
  * A job reservation (src, dst ternary) replaces the destination's group.
+ * Both also name the destination's capacity prior (`prior`): which of the
+ * group's rows of dre.level<k> normalise its members' estimates -- the rows
+ * the controller wrote from each member's end-to-end bottleneck towards that
+ * destination (a group serves every destination behind the same uplinks, and
+ * the spine's downlink to each can run at another rate).
  *
  * Tofino-1 (README.md, "Tofino-1"): the two are looked up side by side,
  * each under a gate of its own, and a gated assignment then takes the
@@ -20,9 +25,10 @@
  * no route is dropped (no_route).
  */
 control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
-    action set_group(group_t group, bit<4> count) {
+    action set_group(group_t group, bit<4> count, prior_t prior) {
         meta.group = group;
         meta.count = count;
+        meta.prior = prior;
     }
     action drop_no_route() {
         meta.no_route = 1;    /* stellar.p4's `finish` drops it (DROP_NO_ROUTE) */
@@ -35,9 +41,10 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         default_action = drop_no_route();
         size = ROUTING_LPM_SIZE;
     }
-    action reserve_group(group_t group, bit<4> count) {
+    action reserve_group(group_t group, bit<4> count, prior_t prior) {
         meta.resv_group = group;
         meta.resv_count = count;
+        meta.resv_prior = prior;
         meta.reserved = 1;
     }
     /* Job reservations: traffic between a job's hosts uses the member group
@@ -64,6 +71,7 @@ control Routing(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         if (meta.reserved == 1) {
             meta.group = meta.resv_group;
             meta.count = meta.resv_count;
+            meta.prior = meta.resv_prior;
         }
         hdr.bridged.group = meta.group;
     }

@@ -1,0 +1,448 @@
+/*
+ * path_feedback.p4 (TNA) -- path feedback between leaves (CONGA's idea for
+ * RoCEv2), the egress half of data plane v3's feedback.
+ *
+ * The shim is the v1model program's (../../include/header.p4: stellar_fb_h,
+ * EtherType ETHERTYPE_STELLAR_FB, 8 bytes after Ethernet; p4src/README.md
+ * says why a shim and what MTU headroom it costs).  Every role is played in
+ * egress, where the queue delay, the egress port and the chosen member are
+ * known and the shim can be added or removed in one place:
+ *   tag    (a leaf, towards a fabric port, a packet to another leaf's subnet):
+ *          the shim with this leaf's id, the path (the egress port's uplink
+ *          index, `port_kind`: one index per uplink whatever group the flow
+ *          used, so a job's reserved group names its path alike), the
+ *          congestion field at this hop's queue delay, and one entry returned
+ *          to that leaf: round robin over its paths (`return_ptr`), the
+ *          congestion this leaf last measured for it (`from_leaf`);
+ *   raise  (any switch, towards a fabric port, a shimmed packet): the
+ *          congestion field becomes max(field, this hop's queue delay);
+ *   strip  (a leaf, towards a host port, a shimmed packet): the field is
+ *          stored per (source leaf, path) in `from_leaf`, the returned entry
+ *          (if any) in `to_leaf` with its time, and the shim is removed, so the
+ *          host sees the original bytes (the shim is outside IP: neither the
+ *          IPv4 checksum nor the RoCE ICRC covers it).
+ * A returned entry reaches path choice as a feedback copy (feedback.p4's
+ * mirror to the recirculation port) whose port is the uplink of the entry's
+ * path and whose delay is the path's congestion, flagged `remote` (no
+ * departure to record): path_choice's group_best takes it like a local
+ * report, so a member whose spine downlink is congested loses "best" once the
+ * destination leaf's traffic comes back, without the controller.  `to_leaf`
+ * also limits those copies to one per (leaf, path) per `interval`.
+ * And the uplink's own reports carry it: a tag reads the entry of its
+ * (destination leaf, path), 0 once older than `max_age` (a measurement
+ * only while fresh), and a local feedback copy of that packet reports the
+ * larger of the queue delay here and the path's congestion (CONGA's max
+ * over the path), so the next local report of the congested uplink does
+ * not undo the remote one.
+ * Silence: a path this leaf sends on to a leaf that returns nothing for it
+ * for `silence` (a remote link died) is silent (`silence`), and its tags'
+ * local reports saturate: the path loses "best" and its flows leave it at
+ * their next drain point, without the controller.
+ *
+ * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
+ * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
+ * to the hop's value, this program the queue delay only (no per-port DRE in
+ * egress).  Retransmissions on a path: path_loss.p4.  Left out on
+ * Tofino (README.md, "Data plane v3"): the suspect hold.
+ *
+ * Registers, one RegisterAction each per packet (a packet is tagged or
+ * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
+ * return_ptr (tag), to_leaf (receive: strip; read: tag, one table),
+ * silence (answer: strip; sent_on: tag, one table).  No multiply; the
+ * shifts are by constants.
+ */
+#ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
+#define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
+
+const bit<2> FB_ROLE_NONE = 0;
+const bit<2> FB_ROLE_TAG = 1;
+const bit<2> FB_ROLE_RAISE = 2;
+const bit<2> FB_ROLE_STRIP = 3;
+
+struct fb_silence_t {
+    bit<32> sent;         /* the sending period's start */
+    bit<32> unanswered;   /* 1 while no entry came back since */
+}
+
+struct fb_to_leaf_t {
+    bit<32> stamp;    /* when the last copy of this (leaf, path) went to ingress, ns */
+    bit<32> metric;   /* its congestion, ~us */
+}
+
+control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta,
+                     in egress_intrinsic_metadata_t eg_intr_md,
+                     in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                     inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    /* Per (source leaf, path): {valid (bit 15), fresh (14: stored since it
+     * was last returned), congestion (12:0, ~us)} as the last shim from that
+     * leaf measured it.  Size: 256 leaves x 8 paths. */
+    Register<bit<16>, bit<11>>(2048, 0) from_leaf;
+    /* Per destination leaf: the path whose entry the next tag returns.
+     * Size: 256 leaves. */
+    Register<bit<8>, bit<8>>(256, 0) return_ptr;
+    /* Per (remote leaf, own path): the congestion-to-leaf table, {time of
+     * the entry, congestion}.  Size: 256 leaves x 8 paths. */
+    Register<fb_to_leaf_t, bit<11>>(2048, {0, 0}) to_leaf;
+    /* Per (remote leaf, own path): {start of the sending period (ns),
+     * unanswered since}.  A tag on the path starts a period if the last one
+     * was answered; it finds the path *silent* when its period began more
+     * than `silence` ago with no answer since (a remote link died: the far
+     * leaf stores nothing for the path, so it returns nothing).  Size: 256
+     * leaves x 8 paths. */
+    Register<fb_silence_t, bit<11>>(2048, {0, 0}) silence;
+    /* Silent tags (the path's reports saturated). */
+    Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
+    /* Shims added (0) and removed (1); entries returned (0) and received
+     * (1): two counters, each counted once per packet. */
+    Counter<bit<32>, bit<1>>(2, CounterType_t.PACKETS) shims;
+    Counter<bit<32>, bit<1>>(2, CounterType_t.PACKETS) returns;
+
+    bit<1>  enabled;
+    bit<8>  leaf_id;
+    bit<32> interval;
+    bit<32> max_age;
+    bit<32> now;
+    bit<32> limit;      /* now - interval */
+    bit<32> age_limit;  /* now - max_age */
+    bit<32> path_metric;   /* a tag's: its path's fresh congestion to the destination, ~us */
+    bit<32> path_ns;
+    bit<1>  returned;   /* a strip whose shim carries an entry */
+    bit<32> silence_ns;     /* 0: no silence detection */
+    bit<32> silence_limit;  /* now - silence */
+    bit<1>  silent;
+    bit<1>  fabric;
+    bit<3>  uplink;
+    bit<1>  dest_known;
+    bit<8>  dest;
+    bit<8>  paths_mask;
+    bit<2>  role;
+    bit<16> hop;        /* this hop's congestion, ~us */
+    bit<8>  ptr;
+    bit<3>  pick;       /* the returned path: ptr masked to the destination's paths */
+    bit<1>  shimmed;
+    bit<1>  ipv4;
+    bit<1>  tagged_vlan;
+    bit<11> from_index;
+    bit<16> cell;       /* from_leaf's cell, to store or fetched */
+    bit<11> to_index;
+    bit<32> metric32;
+    bit<1>  due;
+    bit<1>  path_known;
+
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) hop_of;
+    Hash<bit<11>>(HashAlgorithm_t.IDENTITY) index_of;
+    Hash<bit<11>>(HashAlgorithm_t.IDENTITY) to_index_of;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cell_of;
+
+    RegisterAction<bit<16>, bit<11>, bit<16>>(from_leaf) store = {
+        void apply(inout bit<16> v) { v = cell; }
+    };
+    /* a tag returns an entry once per measurement: the fresh bit goes with
+     * it (a path that delivers nothing more is not answered again, which is
+     * how its source leaf finds it silent) */
+    RegisterAction<bit<16>, bit<11>, bit<16>>(from_leaf) fetch = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v;
+            v = v & 0xBFFF;
+        }
+    };
+    RegisterAction<bit<8>, bit<8>, bit<8>>(return_ptr) advance = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            v = v + 1;
+        }
+    };
+    /* Due (as feedback.p4's `due`, two sign tests): at least `interval` ns
+     * since this (leaf, path)'s last copy; then the entry is stored. */
+    RegisterAction<fb_to_leaf_t, bit<11>, bit<1>>(to_leaf) receive = {
+        void apply(inout fb_to_leaf_t v, out bit<1> rv) {
+            rv = 0;
+            if (limit - v.stamp < 32w0x80000000 || now - v.stamp >= 32w0x80000000) {
+                v.stamp = now;
+                v.metric = metric32;
+                rv = 1;
+            }
+        }
+    };
+    /* A tag: a new period once the last was answered; else silent when the
+     * period began before now - silence (a sign test).  Each compare takes
+     * one register field (the stateful ALU's rule). */
+    RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) sent_on = {
+        void apply(inout fb_silence_t v, out bit<1> rv) {
+            rv = 0;
+            if (v.unanswered == 0) {
+                v.sent = now;
+                v.unanswered = 1;
+            } else if (v.sent - silence_limit >= 32w0x80000000) {
+                rv = 1;
+            }
+        }
+    };
+    RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) answer = {
+        void apply(inout fb_silence_t v) {
+            v.unanswered = 0;
+        }
+    };
+    /* A tag: the entry's congestion while fresh (stamp >= now - max_age, a
+     * sign test); an old one is cleared and reads 0. */
+    RegisterAction<fb_to_leaf_t, bit<11>, bit<32>>(to_leaf) read_path = {
+        void apply(inout fb_to_leaf_t v, out bit<32> rv) {
+            if (v.stamp - age_limit >= 32w0x80000000) {
+                v.metric = 0;
+            }
+            rv = v.metric;
+        }
+    };
+
+    /* This leaf's id, whether it tags, and the copies' interval: one keyless
+     * row (disabled, as on a spine, unless the controller names the leaf). */
+    action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns, bit<32> max_age_ns,
+                      bit<32> suspect_silence_ns) {
+        enabled = on;
+        leaf_id = leaf;
+        interval = interval_ns;
+        max_age = max_age_ns;
+        silence_ns = suspect_silence_ns;
+    }
+    table params {
+        actions = { set_params; }
+        default_action = set_params(TNA_FEEDBACK_ENABLED, 0, TNA_FEEDBACK_RETURN_INTERVAL_NS,
+                                    TNA_FEEDBACK_MAX_AGE_NS, TNA_SUSPECT_SILENCE_NS);
+        size = 1;
+    }
+    /* Ports that face a switch, with their uplink index (the shim's path);
+     * any other port is a host port, where the shim is removed.
+     * Size: PORT_SLOTS. */
+    action fabric_port(bit<3> index) { fabric = 1; uplink = index; }
+    action host_port() { fabric = 0; uplink = 0; }
+    table port_kind {
+        key = { eg_intr_md.egress_port: exact; }
+        actions = { fabric_port; host_port; }
+        default_action = host_port();
+        size = PORT_SLOTS;
+    }
+    /* Which other leaf a destination lives behind, and the mask of its
+     * uplink indexes (the round robin over the entries returned to it: the
+     * next power of two above its uplinks, minus one).  The leaf's own
+     * subnet has no row.  Size: DEST_LEAF_SIZE. */
+    action set_dest_leaf(bit<8> leaf, bit<8> mask) {
+        dest_known = 1;
+        dest = leaf;
+        paths_mask = mask;
+    }
+    action no_dest() { dest_known = 0; dest = 0; paths_mask = 0; }
+    table dest_leaf {
+        key = { hdr.ipv4.dst_addr: lpm; }
+        actions = { set_dest_leaf; no_dest; }
+        default_action = no_dest();
+        size = DEST_LEAF_SIZE;
+    }
+    /* A returned entry's path (this leaf's uplink index) -> that uplink's
+     * port, which path_choice.port_member maps to (group, member).
+     * Size: 8 uplink indexes. */
+    action path_uplink(PortId_t port) { meta.report_port = port; path_known = 1; }
+    action no_uplink() { path_known = 0; }
+    table uplink_port {
+        key = { hdr.fb.fb_path: exact; }
+        actions = { path_uplink; no_uplink; }
+        default_action = no_uplink();
+        size = 8;
+    }
+    /* The role, one const table on the flags (Tofino-1: a gate per table).
+     * Size: 4 const rows. */
+    action take_role(bit<2> r) { role = r; }
+    table roles {
+        key = {
+            shimmed: ternary; fabric: ternary; enabled: ternary; dest_known: ternary;
+            ipv4: ternary; tagged_vlan: ternary;
+        }
+        actions = { take_role; }
+        const default_action = take_role(FB_ROLE_NONE);
+        const entries = {
+            (1, 1, _, _, _, _): take_role(FB_ROLE_RAISE);
+            (1, 0, _, _, _, _): take_role(FB_ROLE_STRIP);
+            (0, 1, 1, 1, 1, 0): take_role(FB_ROLE_TAG);
+        }
+        size = 4;
+    }
+    /* from_leaf's two accesses in one table (one place per register).
+     * Size: 2 const rows. */
+    action do_store() { store.execute(from_index); }
+    action do_fetch() { cell = fetch.execute(from_index); }
+    table from_access {
+        key = { role: exact; }
+        actions = { do_store; do_fetch; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            FB_ROLE_STRIP: do_store();
+            FB_ROLE_TAG: do_fetch();
+        }
+        size = 2;
+    }
+
+    action tag() {
+        hdr.fb.setValid();
+        hdr.fb.next_type = hdr.ethernet.ether_type;
+        hdr.ethernet.ether_type = ETHERTYPE_STELLAR_FB;
+        hdr.fb.src_leaf = leaf_id;
+        hdr.fb.path = uplink;
+        hdr.fb.path_count = 0;
+        hdr.fb.fb_valid = 0;
+        hdr.fb.reserved = 0;
+        hdr.fb.congestion = hop;
+        hdr.fb.fb_path = 0;
+        hdr.fb.fb_metric = 0;
+    }
+    /* to_leaf's two accesses in one table.  Size: 2 const rows. */
+    action do_receive() { due = receive.execute(to_index); }
+    action do_read() { path_metric = read_path.execute(to_index); }
+    table to_access {
+        key = { role: exact; returned: exact; }
+        actions = { do_receive; do_read; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1): do_receive();
+            (FB_ROLE_TAG, 0): do_read();
+        }
+        size = 2;
+    }
+    /* the silence register's two accesses in one table.  Size: 2 const rows. */
+    action do_answer() { answer.execute(to_index); }
+    action do_sent_on() { silent = sent_on.execute(to_index); }
+    table silence_at {
+        key = { role: exact; returned: exact; }
+        actions = { do_answer; do_sent_on; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1): do_answer();
+            (FB_ROLE_TAG, 0): do_sent_on();
+        }
+        size = 2;
+    }
+    action take_limit() {
+        limit = now - interval;
+        age_limit = now - max_age;
+        silence_limit = now - silence_ns;
+    }
+    table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    action take_metric() { metric32 = (bit<32>) hdr.fb.fb_metric; }
+    table received_metric { actions = { take_metric; } const default_action = take_metric(); size = 1; }
+    /* the copy for ingress: the remote path's congestion as a delay, ns */
+    action report() {
+        meta.report_delay_ns = metric32 << 10;
+        meta.report_remote = 1;
+        eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
+        meta.mirror_session = MIRROR_SESSION_FEEDBACK;
+        meta.mirror_pkt_type = PKT_FEEDBACK;
+    }
+    table remote_report { actions = { report; } const default_action = report(); size = 1; }
+
+    apply {
+        now = eg_prsr_md.global_tstamp[31:0];
+        params.apply();
+        port_kind.apply();
+        if (hdr.ipv4.isValid()) {
+            dest_leaf.apply();
+        }
+        report_limit.apply();
+        if (hdr.fb.isValid()) { shimmed = 1; } else { shimmed = 0; }
+        if (hdr.ipv4.isValid()) { ipv4 = 1; } else { ipv4 = 0; }
+        if (hdr.vlan.isValid()) { tagged_vlan = 1; } else { tagged_vlan = 0; }
+        due = 0;
+        meta.fb_tag = 0;
+        path_metric = 0;
+        silent = 0;
+        /* this hop: the queue delay in ~us, saturated at 16 bits */
+        if (meta.qdelay_ns[31:26] != 0) {
+            hop = 0xFFFF;
+        } else {
+            hop = hop_of.get({meta.qdelay_ns[25:10]});
+        }
+        roles.apply();
+        if (role == FB_ROLE_RAISE) {
+            if (hop > hdr.fb.congestion) {
+                hdr.fb.congestion = hop;
+            }
+        }
+        /* from_leaf's index and the cell to store: a strip's (source leaf,
+         * path) and its congestion clamped to 13 bits with the valid bit; a
+         * tag's (destination leaf, the round robin's path) */
+        if (role == FB_ROLE_STRIP) {
+            from_index = index_of.get({hdr.fb.src_leaf, hdr.fb.path});
+            if (hdr.fb.congestion[15:13] != 0) {
+                cell = 0xDFFF;   /* valid, fresh, FB_METRIC_MAX */
+            } else {
+                cell = cell_of.get({3w0b110, hdr.fb.congestion[12:0]});
+            }
+        }
+        if (role == FB_ROLE_TAG) {
+            ptr = advance.execute(dest);
+        }
+        pick = ptr[2:0] & paths_mask[2:0];
+        if (role == FB_ROLE_TAG) {
+            from_index = index_of.get({dest, pick});
+        }
+        from_access.apply();
+        if (role == FB_ROLE_TAG) {
+            tag();
+            shims.count(0);
+            meta.fb_tag = 1;
+        }
+        if (role == FB_ROLE_TAG && cell[14:14] == 1) {
+            hdr.fb.fb_valid = 1;
+            hdr.fb.fb_path = pick;
+            hdr.fb.fb_metric = cell[12:0];
+            returns.count(0);
+        }
+        /* to_leaf: a strip stores the returned entry (the congestion-to-leaf
+         * table) and, at most once per interval per (leaf, path), sends it to
+         * path choice; a tag reads its own path's entry */
+        if (shimmed == 1 && hdr.fb.fb_valid == 1) {
+            returned = 1;
+        } else {
+            returned = 0;
+        }
+        if (role == FB_ROLE_STRIP) {
+            to_index = to_index_of.get({hdr.fb.src_leaf, hdr.fb.fb_path});
+        } else {
+            to_index = to_index_of.get({dest, uplink});
+        }
+        meta.fb_index = to_index;
+        if (returned == 1) {
+            received_metric.apply();
+        }
+        to_access.apply();
+        if (silence_ns != 0) {
+            silence_at.apply();
+        }
+        if (role == FB_ROLE_STRIP && returned == 1) {
+            uplink_port.apply();
+            returns.count(1);
+        }
+        /* a tag's own feedback copy (feedback.p4, due): the larger of this
+         * queue's delay and the path's fresh congestion; a silent path's
+         * is saturated (path_choice: 2^19 ns and above), so it loses "best"
+         * at the next report of another member, its flows leave it at their
+         * next drain point and new flows take the penalty of a non-best
+         * member, while traffic on it to that leaf stays unanswered */
+        path_ns = path_metric << 10;
+        if (silent == 1) {
+            path_ns = 32w0x80000;
+            suspects.count(0);
+        }
+        if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
+            path_ns > meta.report_delay_ns) {
+            meta.report_delay_ns = path_ns;
+        }
+        if (role == FB_ROLE_STRIP && returned == 1 && due == 1 && path_known == 1) {
+            remote_report.apply();
+        }
+        if (role == FB_ROLE_STRIP) {
+            hdr.ethernet.ether_type = hdr.fb.next_type;
+            hdr.fb.setInvalid();
+            shims.count(1);
+        }
+    }
+}
+
+#endif  /* _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_ */
