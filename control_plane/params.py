@@ -312,7 +312,7 @@ PARAMS: tuple[Param, ...] = (
     Param("util_weight", "int", "1/1024", 1024, "path-choice weight of utilisation (1024 = 1.0)", {
         "v1model": P4(_V + "util_weight", "DEFAULT_UTIL_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
-    Param("qdelay_weight", "int", "1/1024", 1024, "path-choice weight of the local queue delay", {
+    Param("qdelay_weight", "int", "1/1024", 128, "path-choice weight of the local queue delay", {
         "v1model": P4(_V + "qdelay_weight", "DEFAULT_QDELAY_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
     Param("level_weight", "int", "1/1024", 1024, "path-choice weight of the controller's level", {
