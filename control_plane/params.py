@@ -332,8 +332,8 @@ PARAMS: tuple[Param, ...] = (
     # -- move points, path feedback and suspect paths (v1model data plane v3) ----------------------
     Param("drain_any", "bool", "", True, "drain moves for every tracked flow, not only elephants", {
         "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit), "tna": Refused(_NO_TNA_V3)}, yaml=False),
-    Param("move_guards", "int", "bit mask", 15, "move guards (define.p4 MOVE_GUARD_*): bit 0 makes explore "
-          "and suspect moves wait for the drain proof", _v3(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
+    Param("move_guards", "int", "bit mask", 15, "move guards and points (define.p4 MOVE_*): bit 0 makes "
+          "drain and explore moves wait for the drain proof; bit 1 lets a flow move at a go-back-N resend", _v3(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
           "locally best path try the next best at its next safe point",
