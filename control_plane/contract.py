@@ -171,6 +171,12 @@ ADAPT_DEFAULTS = params.action_values("v1model", "StellarIngress.config.set_adap
 FEEDBACK_DEFAULTS = {**params.action_values("v1model", "StellarIngress.feedback_lookup.set_feedback", None),
                      "enabled": 1}
 ECN_KFLOOR_BYTES = params.default("ecn_kfloor_bytes")
+# Path-change reasons in counter-index order (flowlet.path_changes), read from define.p4's
+# CHANGE_* constants: the program owns them, so a reason added there reaches stats, watch and
+# the study's row keys by itself.
+PATH_CHANGE_REASONS = tuple(name[len("CHANGE_"):].lower() for name, _ in sorted(
+    ((n, v) for n, v in p4consts.constants(p4consts.V1MODEL_DEFINE_P4).items() if n.startswith("CHANGE_")),
+    key=lambda item: item[1]))
 
 
 # StellarEgress.telemetry.qdelay_hist: index port * 16 + bucket; the buckets' lower edges (us).

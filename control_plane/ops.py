@@ -35,7 +35,7 @@ ROUTING_TABLES = frozenset({
     "StellarIngress.routing.lpm", "StellarIngress.routing.path_set",
     "StellarIngress.routing.reservation", "StellarIngress.elephant.hint",
 })
-PATH_CHANGE_REASONS = ("new", "gap", "drain", "failover", "membership", "explore", "suspect")  # define.p4 CHANGE_*
+PATH_CHANGE_REASONS = contract.PATH_CHANGE_REASONS
 DROP_REASONS = {1: "malformed", 2: "bad_checksum", 3: "ttl_expired", 4: "no_route", 5: "no_path_set",
                 6: "no_live_member", 7: "tenant_red", 8: "not_ipv4"}
 MALFORMED_KINDS = {1: "truncated_ethernet", 2: "truncated_ipv4", 3: "ipv4_version", 4: "ipv4_ihl",

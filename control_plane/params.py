@@ -307,7 +307,7 @@ PARAMS: tuple[Param, ...] = (
     Param("util_weight", "int", "1/1024", 1024, "path-choice weight of utilisation (1024 = 1.0)", {
         "v1model": P4(_V + "util_weight", "DEFAULT_UTIL_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
-    Param("qdelay_weight", "int", "1/1024", 1024, "path-choice weight of the local queue delay", {
+    Param("qdelay_weight", "int", "1/1024", 128, "path-choice weight of the local queue delay", {
         "v1model": P4(_V + "qdelay_weight", "DEFAULT_QDELAY_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
     Param("level_weight", "int", "1/1024", 1024, "path-choice weight of the controller's level", {
@@ -328,10 +328,11 @@ PARAMS: tuple[Param, ...] = (
     Param("drain_any", "bool", "", True, "drain moves for every tracked flow, not only elephants", {
         "v1model": P4(_A + "drain_any", "DEFAULT_DRAIN_ANY", _bit),
         "tna": P4(_T + "drain_any_flows", "TNA_DRAIN_ANY", _bit)}, yaml=False),
-    Param("move_guards", "int", "bit mask", 15, "move guards (define.p4 MOVE_GUARD_*): bit 0 makes explore "
-          "and suspect moves wait for the drain proof", {
+    Param("move_guards", "int", "bit mask", 15, "move guards and points (define.p4 MOVE_*): bit 0 makes "
+          "drain and explore moves wait for the drain proof; bit 1 lets a flow move at a go-back-N resend", {
               "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
-              "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof")},
+              "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof; "
+                        "bit 1 (restart moves) is not implemented on TNA")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
           "locally best path try the next best at its next safe point", {

@@ -8,8 +8,9 @@ to be at least as good as WCMP, utilisation must be counted against what each pa
   degraded link), which the controller reads from port status -- ``port_rate_entries``;
 * a member's path against its end-to-end bottleneck: the slowest of the leaf's uplink and the
   spine's downlink to the destination leaf -- ``prior_entries``.  The data plane keeps a
-  utilisation estimate per (path set, member) at that rate and scores a member by the larger of
-  its port's and its path's estimate.
+  utilisation estimate per (path set, member) at that rate and scores a member of a set with a
+  prior by that estimate plus the wire time of the packet being placed, so each set splits its
+  traffic in proportion to its members' bottlenecks (p4src/include/functions.p4 member_util).
 
 The render installs both from the fabric's configured rates; ``Controller.port_rates`` rewrites
 them when port status reports another rate.  Pure functions of the model: no target access.

@@ -51,6 +51,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+from control_plane.contract import PATH_CHANGE_REASONS
+
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "fabrics" / "lab.yaml"
 STELLAR = ROOT / "p4src" / "v1model" / "stellar.p4"
@@ -243,7 +245,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
         if mode != "ecmp":
             _poll(lab, net)
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 7)  # define.p4 CHANGE_NEW .. CHANGE_SUSPECT
+        reasons = lab.counters(lab.names.path_changes, len(PATH_CHANGE_REASONS))
         done = [t for t in a2a if t.done_us is not None]
         job_us = (max(t.done_us for t in a2a) - min(t.started_us for t in a2a)) if len(done) == len(a2a) else None
         mice_fct = _fct(mice)
@@ -258,7 +260,7 @@ def run_congestion(fabric, files, mode: str, messages: int, together: bool = Fal
             "CE marks / CNPs": f"{sum(t.ce for t in net.transfers)}/{sum(t.cnps for t in net.transfers)}",
             "transfers completed": f"{sum(t.done_us is not None for t in net.transfers)}/{len(net.transfers)}",
             "path changes gap/drain/failover": f"{reasons[1]}/{reasons[2]}/{reasons[3]}",
-            "path changes explore/suspect": f"{reasons[5]}/{reasons[6]}",
+            "path changes explore/suspect/restart": f"{reasons[5]}/{reasons[6]}/{reasons[7]}",
             "controller writes": lab.controller.writes,
         })
         label, count = lab.elephants()
@@ -321,7 +323,7 @@ def run_failure(fabric, files, mode: str, messages: int, local_failover: bool = 
         lab.sim.at(fail_at, fail)
         net.start()
         lab.sim.run(until_us=200_000)
-        reasons = lab.counters(lab.names.path_changes, 7)  # define.p4 CHANGE_NEW .. CHANGE_SUSPECT
+        reasons = lab.counters(lab.names.path_changes, len(PATH_CHANGE_REASONS))
         r = report.get("r")
 
         def worst(tag):
@@ -420,10 +422,10 @@ def verdict(results: list[ModeResult]) -> str:
             if b > a * 1.02:
                 behind.append(name)
         moved = stellar.metrics.get("path changes gap/drain/failover", "")
-        explored = stellar.metrics.get("path changes explore/suspect", "")
+        explored = stellar.metrics.get("path changes explore/suspect/restart", "")
         lines.append(f"- {scenario}: " + ", ".join(parts)
                      + (f"; Stellar is BEHIND ECMP on {', '.join(behind)}" if behind else "; Stellar is not behind")
-                     + (f" (moves gap/drain/failover {moved}, explore/suspect {explored})" if moved else ""))
+                     + (f" (moves gap/drain/failover {moved}, explore/suspect/restart {explored})" if moved else ""))
     if any(r.mode == "stellar" and r.metrics.get("path changes gap/drain/failover", "0/0/0").split("/")[:2] == ["0", "0"]
            and r.scenario != "failure" for r in results):
         lines.append("  Where no flow moved, the run ended before Stellar's adaptation acted: what differs is "

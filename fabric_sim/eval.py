@@ -219,7 +219,7 @@ def summarise(rows: list[dict]) -> list[dict]:
                "fct_slowdown_long_p99", "short_fct_p99_us", "latency_p50_us", "latency_p99_us",
                "throughput_cv", "retransmits", "reorders", "ce_marks", "link_util_max", "link_util_mean",
                "uplink_imbalance", "failover_us", "moves_gap", "moves_drain", "moves_explore",
-               "moves_suspect", "incomplete")
+               "moves_suspect", "moves_restart", "incomplete")
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r.get("fabric"), r.get("scenario"), r.get("mode")), []).append(r)

@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Optional
 
+from control_plane.contract import PATH_CHANGE_REASONS
+
 ROOT = Path(__file__).resolve().parents[1]
 FABRICS = {"lab": ROOT / "fabrics" / "lab.yaml", "pod": ROOT / "fabrics" / "pod.yaml",
            "conweave": ROOT / "fabrics" / "conweave.yaml"}
@@ -53,9 +55,8 @@ FAILED = ("leaf1", "spine2")
 HORIZON_US = 200_000.0
 SHORT_PACKETS = 4  # a "short" flow: at most 4 packets (16 KB)
 
-# Stellar's path-change reasons 1.. (define.p4 CHANGE_GAP .. CHANGE_SUSPECT) as row keys
-STELLAR_MOVE_KEYS = ("moves_gap", "moves_drain", "moves_failover", "moves_membership", "moves_explore",
-                     "moves_suspect")
+# Stellar's path-change reasons 1.. (define.p4 CHANGE_*, after CHANGE_NEW) as row keys
+STELLAR_MOVE_KEYS = tuple(f"moves_{reason}" for reason in PATH_CHANGE_REASONS[1:])
 
 _programs: dict[str, object] = {}
 
@@ -100,7 +101,8 @@ ROW_KEYS: dict[str, str] = {
     "moves_drain": "Stellar path changes at a drain point", "moves_failover": "Stellar path changes by failover",
     "moves_membership": "Stellar path changes because its path set's members changed",
     "moves_explore": "Stellar path changes by exploration (congestion signals on a locally best path)",
-    "moves_suspect": "Stellar path changes off a suspect path (silent, or retransmissions above the threshold)",
+    "moves_suspect": "Stellar path changes off a silent path (its feedback stopped)",
+    "moves_restart": "Stellar path changes at a go-back-N restart (a resent PSN; a lossy path's flows leave here)",
     "iter_us": "every measured iteration's time of a training job (not in the CSV)",
     "pause_us_total": "PFC pause time summed over switch ports and host NICs",
     "pause_us_max_port": "the most-paused port's pause time", "paused_ports": "ports paused at least once",

@@ -233,7 +233,8 @@ def _why_a2a(rows: list[dict], scenarios: list[str], stellar: str, ecmp: str) ->
         bits.append(f"Stellar moves per run: {num(med(s, stellar, 'moves_gap'))} at a gap, "
                     f"{num(med(s, stellar, 'moves_drain'))} at a drain point, "
                     f"{num(med(s, stellar, 'moves_explore'))} exploring, "
-                    f"{num(med(s, stellar, 'moves_suspect'))} off a suspect path")
+                    f"{num(med(s, stellar, 'moves_suspect'))} off a silent path, "
+                    f"{num(med(s, stellar, 'moves_restart'))} at a go-back-N restart")
         parts.append(f"{s}: " + "; ".join(bits))
     return " | ".join(parts)
 

@@ -104,6 +104,7 @@ const bit<8> CHANGE_FAILOVER   = 3;
 const bit<8> CHANGE_MEMBERSHIP = 4;
 const bit<8> CHANGE_EXPLORE    = 5;   /* congestion signals on a locally best path */
 const bit<8> CHANGE_SUSPECT    = 6;   /* the current path went silent (feedback.p4) */
+const bit<8> CHANGE_RESTART    = 7;   /* at a go-back-N restart (MOVE_POINT_RESTART) */
 
 /* ------------------------------------------------------------ path choice */
 /* A path set has at most this many members (action params port0..port7). */
@@ -181,9 +182,13 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
  * microseconds of new flows' first packets already move it. */
 #define DEFAULT_DRE_SHIFT 5
 /* Path-choice weights, WEIGHT_ONE = 1.0: utilisation (DRE), local queue
- * delay, controller level. */
+ * delay, controller level.  The local queue delay weighs 1/8: an
+ * oversubscribed leaf's uplink queues swing by microseconds from packet to
+ * packet, and at full weight that noise outweighs the bottleneck-rate
+ * utilisation that says where a new flow belongs; a stalled queue still
+ * scores worst whatever the weight (functions.p4 member_score). */
 #define DEFAULT_UTIL_WEIGHT 1024
-#define DEFAULT_QDELAY_WEIGHT 1024
+#define DEFAULT_QDELAY_WEIGHT 128
 #define DEFAULT_LEVEL_WEIGHT 1024
 /* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
 #define DEFAULT_PS_PER_BYTE 80
@@ -199,6 +204,13 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
  *   DRAIN_PROOF  drain and explore moves need the drain proof (departed_seq
  *                = last_seq, + margin + the old member's downstream delay) */
 const bit<4> MOVE_GUARD_DRAIN_PROOF = 1;
+/*   RESTART      a flow may move where its sender restarted it (feedback.p4
+ *                meta.fb.restart).  A go-back-N receiver takes nothing but
+ *                the PSN it expects, so whatever of the flow is still on the
+ *                old path arrives as a duplicate and is discarded: the move
+ *                cannot put a packet in front of an earlier one the receiver
+ *                still wants.  The move point of a flow on a lossy path. */
+const bit<4> MOVE_POINT_RESTART = 2;
 #define DEFAULT_MOVE_GUARDS 15
 /* Exploration under pressure: a flow whose host pair received at least this
  * many congestion signals (CNPs on the reverse path) within explore_window_us

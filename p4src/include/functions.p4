@@ -65,19 +65,27 @@ bit<32> dre_decay(in bit<32> dre_ps, in bit<32> age) {
 }
 
 /*
- * The utilisation a member's score uses: the larger of its port's DRE and its
- * path's DRE (the capacity prior, at the end-to-end bottleneck rate), each
- * decayed to the current window.  Returned for window now_window (age 0), so
+ * The utilisation a member's score uses where its path set has a capacity
+ * prior: the path's DRE (this switch's bytes on the member, at its end-to-end
+ * bottleneck rate) decayed to the current window, plus the wire time the
+ * packet being placed would add there.  The port's own DRE is left out: the
+ * set's members share the uplinks with other destinations' sets, each of
+ * which splits its own traffic by its members' bottlenecks, so the ports
+ * balance in aggregate, while a port estimate would hide a remote bottleneck
+ * behind the local load (a 40G spine downlink behind a 100G uplink carrying
+ * three destinations' traffic).  The packet's own wire time makes idle
+ * members differ by capacity: an idle fast path beats an idle slow one
+ * instead of tying on the hash.  Returned for window now_window (age 0), so
  * member_score's own decay leaves it as it is.
  */
-bit<32> member_util(in bit<32> port_dre, in bit<32> port_window, in bit<32> path_dre,
-                    in bit<32> path_window, in bit<32> now_window) {
-    bit<32> local = dre_decay(port_dre, now_window - port_window);
+bit<32> member_util(in bit<32> path_dre, in bit<32> path_window, in bit<32> now_window,
+                    in bit<32> own_ps) {
     bit<32> path = dre_decay(path_dre, now_window - path_window);
-    if (path > local) {
-        local = path;
+    bit<32> sum = path + own_ps;
+    if (sum < path) {
+        sum = 0xFFFFFFFF;
     }
-    return local;
+    return sum;
 }
 
 /*

@@ -61,6 +61,9 @@ struct fb_md_t {
     bit<8>  suspect;            /* bit i: member i of this destination is suspect */
     bit<8>  silent;             /* bit i: ... because its feedback stopped (dead path) */
     bit<8>  fresh;              /* bit i: member i's level is fresh feedback */
+    bit<1>  restart;            /* a data packet of a tracked flow whose PSN is
+                                 * not ahead of the flow's highest: its sender
+                                 * went back (go-back-N) and resends from here */
 }
 
 /* Routing result: the path set and its members. */

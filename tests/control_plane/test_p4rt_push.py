@@ -462,7 +462,7 @@ def test_stellarctl_push_diff_stats_fail_link(tmp_path, fabric, lab, compiled):
     assert code == 0 and data["rx"]["1"] == [1, len(frame)] and data["tx"]["2"][0] == 1
     assert sum(v[0] for k, v in data["tx_queue"].items() if k.startswith("2/")) == 1
     # one flow, placed once (CONTRACT.md §1: reason `new`)
-    assert data["path_changes"] == {"new": 1, "gap": 0, "drain": 0, "failover": 0, "membership": 0, "explore": 0, "suspect": 0}
+    assert data["path_changes"] == {"new": 1, "gap": 0, "drain": 0, "failover": 0, "membership": 0, "explore": 0, "suspect": 0, "restart": 0}
 
     code, out, err = run("fail-link", str(path), "leaf1", "spine1")
     assert code == 0, out + err

@@ -14,18 +14,21 @@ from scapy.all import Ether
 from scapy.contrib.roce import BTH
 
 from tests.stellar.fabric2 import A_HOST, B_HOST, Fabric2, unshim
-from testkit.leaf import OP_ACK, roce
+from testkit.leaf import CHANGE_RESTART, OP_ACK, roce
 
 QPS = range(0x100, 0x108)
 CUT_AT = 200
 
 
-def _run(stellar_program, *, until: int, fault, retransmit: bool = False, **fb) -> tuple[Fabric2, dict]:
+def _run(stellar_program, *, until: int, fault, retransmit: bool = False, before=None,
+         **fb) -> tuple[Fabric2, dict]:
     """Eight flows from A's host, one packet each per 4 us; B acks each packet it receives.
     ``fault(f)`` is applied at CUT_AT.  With ``retransmit`` the sender resends every dropped
     packet (same PSN) 20 us later, as go-back-N's first resend would."""
     import p4sim
     f = Fabric2(p4sim, stellar_program, **fb)
+    if before is not None:
+        before(f)
     psn = {qp: 0 for qp in QPS}
     lost: list[tuple[int, int, int]] = []
     sent_at: dict = {}
@@ -87,11 +90,58 @@ def _gray(f: Fabric2) -> None:
     f.loss("S1", 2, 0.01)
 
 
+def _a_packets(f: Fabric2) -> list[tuple[int, int, int, bool]]:
+    """(position on A's wire, port, QP, resent) of every RoCE packet A sent to the fabric."""
+    out, top = [], {}
+    for i, (n, port, frame) in enumerate(f.on_wire):
+        if n != "A":
+            continue
+        bth = Ether(unshim(frame))[BTH]
+        resent = bth.psn <= top.get(bth.dqpn, -1)
+        top[bth.dqpn] = max(bth.psn, top.get(bth.dqpn, -1))
+        out.append((i, port, bth.dqpn, resent))
+    return out
+
+
+def _left_at_a_resend(f: Fabric2) -> set[int]:
+    """QPs that were on the lossy path (port 3), whose resend went to the good one (port 4),
+    and that sent nothing on port 3 afterwards."""
+    sent = _a_packets(f)
+    out = set()
+    for i, port, qp, again in sent:
+        if (again and port == 4 and any(p == 3 for j, p, q, _ in sent if q == qp and j < i)
+                and all(p == 4 for j, p, q, _ in sent if q == qp and j > i)):
+            out.add(qp)
+    return out
+
+
 def test_gray_failure_one_percent_loss_is_detected_and_left(stellar_program):
+    """Once the path is suspect, a flow leaves it where its sender resends (the resend is the
+    move point: a go-back-N receiver discards whatever the old path still holds).  The flows
+    send every 4 us, so the drain proof's 8 us margin never holds: the resend is their only
+    move point.  The late packets go mostly to the good path."""
     f, stats = _run(stellar_program, until=CUT_AT + 1500, fault=_gray, retransmit=True,
                     retx_threshold=3, retx_window_us=2000)
+    assert f.sw["A"].register("fb_retx", (2 << 3) | 0) >= 3
+    assert len(_left_at_a_resend(f)) >= 3
+    assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_RESTART) >= 3
+    late = _a_packets(f)[-400:]
+    assert sum(1 for _, port, _, _ in late if port == 3) < len(late) // 4
+
+
+def test_control_gray_failure_without_the_restart_move_point_keeps_losing(stellar_program):
+    """The path is suspect (the retransmission signal is on), but the flows send every 4 us, so
+    the drain proof (the 8 us margin) never holds: without the go-back-N restart as a move
+    point they stay on the lossy path."""
+    from testkit.leaf import MOVE_GUARD_DRAIN_PROOF
+
+    f, stats = _run(stellar_program, until=CUT_AT + 1500, fault=_gray, retransmit=True,
+                    retx_threshold=3, retx_window_us=2000, before=lambda f: f.sw["A"].set_adapt(
+                        move_guards=MOVE_GUARD_DRAIN_PROOF))
+    assert _left_at_a_resend(f) == set()
+    assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_RESTART) == 0
     late = [i for i, (n, p, fr) in enumerate(f.on_wire) if n == "A"][-400:]
-    assert sum(1 for i in late if f.on_wire[i][1] == 3) == 0
+    assert sum(1 for i in late if f.on_wire[i][1] == 3) >= 100
     assert f.sw["A"].register("fb_retx", (2 << 3) | 0) >= 3
 
 

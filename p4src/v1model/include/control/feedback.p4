@@ -143,6 +143,23 @@ control FeedbackLookup(inout headers_t hdr,
         meta.fb.suspect = 0;
         meta.fb.silent = 0;
         meta.fb.fresh = 0;
+        meta.fb.restart = 0;
+        /* The flow's highest data PSN so far: a data packet not ahead of it
+         * is a resend (a go-back-N restart), which the flowlet control may
+         * use as a move point and FeedbackTag counts against its path.  A
+         * flow that is not the slot's owner (a new one, or one routed by
+         * hash beside another) leaves the slot alone. */
+        if (hdr.bth.isValid() && bth_is_data(hdr.bth.opcode) && meta.flow.slot_busy == 0) {
+            bit<32> top;
+            flow_max_psn.read(top, meta.flow.slot);
+            bit<24> ahead = hdr.bth.psn - top[23:0];
+            if (meta.flow.known == 1 && (top & PSN_SLOT_VALID) != 0 &&
+                (ahead == 0 || ahead >= PSN_HALF_RANGE)) {
+                meta.fb.restart = 1;
+            } else {
+                flow_max_psn.write(meta.flow.slot, PSN_SLOT_VALID | (bit<32>)hdr.bth.psn);
+            }
+        }
         if (hdr.ipv4.isValid()) {
             dest_leaf.apply();
         }
@@ -430,25 +447,18 @@ control FeedbackTag(inout headers_t hdr,
                 now - sent > (timestamp_t)(meta.fb.suspect_silence_us + meta.fb.suspect_hold_us)) {
                 fb_sent_since.write(si, now);
             }
-            /* A data packet whose PSN is not ahead of the flow's highest is a
-             * retransmission: counted against the path it goes on. */
-            if (hdr.bth.isValid() && bth_is_data(hdr.bth.opcode) && meta.flow.tracked == 1) {
-                bit<32> top;
-                flow_max_psn.read(top, meta.flow.slot);
-                bit<24> ahead = hdr.bth.psn - top[23:0];
-                if ((top & PSN_SLOT_VALID) != 0 && (ahead == 0 || ahead >= PSN_HALF_RANGE)) {
-                    bit<32> retx;
-                    timestamp_t since;
-                    fb_retx.read(retx, si);
-                    fb_retx_since.read(since, si);
-                    if (now - since > (timestamp_t)meta.fb.retx_window_us) {
-                        retx = 0;
-                        fb_retx_since.write(si, now);
-                    }
-                    fb_retx.write(si, retx + 1);
-                } else {
-                    flow_max_psn.write(meta.flow.slot, PSN_SLOT_VALID | (bit<32>)hdr.bth.psn);
+            /* A retransmission (FeedbackLookup: restart) counts against the
+             * path it goes on. */
+            if (meta.fb.restart == 1 && meta.flow.tracked == 1) {
+                bit<32> retx;
+                timestamp_t since;
+                fb_retx.read(retx, si);
+                fb_retx_since.read(since, si);
+                if (now - since > (timestamp_t)meta.fb.retx_window_us) {
+                    retx = 0;
+                    fb_retx_since.write(si, now);
                 }
+                fb_retx.write(si, retx + 1);
             }
         }
     }

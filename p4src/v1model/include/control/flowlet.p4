@@ -163,6 +163,16 @@ control Flowlet(inout headers_t hdr,
              * there since is lost, not queued; leave it now for a member
              * that is not suspect. */
             choose_best(CHANGE_SUSPECT);
+        } else if (meta.fb.restart == 1 &&
+                   (meta.adapt.move_guards & MOVE_POINT_RESTART) != 0 &&
+                   meta.path.best_score < meta.path.cur_score &&
+                   meta.path.cur_score - meta.path.best_score >
+                       meta.cfg.hysteresis_us << WEIGHT_SHIFT) {
+            /* The sender went back to this PSN (go-back-N): the receiver
+             * discards whatever of the flow the old path still holds, so
+             * the flow may take the best member now (a lossy path's flows
+             * leave here; define.p4 MOVE_POINT_RESTART). */
+            choose_best(CHANGE_RESTART);
         } else {
             bit<1> gap_ok = 0;
             bit<1> drain_ok = 0;
@@ -171,15 +181,16 @@ control Flowlet(inout headers_t hdr,
              * level was measured (an unmeasured member's downstream queue is
              * unknown: its rendered level 0 proves nothing). */
             bit<1> drained = 0;
-            /* The margin: the old path's downstream delay as fresh feedback
-             * measured it (at least 1 us), else the configured margin plus
-             * the controller's level. */
+            /* The margin: the configured skew allowance plus the old path's
+             * downstream delay.  Fresh feedback reports the worst hop (a
+             * max, CONGA's metric); the packets behind the drain point still
+             * cross every downstream hop, two in a leaf-spine fabric (the
+             * spine's downlink and the destination leaf's host port), so a
+             * fresh level counts twice.  Without fresh feedback the
+             * controller's level counts once, as it is already a path sum. */
             bit<32> margin = meta.cfg.drain_margin_us + meta.path.cur_level;
             if (meta.path.cur_fresh == 1) {
-                margin = meta.path.cur_level;
-                if (margin == 0) {
-                    margin = 1;
-                }
+                margin = meta.cfg.drain_margin_us + (meta.path.cur_level << 1);
             }
             if (meta.path.cur_measured == 1 &&
                 meta.flow.departed_seq == meta.flow.last_seq &&

@@ -10,10 +10,12 @@
  *       (placement.port_rate, which the controller sets from port status).
  *       Because it moves on assignment, not on departure, flows that start
  *       in the same microsecond see each other.  Where the path set has a
- *       capacity prior (table prior), the larger of that and the member's
- *       path DRE (path_dre_ps: this switch's bytes on the member at its
- *       end-to-end bottleneck rate) counts, so a remote slower link draws
- *       proportionally fewer new flows before anything was measured;
+ *       capacity prior (table prior), the member's path DRE counts instead
+ *       (path_dre_ps: this switch's bytes on the member at its end-to-end
+ *       bottleneck rate, plus the wire time of the packet being placed;
+ *       functions.p4 member_util says why the port's DRE is left out), so
+ *       each set splits its traffic in proportion to its members'
+ *       bottlenecks, as WCMP does, before anything was measured;
  *   (b) the queue delay of the flow's (port, queue) (functions.p4:
  *       queue_delay): the delay of the last packet that left it
  *       (queue_qdelay_us, written by QdelayRecord below), or how long its
@@ -121,7 +123,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first0);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first0);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps0);
                 dre_win = now_win;
             }
             meta.path.rank0 = member_rank(0, n, meta.path.alive0, meta.route.ecmp,
@@ -142,7 +145,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first1);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first1);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps1);
                 dre_win = now_win;
             }
             meta.path.rank1 = member_rank(1, n, meta.path.alive1, meta.route.ecmp,
@@ -163,7 +167,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first2);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first2);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps2);
                 dre_win = now_win;
             }
             meta.path.rank2 = member_rank(2, n, meta.path.alive2, meta.route.ecmp,
@@ -184,7 +189,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first3);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first3);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps3);
                 dre_win = now_win;
             }
             meta.path.rank3 = member_rank(3, n, meta.path.alive3, meta.route.ecmp,
@@ -205,7 +211,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first4);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first4);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps4);
                 dre_win = now_win;
             }
             meta.path.rank4 = member_rank(4, n, meta.path.alive4, meta.route.ecmp,
@@ -226,7 +233,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first5);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first5);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps5);
                 dre_win = now_win;
             }
             meta.path.rank5 = member_rank(5, n, meta.path.alive5, meta.route.ecmp,
@@ -247,7 +255,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first6);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first6);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps6);
                 dre_win = now_win;
             }
             meta.path.rank6 = member_rank(6, n, meta.path.alive6, meta.route.ecmp,
@@ -268,7 +277,8 @@ control PathChoice(inout headers_t hdr,
             if (meta.prior.valid == 1) {
                 path_dre_ps.read(pdre, (meta.prior.slot << 3) | meta.prior.first7);
                 path_dre_window.read(pwin, (meta.prior.slot << 3) | meta.prior.first7);
-                dre = member_util(dre, dre_win, pdre, pwin, now_win);
+                dre = member_util(pdre, pwin, now_win,
+                                  standard_metadata.packet_length * meta.prior.ps7);
                 dre_win = now_win;
             }
             meta.path.rank7 = member_rank(7, n, meta.path.alive7, meta.route.ecmp,
