@@ -108,9 +108,9 @@ class TnaController(Controller):
         range moves with the rate, so a changed prior's old rows go before its new ones come
         (for that instant the member reads level 0, as an idle one), and a route moves to a new
         prior once its rows are in.  Returns the entries written."""
-        from control_plane.render import _environment
+        from control_plane.render import environment
 
-        env, sizes = _environment(arches.get(self.names.arch)), contract.sizes()
+        env, sizes = environment(arches.get(self.names.arch)), contract.sizes()
         after = {name: render_tna.render_switch(env, self.fabric, plan, sizes, dict(self._group_ids.get(name, {})),
                                                 rates)
                  for name, plan in self.plans.items()}

@@ -48,7 +48,9 @@ class RenderResult:
         return format_document(self.documents[switch])
 
 
-def _environment(arch: arches.Architecture) -> jinja2.Environment:
+def environment(arch: arches.Architecture) -> jinja2.Environment:
+    """The Jinja2 environment of an architecture's templates (strict: an undefined name is an
+    error, never an empty string in an entry)."""
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(arch.templates)), undefined=jinja2.StrictUndefined,
                               autoescape=False, keep_trailing_newline=True)
 
@@ -77,7 +79,7 @@ def render_fabric(fabric: Fabric, assignment: Optional[Assignment] = None, arch:
     if assignment is None and fabric.jobs and fabric.dataplane.reservations:
         assignment = assign_jobs(fabric)
     plans = plan_fabric(fabric, assignment)
-    env = _environment(architecture)
+    env = environment(architecture)
     known_sizes = contract.sizes()
     render_switch = architecture.render_switch()
     documents = {name: render_switch(env, fabric, plan, known_sizes,
