@@ -332,7 +332,7 @@ PARAMS: tuple[Param, ...] = (
           "drain and explore moves wait for the drain proof; bit 1 lets a flow move at a go-back-N resend", {
               "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
               "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof; "
-                        "bit 1 (restart moves) is not implemented on TNA")},
+                        "bit 1: a go-back-N resend (restart.p4) takes a drain pass without the proof")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
           "locally best path try the next best at its next safe point", {

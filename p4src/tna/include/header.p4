@@ -64,7 +64,9 @@ header resubmit_h {
      * with constants. */
     bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE (a constant per action) */
     bit<1>   is_new;         /* (a constant per action) */
-    bit<4>   _pad0;
+    bit<1>   restart;        /* drain: a go-back-N restart's move, without the drain
+                              * proof (restart.p4; a constant per action) */
+    bit<3>   _pad0;
     bit<1>   elephant;       /* the first pass's verdict (the sketch counts once); bit 0,
                               * as in bridged_h and meta: bf-p4c moves a bit between
                               * containers without a shift (unaligned, the elephant's
