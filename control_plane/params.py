@@ -211,7 +211,8 @@ PARAMS: tuple[Param, ...] = (
           "the flow's last packet left this switch (8 us covers a few downstream hops at 100 Gb/s)", {
               "v1model": P4(_V + "drain_margin_us", "DEFAULT_DRAIN_MARGIN_US"),
               "tna": P4(_T + "drain_margin", "TNA_DRAIN_MARGIN_NS", US_TO_NS,
-                        note="ns; the program compares it in 64 ns units")}, minimum=0, maximum=MAX_US),
+                        note="ns; the program compares it in 64 ns units, plus twice the old path's "
+                             "fresh feedback level its last departure's report carried")}, minimum=0, maximum=MAX_US),
     Param("dataplane.flowlet.hysteresis_us", "int", "us", 4, "score a move must gain", {
         "v1model": P4(_V + "hysteresis_us", "DEFAULT_HYSTERESIS_US"),
         "tna": Fixed(4, "feedback's best member changes only for a 4 us better delay (TNA_FEEDBACK_HYSTERESIS, "

@@ -117,6 +117,7 @@ struct tna_egress_metadata_t {
     PortId_t report_port;
     bit<32>  report_delay_ns;
     bit<1>   report_remote;
+    bit<16>  report_downstream_x2;
 }
 
 /* Reported (Digest) when the sketch first classifies a flow as an elephant

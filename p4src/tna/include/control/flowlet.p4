@@ -66,7 +66,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     /* Per (port, queue): the arrival stamp (ns >> 6, 16 bits) of the last
      * packet that left that queue of the port, from the feedback packets
      * (per queue: only one queue is FIFO); bit 16: some departure was
-     * recorded.  Per port, not per (group, member): a feedback packet names
+     * recorded; bits 31:17: twice the fresh congestion of the path beyond
+     * the port as that report's tag read it (64 ns units, 0: none fresh),
+     * the drain margin's feedback part.  Per port, not per (group, member): a feedback packet names
      * its port and a second pass the port its flow was on, both from
      * headers the parser extracts, so the index is ready in stage 0 (a
      * (group, member) of the feedback's port waited for port_member).
@@ -87,6 +89,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) dep_cell_of;     /* a feedback's `departed` cell */
+    bit<32> dep_cell;
 
     /* rv: the slot's previous arrival; the slot now holds this packet's. */
     RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
@@ -116,10 +120,12 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * known), a second pass reads the cell.  Two register actions, each one
      * instruction (the write as an OR with a constant in the stateful ALU:
      * written into a field first, the feedback's branch was two dependent
-     * tables, which held back the rest of ingress on Tofino-1). */
+     * tables, which held back the rest of ingress on Tofino-1).  The cell
+     * {downstream_x2, valid, departed_ts} comes from the feedback header
+     * alone, by an identity hash (a hash unit places the bits at once). */
     RegisterAction<bit<32>, bit<14>, bit<32>>(departed) record_dep = {
         void apply(inout bit<32> v) {
-            v = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
+            v = dep_cell;
         }
     };
     RegisterAction<bit<32>, bit<14>, bit<32>>(departed) read_dep = {
@@ -142,6 +148,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<32> stamp_less_timeout;
     bit<16> stamp_less_margin;
     bit<16> since;
+    bit<16> wait_base;
     bit<16> wait_left;
     action take_deadlines() {
         stamp_less_timeout = meta.stamp - timeout_ns;
@@ -152,8 +159,17 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     table arrival_age { actions = { diff_age; } const default_action = diff_age(); size = 1; }
     action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; }
     table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
-    action diff_wait() { wait_left = stamp_less_margin - meta.resub.prev_ts; }
+    action diff_wait() { wait_base = stamp_less_margin - meta.resub.prev_ts; }
     table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
+    /* The margin's feedback part, after the register read: fresh feedback
+     * reports the worst hop beyond the port (CONGA's max), and the packets
+     * behind the drain point cross two downstream hops (the spine's downlink
+     * and the destination leaf's host port), so the margin is
+     * drain_margin + 2 x that level (v1model's flowlet.p4).  The configured
+     * margin stays: a PFC-paused spine queue sends no feedback while it
+     * holds the flow's packets. */
+    action diff_extra() { wait_left = wait_base - (bit<16>) dep[31:17]; }
+    table drain_extra { actions = { diff_extra; } const default_action = diff_extra(); size = 1; }
 
     /* The decision, one table (was a chain of nested conditions, each reading
      * what the one before wrote: eight steps of bf-p4c's placement).  Keys:
@@ -184,7 +200,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      *     new flow's, or a gap's once drained (or when gaps need no drain);
      *   RESUB_DRAIN: drained, and the downstream skew margin has passed
      *     since the flow's previous packet (it may still be queued in the
-     *     next switch: a later packet on a shorter path must not overtake it);
+     *     next switch: a later packet on a shorter path must not overtake it;
+     *     the margin: drain_margin + 2 x the fresh path level the last
+     *     departure's report carried, drain_extra);
  *     without the drain-proof guard (`drain_proof` 0, MOVE_GUARD_DRAIN_PROOF
  *     clear: the tests' negative control) it moves at once; so does a
  *     go-back-N restart's drain pass (resub.restart, restart.p4: what the
@@ -413,6 +431,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
          * (port, queue) from the feedback header or the resubmit header */
         if (meta.kind == KIND_FEEDBACK) {
             dep_index = fb_index_of.get({hdr.feedback.port, hdr.feedback.qid[4:0]});
+            dep_cell = dep_cell_of.get({hdr.feedback.downstream_x2[14:0], 1w1,
+                                        hdr.feedback.departed_ts});
         } else {
             dep_index = resub_index_of.get({meta.resub.port, meta.resub.qid});
         }
@@ -455,6 +475,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         offer_cur = sig_base | (bit<16>) meta.resub.cur;
         drain_times.apply();
         drain_wait.apply();
+        drain_extra.apply();
         if (second == 1) {
             second_offer.apply();
         } else {
