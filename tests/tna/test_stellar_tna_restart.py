@@ -12,12 +12,11 @@ tests: tests/stellar/test_suspect.py (the gray failure).
 from __future__ import annotations
 
 from control_plane.contract import PATH_CHANGE_REASONS
-from test_stellar_tna_path_loss import _tagging
+from test_stellar_tna_path_loss import DST, QP, SRC, _tagging, resend_ranges
 from test_stellar_tna_path_feedback import unshim
 from test_stellar_tna_paths import _feedback
 from tna_leaf import CHANGE_DRAIN, ING, TnaLeaf, roce
 
-SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x61
 CHANGE_RESTART = PATH_CHANGE_REASONS.index("restart")
 MOVE_GUARD_DRAIN_PROOF = 1     # define.p4: bit 0; bit 1 (MOVE_POINT_RESTART) cleared
 
@@ -28,14 +27,7 @@ def _run(move_guards: int = 15, resend: bool = True) -> dict:
     _tagging(leaf, 8)
     P = leaf.flow_port(QP, SRC, DST)                       # psn 0; P reports its idle queue: best
     Q = 5 - P
-    top = 0
-    for _ in range(8):                                     # a range sent, then resent from its middle
-        for psn in range(top + 1, top + 6):
-            leaf.sw.advance(5)
-            leaf.send(roce(SRC, DST, QP, psn))
-        leaf.sw.advance(5)
-        leaf.send(roce(SRC, DST, QP, top + 3))
-        top += 5
+    top = resend_ranges(leaf, 8)                           # P turns lossy
     leaf.sw.advance(5)
     leaf.send(roce(SRC, DST, QP, top + 1))                 # a tag of the lossy path
     leaf.sw.advance(2)
