@@ -14,8 +14,6 @@ margin moves the first probe, which overtakes the packets P's spine still holds.
 """
 from __future__ import annotations
 
-from scapy.all import Ether
-
 from test_stellar_tna_path_feedback import unshim
 from test_stellar_tna_path_loss import _tagging
 from test_stellar_tna_paths import _feedback
@@ -46,8 +44,8 @@ def _run(max_age_ns: int) -> dict:
     for index, port in enumerate((2, 3)):                  # a returned path's uplink
         sw.insert_entry(f"{EGR}.path_feedback.uplink_port", {"hdr.fb.fb_path": index},
                         f"{EGR}.path_feedback.path_uplink", {"port": port})
-    arrivals: list[tuple[int, int]] = []
-    P = Q = 0
+    arrivals: list[tuple[int, int, int]] = []
+    P = 0
 
     def run(us: int) -> None:
         for _ in range(us):
