@@ -211,7 +211,8 @@ PARAMS: tuple[Param, ...] = (
           "the flow's last packet left this switch (8 us covers a few downstream hops at 100 Gb/s)", {
               "v1model": P4(_V + "drain_margin_us", "DEFAULT_DRAIN_MARGIN_US"),
               "tna": P4(_T + "drain_margin", "TNA_DRAIN_MARGIN_NS", US_TO_NS,
-                        note="ns; the program compares it in 64 ns units")}, minimum=0, maximum=MAX_US),
+                        note="ns; the program compares it in 64 ns units, plus twice the old path's "
+                             "fresh feedback level its last departure's report carried")}, minimum=0, maximum=MAX_US),
     Param("dataplane.flowlet.hysteresis_us", "int", "us", 4, "score a move must gain", {
         "v1model": P4(_V + "hysteresis_us", "DEFAULT_HYSTERESIS_US"),
         "tna": Fixed(4, "feedback's best member changes only for a 4 us better delay (TNA_FEEDBACK_HYSTERESIS, "
@@ -332,7 +333,7 @@ PARAMS: tuple[Param, ...] = (
           "drain and explore moves wait for the drain proof; bit 1 lets a flow move at a go-back-N resend", {
               "v1model": P4(_A + "move_guards", "DEFAULT_MOVE_GUARDS"),
               "tna": P4(_T + "move_guards", "TNA_MOVE_GUARDS", note="bit 0: a drain move needs the drain proof; "
-                        "bit 1 (restart moves) is not implemented on TNA")},
+                        "bit 1: a go-back-N resend (restart.p4) takes a drain pass without the proof")},
           yaml=False),
     Param("explore_signals", "int", "CNPs", 4, "CNPs per host pair within the window that make a flow on a "
           "locally best path try the next best at its next safe point", {

@@ -50,6 +50,7 @@
 #include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
+#include "include/control/restart.p4"
 #include "include/control/rewrite.p4"
 #include "include/control/clock.p4"
 #include "include/control/params.p4"
@@ -69,6 +70,7 @@ control StellarIngress(inout tna_headers_t hdr,
     Routing() routing;
     PathChoice() path_choice;
     Pressure() pressure;
+    Restart() restart;
     Liveness() failover;   /* (the name of its tables and register: failover.*) */
     DreBase() dre_base;
     Flowlet() flowlet;
@@ -91,6 +93,7 @@ control StellarIngress(inout tna_headers_t hdr,
     bit<1>  gap_drain;
     bit<1>  drain_any;
     bit<1>  drain_proof;
+    bit<1>  restart_point;
 
     /* Tofino-1's rule shapes this apply block (README.md, "Tofino-1"): it
      * has no long branches, so bf-p4c makes a condition wait for every
@@ -107,7 +110,7 @@ control StellarIngress(inout tna_headers_t hdr,
         clock.apply(meta, ig_prsr_md);
         meta.change_reason = 0xFF;
         params.apply(meta, flowlet_timeout_ns, elephant_bytes, drain_moves, dre_on,
-                     drain_margin_ns, gap_drain, drain_any, drain_proof);
+                     drain_margin_ns, gap_drain, drain_any, drain_proof, restart_point);
 #ifndef STELLAR_NO_DRE
         meta.dre_penalty_tie = meta.dre_penalty | DRE_TIE;   /* (its own instruction: bf-p4c) */
 #endif
@@ -140,11 +143,13 @@ control StellarIngress(inout tna_headers_t hdr,
         drop_reason.apply(meta);           /* the reason of a drop `finish` makes */
         path_choice.apply(hdr, meta);      /* feedback: update; data: read the best */
         pressure.apply(hdr, meta);         /* CNPs per host pair: is this packet's pair hot */
+        restart.apply(hdr, meta);          /* data: a resend (not ahead of the flow's PSNs) */
         failover.apply(hdr, meta);         /* port down: mark; data: the candidates' liveness */
         dre_base.apply(hdr, meta, meta.feedback_known);   /* data: the scores' bases, levels */
         /* data: flow state (and the drain test); feedback: departures */
         flowlet.apply(hdr, meta, flowlet_timeout_ns, drain_moves, dre_on,
-                      (bit<16>) (drain_margin_ns >> 6), gap_drain, drain_any, drain_proof);
+                      (bit<16>) (drain_margin_ns >> 6), gap_drain, drain_any, drain_proof,
+                      restart_point);
         /* the queue, after the decision (it writes the resubmit header's
          * queue, which the decision validates) */
         queueing.apply(meta, ig_tm_md);

@@ -99,6 +99,12 @@ class Leaf:
     def probe(self, port: int) -> None:
         """Make ``port`` report its queue delay (no-op where every packet sees every member)."""
 
+    def path_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int, fabric_port: int) -> None:
+        """Path feedback on (silence and retransmission detection off): this switch is leaf
+        ``leaf_id``, ``net``/``plen`` lies behind leaf ``dest_leaf``, and ``fabric_port`` faces a
+        switch (the only uplink: path 0)."""
+        raise NotImplementedError
+
     def cleanup(self) -> None:
         """Undo what P4Runtime's autocleanup cannot (target state), after each test."""
 
@@ -147,6 +153,16 @@ class V1modelLeaf(Leaf):
     def route(self, prefix: str, plen: int, path_set: int) -> None:
         self.t.insert(f"{self.ING}.routing.lpm", {"hdr.ipv4.dst_addr": (ip_int(prefix), plen)},
                       f"{self.ING}.routing.set_path_set", {"path_set_id": path_set})
+
+    def path_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int, fabric_port: int) -> None:
+        t, ING = self.t, self.ING
+        t.set_default(f"{ING}.feedback_lookup.params", f"{ING}.feedback_lookup.set_feedback",
+                      {"enabled": 1, "leaf_id": leaf_id, "max_age_us": 500, "suspect_silence_us": 0,
+                       "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
+        t.insert(f"{ING}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
+                 f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": dest_leaf})
+        t.insert(f"{ING}.feedback.port_kind", {"standard_metadata.egress_spec": fabric_port},
+                 f"{ING}.feedback.fabric_port", {})
 
     @staticmethod
     def _members(ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> dict[str, int]:
@@ -431,6 +447,18 @@ class TnaLeaf(Leaf):
                       {"hdr.ipv4.src_addr": (ip_int(src), FULL32), "hdr.ipv4.dst_addr": (ip_int(dst), FULL32),
                        "meta.l4": (qp, FULL32)},
                       f"{self.ING}.elephant.hint_elephant", priority=10)
+
+    def path_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int, fabric_port: int) -> None:
+        """The egress half (path_feedback.p4): its params row, the fabric port as uplink index
+        0, the destination leaf with a one-path mask."""
+        t, EGR = self.t, self.EGR
+        t.set_default(self.t_(f"{EGR}.path_feedback.params"), f"{EGR}.path_feedback.set_params",
+                      {"on": 1, "leaf": leaf_id, "interval_ns": 2000, "max_age_ns": 500_000,
+                       "suspect_silence_ns": 0})
+        t.insert(self.t_(f"{EGR}.path_feedback.port_kind"), {"eg_intr_md.egress_port": fabric_port},
+                 f"{EGR}.path_feedback.fabric_port", {"index": 0})
+        t.insert(self.t_(f"{EGR}.path_feedback.dest_leaf"), {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
+                 f"{EGR}.path_feedback.set_dest_leaf", {"leaf": dest_leaf, "mask": 0})
 
     def tenant(self, subnet: str, plen: int, tenant: int) -> None:
         self.t.insert(self.t_(f"{self.ING}.qos.tenant"), {"hdr.ipv4.src_addr": (ip_int(subnet), plen)},

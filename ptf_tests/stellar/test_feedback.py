@@ -1,6 +1,6 @@
-"""Path feedback between leaves (p4src/README.md, "Path feedback"): the shim is added at the
-source leaf on a fabric port and is absent at the host port.  v1model only (the TNA program has
-no feedback shim yet: the test skips there with that reason).
+"""Path feedback between leaves (p4src/README.md, "Path feedback"; p4src/tna/README.md, "Data
+plane v3"): the shim is added at the source leaf on a fabric port and is absent at the host port,
+on both programs (the entries from ptf_tests/stellar/arch.py, ``path_feedback``).
 
 The leaf is leaf 1; SINGLE_PORT (10.0.4.0/24, leaf 4) is marked as facing a switch.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ptf.testutils as tu
 from scapy.layers.l2 import Ether
 
-from ptf_tests.stellar.stellar_base import HOST_IP, HOST_PORT, SINGLE_NET, SINGLE_PORT, StellarTest, ip_int, roce
+from ptf_tests.stellar.stellar_base import HOST_IP, HOST_PORT, SINGLE_NET, SINGLE_PORT, StellarTest, roce
 
 ETHERTYPE_FB = 0x88B5
 
@@ -26,22 +26,8 @@ def shim(frame: bytes, *, src_leaf: int, path: int = 0, path_count_m1: int = 0, 
 
 class FeedbackTest(StellarTest):
     def setUp(self) -> None:
-        # Decided before the base class connects to the switch: a skip raised from setUp runs no
-        # tearDown, and the connection it left open would take the next test's election id.
-        arch = tu.test_param_get("arch", "v1model")
-        if arch != "v1model":
-            reason = f"{arch}: the TNA program has no path-feedback shim"
-            print(f"SKIP {self.id()}: {reason}")
-            self.skipTest(reason)
         super().setUp()
-        ing = "StellarIngress"
-        self.set_default(f"{ing}.feedback_lookup.params", f"{ing}.feedback_lookup.set_feedback",
-                         {"enabled": 1, "leaf_id": 1, "max_age_us": 500, "suspect_silence_us": 0,
-                          "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
-        self.insert(f"{ing}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": (ip_int(SINGLE_NET), 24)},
-                    f"{ing}.feedback_lookup.set_dest_leaf", {"leaf_id": 4})
-        self.insert(f"{ing}.feedback.port_kind", {"standard_metadata.egress_spec": SINGLE_PORT},
-                    f"{ing}.feedback.fabric_port", {})
+        self.leaf.path_feedback(1, SINGLE_NET, 24, 4, SINGLE_PORT)
 
 
 class ShimAddedAtTheSourceLeafTest(FeedbackTest):

@@ -33,19 +33,26 @@ def _tagging(leaf: TnaLeaf, threshold: int) -> None:
                           {"retx_threshold": threshold, "retx_window_ns": 1_000_000})
 
 
-def _run(resends: int = 8, threshold: int = 8) -> dict:
-    leaf = TnaLeaf(flowlet_timeout_ns=10_000_000, drain_any=True)
-    _tagging(leaf, threshold)
-    P = leaf.flow_port(QP, SRC, DST)                       # psn 0; P reports its idle queue: best
-    Q = 5 - P
+def resend_ranges(leaf: TnaLeaf, resends: int) -> int:
+    """``resends`` times a range of five PSNs sent 5 us apart, then resent from its middle;
+    returns the highest PSN sent."""
     top = 0
-    for _ in range(resends):                               # a range sent, then resent from its middle
+    for _ in range(resends):
         for psn in range(top + 1, top + 6):
             leaf.sw.advance(5)
             leaf.send(roce(SRC, DST, QP, psn))
         leaf.sw.advance(5)
         leaf.send(roce(SRC, DST, QP, top + 3))
         top += 5
+    return top
+
+
+def _run(resends: int = 8, threshold: int = 8) -> dict:
+    leaf = TnaLeaf(flowlet_timeout_ns=10_000_000, drain_any=True)
+    _tagging(leaf, threshold)
+    P = leaf.flow_port(QP, SRC, DST)                       # psn 0; P reports its idle queue: best
+    Q = 5 - P
+    top = resend_ranges(leaf, resends)
     leaf.sw.advance(5)
     leaf.send(roce(SRC, DST, QP, top + 1))                 # a tag of the path, after the resends
     leaf.sw.advance(10)

@@ -39,6 +39,9 @@ header feedback_mirror_h {
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;    /* the departing packet's ingress_ts */
     bit<8>   qid;            /* ... and its queue */
+    bit<16>  downstream_x2;  /* twice the path's fresh congestion beyond this port, 64 ns
+                              * units, at most 0x3FFF (path_feedback.p4; 0: none fresh):
+                              * the drain margin's feedback part (flowlet.p4) */
 }
 
 /* The feedback packet as it re-enters ingress on the recirculation port:
@@ -50,6 +53,7 @@ header feedback_h {
     bit<32>  qdelay_ns;
     bit<16>  departed_ts;
     bit<8>   qid;
+    bit<16>  downstream_x2;  /* as feedback_mirror_h's */
 }
 
 /* Data of a resubmitted pass (exactly Tofino-1's 64 bits of port metadata).
@@ -64,7 +68,9 @@ header resubmit_h {
      * with constants. */
     bit<2>   kind;           /* RESUB_DRAIN / RESUB_CHOOSE (a constant per action) */
     bit<1>   is_new;         /* (a constant per action) */
-    bit<4>   _pad0;
+    bit<1>   restart;        /* drain: a go-back-N restart's move, without the drain
+                              * proof (restart.p4; a constant per action) */
+    bit<3>   _pad0;
     bit<1>   elephant;       /* the first pass's verdict (the sketch counts once); bit 0,
                               * as in bridged_h and meta: bf-p4c moves a bit between
                               * containers without a shift (unaligned, the elephant's

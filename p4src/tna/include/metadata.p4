@@ -51,6 +51,7 @@ struct tna_ingress_metadata_t {
     bit<1>   fb_remote;      /* the feedback packet carries another leaf's path report (parser) */
     bit<1>   resub_pass;     /* a second pass (parser) */
     bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
+    bit<1>   resend;         /* a data packet not ahead of its flow's highest PSN (restart.p4) */
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
@@ -116,6 +117,7 @@ struct tna_egress_metadata_t {
     PortId_t report_port;
     bit<32>  report_delay_ns;
     bit<1>   report_remote;
+    bit<16>  report_downstream_x2;
 }
 
 /* Reported (Digest) when the sketch first classifies a flow as an elephant

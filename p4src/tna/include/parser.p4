@@ -279,7 +279,7 @@ control StellarEgressDeparser(packet_out pkt,
              * constants in a mirror field list */
             feedback.emit<feedback_mirror_h>(meta.mirror_session,
                 {meta.mirror_pkt_type, 6w0, meta.report_remote, meta.report_port, meta.report_delay_ns,
-                 meta.ingress_ts, (bit<8>) eg_intr_md.egress_qid});
+                 meta.ingress_ts, (bit<8>) eg_intr_md.egress_qid, meta.report_downstream_x2});
         }
         if (meta.ipv4_options == 1) {
             hdr.ipv4.hdr_checksum = ipv4_csum_options.update({

@@ -26,6 +26,7 @@ control FeedbackPacket(inout tna_egress_headers_t hdr, inout tna_egress_metadata
             hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;
             hdr.feedback.departed_ts = hdr.fb_mirror.departed_ts;
             hdr.feedback.qid = hdr.fb_mirror.qid;
+            hdr.feedback.downstream_x2 = hdr.fb_mirror.downstream_x2;
             hdr.fb_mirror.setInvalid();
             exit;
         }

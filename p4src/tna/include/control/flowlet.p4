@@ -54,7 +54,7 @@
 control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
                 in bit<32> timeout_ns, in bit<1> drain_moves, in bit<1> dre_on,
                 in bit<16> margin_units, in bit<1> gap_drain,
-                in bit<1> drain_any, in bit<1> drain_proof) {
+                in bit<1> drain_any, in bit<1> drain_proof, in bit<1> restart_point) {
     /* Per flow slot: the flow's tag, 0 = empty: bit 15 set (used), 14:3 the
      * signature (12 bits of the CRC), 2:0 the member.  A flow's tag lies in
      * [own_key, own_key + 7] with own_key = its signature bits and member 0.
@@ -66,7 +66,9 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     /* Per (port, queue): the arrival stamp (ns >> 6, 16 bits) of the last
      * packet that left that queue of the port, from the feedback packets
      * (per queue: only one queue is FIFO); bit 16: some departure was
-     * recorded.  Per port, not per (group, member): a feedback packet names
+     * recorded; bits 31:17: twice the fresh congestion of the path beyond
+     * the port as that report's tag read it (64 ns units, 0: none fresh),
+     * the drain margin's feedback part.  Per port, not per (group, member): a feedback packet names
      * its port and a second pass the port its flow was on, both from
      * headers the parser extracts, so the index is ready in stage 0 (a
      * (group, member) of the feedback's port waited for port_member).
@@ -87,6 +89,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<16> offer_cur;     /* the flow's tag with the second pass's member */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) prev_stamp_of;   /* the previous arrival in 64 ns units */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) sig_of;          /* sig_base (apply block) */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) dep_cell_of;     /* a feedback's `departed` cell */
+    bit<32> dep_cell;
 
     /* rv: the slot's previous arrival; the slot now holds this packet's. */
     RegisterAction<bit<32>, bit<13>, bit<32>>(arrivals) arrive = {
@@ -116,10 +120,12 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      * known), a second pass reads the cell.  Two register actions, each one
      * instruction (the write as an OR with a constant in the stateful ALU:
      * written into a field first, the feedback's branch was two dependent
-     * tables, which held back the rest of ingress on Tofino-1). */
+     * tables, which held back the rest of ingress on Tofino-1).  The cell
+     * {downstream_x2, valid, departed_ts} comes from the feedback header
+     * alone, by an identity hash (a hash unit places the bits at once). */
     RegisterAction<bit<32>, bit<14>, bit<32>>(departed) record_dep = {
         void apply(inout bit<32> v) {
-            v = 32w0x10000 | (bit<32>) hdr.feedback.departed_ts;
+            v = dep_cell;
         }
     };
     RegisterAction<bit<32>, bit<14>, bit<32>>(departed) read_dep = {
@@ -142,6 +148,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     bit<32> stamp_less_timeout;
     bit<16> stamp_less_margin;
     bit<16> since;
+    bit<16> wait_base;
     bit<16> wait_left;
     action take_deadlines() {
         stamp_less_timeout = meta.stamp - timeout_ns;
@@ -152,8 +159,17 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     table arrival_age { actions = { diff_age; } const default_action = diff_age(); size = 1; }
     action diff_drain() { since = dep[15:0] - meta.resub.prev_ts; }
     table drain_times { actions = { diff_drain; } const default_action = diff_drain(); size = 1; }
-    action diff_wait() { wait_left = stamp_less_margin - meta.resub.prev_ts; }
+    action diff_wait() { wait_base = stamp_less_margin - meta.resub.prev_ts; }
     table drain_wait { actions = { diff_wait; } const default_action = diff_wait(); size = 1; }
+    /* The margin's feedback part, after the register read: fresh feedback
+     * reports the worst hop beyond the port (CONGA's max), and the packets
+     * behind the drain point cross two downstream hops (the spine's downlink
+     * and the destination leaf's host port), so the margin is
+     * drain_margin + 2 x that level (v1model's flowlet.p4).  The configured
+     * margin stays: a PFC-paused spine queue sends no feedback while it
+     * holds the flow's packets. */
+    action diff_extra() { wait_left = wait_base - (bit<16>) dep[31:17]; }
+    table drain_extra { actions = { diff_extra; } const default_action = diff_extra(); size = 1; }
 
     /* The decision, one table (was a chain of nested conditions, each reading
      * what the one before wrote: eight steps of bf-p4c's placement).  Keys:
@@ -184,11 +200,15 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
      *     new flow's, or a gap's once drained (or when gaps need no drain);
      *   RESUB_DRAIN: drained, and the downstream skew margin has passed
      *     since the flow's previous packet (it may still be queued in the
-     *     next switch: a later packet on a shorter path must not overtake it);
+     *     next switch: a later packet on a shorter path must not overtake it;
+     *     the margin: drain_margin + 2 x the fresh path level the last
+     *     departure's report carried, drain_extra);
  *     without the drain-proof guard (`drain_proof` 0, MOVE_GUARD_DRAIN_PROOF
- *     clear: the tests' negative control) it moves at once.
+ *     clear: the tests' negative control) it moves at once; so does a
+ *     go-back-N restart's drain pass (resub.restart, restart.p4: what the
+ *     old path still holds reaches the receiver as duplicates).
      * Drained: a departure is recorded (dep bit 16) and the last one arrived
-     * no earlier than the flow's previous packet (since >= 0).  Size: 7 const rows. */
+     * no earlier than the flow's previous packet (since >= 0).  Size: 9 const rows. */
     /* (own_key 1: the slot takes the offer, whatever its tag, see update;
      * the best member's tag from path_choice's register read itself, not
      * from meta.best, which is one step later: the register's member field
@@ -201,20 +221,22 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         key = {
             meta.resub.kind: ternary; meta.resub.is_new: ternary; gap_drain: ternary;
             dep[16:16]: ternary; since[15:15]: ternary; wait_left[15:15]: ternary;
-            meta.best_raw[8:8]: ternary; drain_proof: ternary;
+            meta.best_raw[8:8]: ternary; drain_proof: ternary; meta.resub.restart: ternary;
         }
         actions = { move_cur; move_best; move_hashed; stay; }
         const default_action = stay();
         const entries = {
-            (RESUB_CHOOSE, 1, _, _, _, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, 0, _, _, _, _, _): move_cur();
-            (RESUB_CHOOSE, _, _, 1, 0, _, _, _): move_cur();
-            (RESUB_DRAIN, _, _, 1, 0, 0, 0, _): move_best();
-            (RESUB_DRAIN, _, _, 1, 0, 0, 1, _): move_hashed();
-            (RESUB_DRAIN, _, _, _, _, _, 0, 0): move_best();
-            (RESUB_DRAIN, _, _, _, _, _, 1, 0): move_hashed();
+            (RESUB_DRAIN, _, _, _, _, _, 0, _, 1): move_best();
+            (RESUB_DRAIN, _, _, _, _, _, 1, _, 1): move_hashed();
+            (RESUB_CHOOSE, 1, _, _, _, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, 0, _, _, _, _, _, _): move_cur();
+            (RESUB_CHOOSE, _, _, 1, 0, _, _, _, _): move_cur();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 0, _, _): move_best();
+            (RESUB_DRAIN, _, _, 1, 0, 0, 1, _, _): move_hashed();
+            (RESUB_DRAIN, _, _, _, _, _, 0, 0, _): move_best();
+            (RESUB_DRAIN, _, _, _, _, _, 1, 0, _): move_hashed();
         }
-        size = 7;
+        size = 9;
     }
     /* The first pass's offer: the flow's tag with the best member, unless
      * the slot was used within the flowlet timeout (recent: an active flow
@@ -273,10 +295,11 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.chosen = meta.resub.cur; meta.chosen_alive = meta.cur_alive;
         meta.change_reason = reason;
     }
-    /* a drain move (second pass) to the best member */
-    action take_best_drain() {
+    /* a drain move (second pass) to the best member: CHANGE_DRAIN, or
+     * CHANGE_RESTART at a go-back-N restart */
+    action take_best_drain(bit<8> reason) {
         meta.chosen = meta.best; meta.chosen_alive = meta.best_alive;
-        meta.change_reason = CHANGE_DRAIN;
+        meta.change_reason = reason;
     }
     /* a new flow: the slot took the best member (offer); with the DRE on,
      * its choice is written by a second pass.  A pass that asks the DRE for
@@ -289,6 +312,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.kind = RESUB_CHOOSE;
         meta.resub.elephant = meta.elephant;
         meta.resub.is_new = 1;
+        meta.resub.restart = 0;
         meta.resub.old = meta.best;
         meta.resub.prev_ts = meta.prev_ts;
         /* (port: routing.p4's set_port; qid: queueing.p4's set_queue) */
@@ -310,6 +334,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub.kind = RESUB_CHOOSE;
         meta.resub.elephant = meta.elephant;
         meta.resub.is_new = 0;
+        meta.resub.restart = 0;
         meta.resub.old = (member_t) r[2:0];
         meta.resub.prev_ts = meta.prev_ts;   /* the gap's drain test */
         /* (port: routing.p4's set_port; qid: queueing.p4's set_queue) */
@@ -327,13 +352,14 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
     }
     /* an elephant kept on a worse member: test for drain in a second pass
      * (its register accesses are that pass's; stellar.p4 sets the resubmit) */
-    action drain_request() {
+    action drain_request(bit<1> at_restart) {
         meta.chosen = (member_t) r[2:0]; meta.chosen_alive = stored_alive;
         meta.drain_test = 1;
         meta.resub.setValid();
         meta.resub.kind = RESUB_DRAIN;
         meta.resub.elephant = meta.elephant;   /* (a mouse keeps its queue) */
         meta.resub.is_new = 0;
+        meta.resub.restart = at_restart;
         meta.resub.prev_ts = meta.prev_ts;
         meta.resub.cur = (member_t) r[2:0];
         meta.resub.old = (member_t) r[2:0];
@@ -341,44 +367,51 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         meta.resub._pad0 = 0; meta.resub._pad1 = 0;
         meta.resub._pad3 = 0; meta.resub._pad4 = 0; meta.resub._pad5 = 0;
     }
-    /* Size: the 16 const rows. */
+    /* Size: the 20 const rows. */
     table decide {
         key = {
             second: ternary; kind_choose: ternary; own: ternary; moves: ternary;
             meta.resub.is_new: ternary; old_ne_cur: ternary; recent: ternary;
             dre_on: ternary; stored_best: ternary; stored_measured: ternary;
             drain_moves: ternary; meta.elephant: ternary; drain_any: ternary;
+            meta.resend: ternary; restart_point: ternary; meta.resub.restart: ternary;
         }
         actions = { take_hashed; take_stored; stay_refused; take_cur; take_best_drain;
                     new_choose; new_direct; gap_choose; gap_refused; gap_stay; drain_request; }
         const default_action = take_stored();
         const entries = {
             /* second pass                                                      */
-            (1, _, 0, _, _, _, _, _, _, _, _, _, _): take_hashed();
-            (1, 1, 1, 1, 1, _, _, _, _, _, _, _, _): take_cur(CHANGE_NEW);
-            (1, 1, 1, 1, 0, 1, _, _, _, _, _, _, _): take_cur(CHANGE_GAP);
-            (1, 1, 1, 1, 0, 0, _, _, _, _, _, _, _): take_cur(0xFF);
-            (1, 1, 1, 0, _, _, _, _, _, _, _, _, _): take_stored();
-            (1, 0, 1, 1, _, _, _, _, _, _, _, _, _): take_best_drain();
-            (1, 0, 1, 0, _, _, _, _, _, _, _, _, _): take_stored();
+            (1, _, 0, _, _, _, _, _, _, _, _, _, _, _, _, _): take_hashed();
+            (1, 1, 1, 1, 1, _, _, _, _, _, _, _, _, _, _, _): take_cur(CHANGE_NEW);
+            (1, 1, 1, 1, 0, 1, _, _, _, _, _, _, _, _, _, _): take_cur(CHANGE_GAP);
+            (1, 1, 1, 1, 0, 0, _, _, _, _, _, _, _, _, _, _): take_cur(0xFF);
+            (1, 1, 1, 0, _, _, _, _, _, _, _, _, _, _, _, _): take_stored();
+            (1, 0, 1, 1, _, _, _, _, _, _, _, _, _, _, _, 1): take_best_drain(CHANGE_RESTART);
+            (1, 0, 1, 1, _, _, _, _, _, _, _, _, _, _, _, 0): take_best_drain(CHANGE_DRAIN);
+            (1, 0, 1, 0, _, _, _, _, _, _, _, _, _, _, _, _): take_stored();
             /* first pass: another flow's slot, recent / free                  */
-            (0, _, 0, _, _, _, 1, _, _, _, _, _, _): take_hashed();
-            (0, _, 0, _, _, _, 0, 1, _, _, _, _, _): new_choose();
-            (0, _, 0, _, _, _, 0, 0, _, _, _, _, _): new_direct();
+            (0, _, 0, _, _, _, 1, _, _, _, _, _, _, _, _, _): take_hashed();
+            (0, _, 0, _, _, _, 0, 1, _, _, _, _, _, _, _, _): new_choose();
+            (0, _, 0, _, _, _, 0, 0, _, _, _, _, _, _, _, _): new_direct();
             /* first pass, own slot, a gap: choose unless the DRE is off and
              * the flow is on the best member already; refused if unmeasured */
-            (0, _, 1, _, _, _, 0, 0, 1, _, _, _, _): gap_stay();
-            (0, _, 1, _, _, _, 0, _, _, 1, _, _, _): gap_choose();
-            (0, _, 1, _, _, _, 0, _, _, 0, _, _, _): gap_refused();
+            (0, _, 1, _, _, _, 0, 0, 1, _, _, _, _, _, _, _): gap_stay();
+            (0, _, 1, _, _, _, 0, _, _, 1, _, _, _, _, _, _): gap_choose();
+            (0, _, 1, _, _, _, 0, _, _, 0, _, _, _, _, _, _): gap_refused();
+            /* first pass, own slot, recent, a go-back-N resend off the best
+             * member (restart.p4, MOVE_POINT_RESTART): a drain pass without
+             * the proof, measured or not (the receiver discards what the old
+             * path holds: no downstream queue to wait for) */
+            (0, _, 1, _, _, _, 1, _, 0, _, _, _, _, 1, 1, _): drain_request(1);
             /* first pass, own slot, recent: an elephant (any flow with
              * drain_any) off the best member */
-            (0, _, 1, _, _, _, 1, _, 0, 1, 1, 1, _): drain_request();
-            (0, _, 1, _, _, _, 1, _, 0, 1, 1, _, 1): drain_request();
-            (0, _, 1, _, _, _, 1, _, 0, 0, 1, 1, _): stay_refused();
-            (0, _, 1, _, _, _, 1, _, 0, 0, 1, _, 1): stay_refused();
-            (0, _, 1, _, _, _, 1, _, _, _, _, _, _): take_stored();
+            (0, _, 1, _, _, _, 1, _, 0, 1, 1, 1, _, _, _, _): drain_request(0);
+            (0, _, 1, _, _, _, 1, _, 0, 1, 1, _, 1, _, _, _): drain_request(0);
+            (0, _, 1, _, _, _, 1, _, 0, 0, 1, 1, _, _, _, _): stay_refused();
+            (0, _, 1, _, _, _, 1, _, 0, 0, 1, _, 1, _, _, _): stay_refused();
+            (0, _, 1, _, _, _, 1, _, _, _, _, _, _, _, _, _): take_stored();
         }
-        size = 18;
+        size = 20;
     }
 
     /* Each gate holds one table (or assignments), and the gates read the
@@ -398,6 +431,8 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
          * (port, queue) from the feedback header or the resubmit header */
         if (meta.kind == KIND_FEEDBACK) {
             dep_index = fb_index_of.get({hdr.feedback.port, hdr.feedback.qid[4:0]});
+            dep_cell = dep_cell_of.get({hdr.feedback.downstream_x2[14:0], 1w1,
+                                        hdr.feedback.departed_ts});
         } else {
             dep_index = resub_index_of.get({meta.resub.port, meta.resub.qid});
         }
@@ -440,6 +475,7 @@ control Flowlet(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta,
         offer_cur = sig_base | (bit<16>) meta.resub.cur;
         drain_times.apply();
         drain_wait.apply();
+        drain_extra.apply();
         if (second == 1) {
             second_offer.apply();
         } else {

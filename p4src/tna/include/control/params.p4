@@ -5,7 +5,8 @@
  * does not name best, the downstream skew margin of a drain move (ns, 64 ns
  * units), whether a gap move must also prove drain, drain moves for every
  * tracked flow or elephants only (drain_any), and the move guards
- * (MOVE_GUARD_*: bit 0, a drain move needs the drain proof).  Out to StellarIngress,
+ * (MOVE_GUARD_*: bit 0, a drain move needs the drain proof; MOVE_POINT_RESTART,
+ * bit 1: a flow may move at a go-back-N resend, restart.p4).  Out to StellarIngress,
  * which hands each to the blocks that use it; the table and action keep the
  * names the controller knows, StellarIngress.<name> (absolute @name).
  */
@@ -20,7 +21,8 @@ control Params(inout tna_ingress_metadata_t meta,
                out bit<32> drain_margin_ns,
                out bit<1>  gap_drain,
                out bit<1>  drain_any,
-               out bit<1>  drain_proof) {
+               out bit<1>  drain_proof,
+               out bit<1>  restart_point) {
     @name(".StellarIngress.set_params")
     action set_params(bit<32> flowlet_timeout, bit<32> elephant_threshold, bit<1> drain,
                       bit<1> dre_choice, bit<16> dre_delay_penalty, bit<32> drain_margin,
@@ -40,6 +42,7 @@ control Params(inout tna_ingress_metadata_t meta,
         gap_drain = gap_needs_drain;
         drain_any = drain_any_flows;
         drain_proof = move_guards[0:0];   /* MOVE_GUARD_DRAIN_PROOF */
+        restart_point = move_guards[1:1]; /* MOVE_POINT_RESTART */
     }
     @name(".StellarIngress.params")
     table params {

@@ -133,6 +133,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     Hash<bit<11>>(HashAlgorithm_t.IDENTITY) index_of;
     Hash<bit<11>>(HashAlgorithm_t.IDENTITY) to_index_of;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cell_of;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) downstream_of;
 
     RegisterAction<bit<16>, bit<11>, bit<16>>(from_leaf) store = {
         void apply(inout bit<16> v) { v = cell; }
@@ -433,6 +434,18 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
             path_ns > meta.report_delay_ns) {
             meta.report_delay_ns = path_ns;
+        }
+        /* ... and the drain margin's part (flowlet.p4): twice the path's
+         * fresh congestion, ~us << 5 = 64 ns units x 2, capped at 0x3FFF
+         * (1 ms: the drain test's 16-bit differences stay signed), not the
+         * saturated value of a suspect path (its flows must still leave at
+         * their drain point) */
+        if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK) {
+            if (path_metric[31:9] != 0) {
+                meta.report_downstream_x2 = 0x3FFF;
+            } else {
+                meta.report_downstream_x2 = downstream_of.get({path_metric[8:0]}) << 5;
+            }
         }
         if (role == FB_ROLE_STRIP && returned == 1 && due == 1 && path_known == 1) {
             remote_report.apply();
