@@ -311,7 +311,7 @@ PARAMS: tuple[Param, ...] = (
     Param("qdelay_weight", "int", "1/1024", 128, "path-choice weight of the local queue delay", {
         "v1model": P4(_V + "qdelay_weight", "DEFAULT_QDELAY_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
-    Param("level_weight", "int", "1/1024", 1024, "path-choice weight of the controller's level", {
+    Param("level_weight", "int", "1/1024", 128, "path-choice weight of the level (fresh feedback, else the controller's)", {
         "v1model": P4(_V + "level_weight", "DEFAULT_LEVEL_WEIGHT"),
         "tna": Refused("the TNA score adds levels; it has no weights")}, yaml=False),
     Param("ps_per_byte", "int", "ps/byte", 80, "a port's wire time per byte where placement.port_rate has no "

@@ -186,10 +186,13 @@ const bit<4> ORDER_GUARD_UNTRACKED = 8;
  * oversubscribed leaf's uplink queues swing by microseconds from packet to
  * packet, and at full weight that noise outweighs the bottleneck-rate
  * utilisation that says where a new flow belongs; a stalled queue still
- * scores worst whatever the weight (functions.p4 member_score). */
+ * scores worst whatever the weight (functions.p4 member_score).  The level
+ * (fresh path feedback, else the controller's) weighs 1/8 too: in a lossless
+ * fabric both paths into a saturated leaf carry PFC-shaped queues, and at
+ * full weight their difference steered flows onto the slower downlink. */
 #define DEFAULT_UTIL_WEIGHT 1024
 #define DEFAULT_QDELAY_WEIGHT 128
-#define DEFAULT_LEVEL_WEIGHT 1024
+#define DEFAULT_LEVEL_WEIGHT 128
 /* Port rate for the DRE when placement.port_rate has no entry: 100 Gb/s. */
 #define DEFAULT_PS_PER_BYTE 80
 

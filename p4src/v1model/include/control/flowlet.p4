@@ -224,12 +224,18 @@ control Flowlet(inout headers_t hdr,
                     choose_best(CHANGE_DRAIN);
                 }
             } else if (meta.pressure.hot == 1 && proof == 1 && meta.route.ecmp == 0 &&
+                       meta.path.cur_fresh == 0 &&
                        meta.path.best_port == meta.path.chosen_port &&
                        meta.path.alt_rank != RANK_UNUSABLE) {
                 /* Congestion signals while the current member scores best
                  * here: the congestion is beyond what this switch sees, so
                  * try the next best member; one move per round of signals.
-                 * An ECMP path set keeps its hash member (ECMP never moves). */
+                 * Only where the path is not seen: with fresh feedback the
+                 * member's score already holds its remote congestion, and
+                 * signals the score does not explain come from the
+                 * destination (an incast at its host port), which no other
+                 * member avoids.  An ECMP path set keeps its hash member
+                 * (ECMP never moves). */
                 meta.path.chosen_port = meta.path.alt_port;
                 meta.path.changed = 1;
                 meta.path.change_reason = CHANGE_EXPLORE;
