@@ -2,7 +2,9 @@
 (six TnaSwitches, entries pushed over P4Runtime, the TNA controller reacting after its
 reaction time).  Every transfer completes; the negative control is the bug the demo found: with
 the group alive cells reset to all ones after the re-plan, flows entering the failed leaf keep
-a member position past their group's new count and never finish."""
+a member position past their group's new count and never finish.  The data plane's own recovery
+(a silent path is suspect, a go-back-N resend is a move point) would rescue those flows without
+the controller, so the control turns it off to show the controller's bug by itself."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +25,18 @@ def tna_files(tmp_path_factory):
     return demo.build_program(tmp_path_factory.mktemp("stellar_tna"), arch="tna")
 
 
+def _without_data_plane_recovery(monkeypatch) -> None:
+    """Declared defaults with silence detection, gray-loss suspicion and restart moves off."""
+    import dataclasses
+
+    from control_plane import params
+
+    off = {"suspect_silence_us": 0, "retx_threshold": 0, "move_guards": 1}  # bit 0 only: drain proof
+    changed = tuple(dataclasses.replace(p, default=off[p.name]) if p.name in off else p for p in params.PARAMS)
+    monkeypatch.setattr(params, "PARAMS", changed)
+    monkeypatch.setattr(params, "BY_NAME", {p.name: p for p in changed})
+
+
 def _done(metrics) -> tuple[int, int]:
     a, b = metrics["transfers completed"].split("/")
     return int(a), int(b)
@@ -32,6 +46,7 @@ def _done(metrics) -> tuple[int, int]:
 def test_demo_failure_scenario_on_the_tna_program(tna_files, monkeypatch, alive) -> None:
     if alive == "all-ones":
         monkeypatch.setattr(archnames.ArchNames, "alive_mask", staticmethod(lambda count: 0xFF))
+        _without_data_plane_recovery(monkeypatch)
     fabric = load_fabric(ROOT / "fabrics" / "lab.yaml")
     m = demo.run_failure(fabric, tna_files, "stellar", messages=2, arch="tna").metrics
     done, total = _done(m)
