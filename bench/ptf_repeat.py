@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             busy.wait()
     chosen = {t: c for t, c in tally.items() if re.search(args.filter, t)}
     print(f"\n{args.runs} runs in {time.monotonic() - started:.0f} s, {' '.join(args.env)} "
-          f"SUITES={env['SUITES']}{', one core busy' if args.busy else ''}; load average "
+          f"{'' if 'SUITES=' in ' '.join(args.env) else 'SUITES=' + env['SUITES']}{', one core busy' if args.busy else ''}; load average "
           f"{load_start[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; logs {args.out}")
     width = max((len(t) for t in chosen), default=4)
     for test, c in sorted(chosen.items()):
