@@ -27,6 +27,9 @@ class SwitchOptions:
     priority_queues: Optional[int] = None
     log_file: Optional[str] = None           # None: --log-console (the caller redirects it)
     quiet: bool = False                      # no log option at all (bench: per-packet logging slows BMv2)
+    # None: the target's default (BMv2: trace, a log line per primitive -- with stellar.p4 about
+    # 1 ms per pipeline pass on this machine, a queue of its own at 1 kpps; p4sim: info)
+    log_level: Optional[str] = None
     # p4sim only (its own target options; never given to simple_switch_grpc)
     clock: Optional[str] = None
     control_addr: Optional[str] = None
@@ -48,6 +51,8 @@ def switch_command(target: str, opts: SwitchOptions, config: Optional[str] = Non
         general += ["--thrift-port", str(opts.thrift_port)]
     if not opts.quiet:
         general += ["--log-file", opts.log_file] if opts.log_file else ["--log-console"]
+        if opts.log_level:
+            general += ["--log-level", opts.log_level]
     target_opts: list[str] = ["--grpc-server-addr", opts.grpc_addr]
     if opts.cpu_port is not None:
         target_opts += ["--cpu-port", str(opts.cpu_port)]

@@ -162,7 +162,8 @@ def check_target(target: str, transport: str) -> None:
 def up(name: str, target: str, program: Path, ports: int, transport: str, state_dir: Path,
        grpc_addr: str | None = None, device_id: int = 1, cpu_port: int = 255, clock: str = "wall",
        include: list[str] | None = None, defines: list[str] | None = None,
-       python: str = sys.executable, arch: str = "v1model") -> SwitchState:
+       python: str = sys.executable, arch: str = "v1model",
+       log_level: str | None = None) -> SwitchState:
     state_dir.mkdir(parents=True, exist_ok=True)
     state_file = state_dir / f"{name}.json"
     if state_file.exists():
@@ -186,7 +187,7 @@ def up(name: str, target: str, program: Path, ports: int, transport: str, state_
     control_addr = f"127.0.0.1:{free_port()}" if target == "p4sim" else None
     opts = SwitchOptions(grpc_addr=grpc_addr, device_id=device_id, thrift_port=thrift_port,
                          interfaces={int(p): sw for p, (sw, _h) in interfaces.items()},
-                         packet_in=ipc, cpu_port=cpu_port,
+                         packet_in=ipc, cpu_port=cpu_port, log_level=log_level,
                          clock=clock if target == "p4sim" else None, control_addr=control_addr)
     cmd = switch_command(target, opts, python=python)
     with open(log, "w") as logf:

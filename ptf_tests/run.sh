@@ -13,6 +13,9 @@
 #   CLOCK=virtual|wall  p4sim's clock (default virtual: timing tests drive it; wall: they run in real-time mode, ptf_tests/README.md)
 #   SUITES="a b"        which suites (default: every ptf_tests/*/suite.env)
 #   PTF_ARGS=...        extra ptf arguments (e.g. a test name filter)
+#   SWITCH_LOG=info     the switch's log level (trace: every primitive of every packet, for
+#                       debugging; it costs BMv2 ~1 ms per pipeline pass of stellar.p4, a queue
+#                       of its own that the timing tests would measure)
 #   PTF_TIMEOUT=900     seconds one suite's ptf may run before it is stopped (a stalled target
 #                       must not hang the run)
 # Exits non-zero if a switch does not come up or any test fails.
@@ -24,6 +27,7 @@ TRANSPORT=${TRANSPORT:-nn}
 VPY=${VPY:-.venv/bin/python}
 NPORTS=${NPORTS:-8}
 CLOCK=${CLOCK:-virtual}
+SWITCH_LOG=${SWITCH_LOG:-info}
 ARCH=${ARCH:-v1model}
 case "$ARCH" in
   v1model) CPU_PORT=255 ;;  # BMv2's conventional CPU port
@@ -79,7 +83,7 @@ run_suite() {
   echo "== [$suite] compile $PROG for $TARGET ($ARCH), start it ($TRANSPORT ports)"
   if ! "$VPY" -m bmv2_env up --name ptf --state-dir "$STATE_DIR" --target "$TARGET" \
       --arch "$ARCH" --program "$PROG" "${INC[@]}" --ports "$NPORTS" --transport "$TRANSPORT" \
-      --device-id $DEVICE_ID --cpu-port $CPU_PORT --clock "$CLOCK"; then
+      --device-id $DEVICE_ID --cpu-port $CPU_PORT --clock "$CLOCK" --log-level "$SWITCH_LOG"; then
     echo "== [$suite] switch did not come up" >&2
     return 1
   fi

@@ -9,6 +9,7 @@ import queue
 
 import grpc
 import ptf.testutils as tu
+from ptf.dataplane import match_exp_pkt
 from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -126,7 +127,6 @@ class CounterAndRegisterTest(P4RuntimeTest):
         self.assertEqual(after[0] - before[0], 2)
         self.assertEqual(after[1] - before[1], sum(sizes))
         self.assertEqual(self.read_counter("port_pkts", 6), other_before)  # control: other port
-        self.require_register_access("last_len")
         self.assertEqual(self.read_register("last_len", 5), sizes[-1])
 
 
@@ -245,6 +245,49 @@ class QueueRateVirtualClockTest(P4RuntimeTest):
             # The port is busy sending the last packet until 1000 µs after it left; let that
             # time pass so the next test finds an idle port.
             self.advance_us(1000)
+
+
+class QueueRateWallClockTest(P4RuntimeTest):
+    """On a wall clock (BMv2, ``p4sim run --clock wall``): a 4 pps queue (250 ms a packet) lets
+    three packets sent back to back out one service time apart; control: on the unlimited
+    queue the same three leave together.  (On a virtual clock QueueRateVirtualClockTest checks
+    the exact instants.)  Margins: each gap must be at least half a service time (125 ms) and
+    the control's whole spread below it, so a stall of the switch or of PTF's receive thread
+    shorter than 125 ms flips neither verdict."""
+
+    PPS = 4
+
+    def gaps(self, pps: int, sport: int) -> list[float]:
+        """Seconds between the three departures (PTF's receive stamps) at queue rate ``pps``."""
+        self.target.set_queue_rate(pps, port=2)
+        pkts = [udp_packet(sport=sport + i) for i in range(3)]
+        for p in pkts:
+            tu.send_packet(self, 1, p)
+        stamps = []
+        for p in pkts:
+            res = tu.dp_poll(self, device_number=0, port_number=2, timeout=10)
+            if not isinstance(res, self.dataplane.PollSuccess):
+                self.fail(f"{len(stamps)} of 3 packets left port 2 at {pps} pps")
+            self.assertTrue(match_exp_pkt(routed(p), res.packet), "not the packet sent, or out of order")
+            stamps.append(res.time)
+        return [b - a for a, b in zip(stamps, stamps[1:])]
+
+    def runTest(self):
+        if self.target.has_virtual_clock:
+            reason = "virtual clock: QueueRateVirtualClockTest checks the exact departures"
+            print(f"SKIP {self.id()}: {reason}")
+            self.skipTest(reason)
+        self.target_op(self.target.set_queue_rate, 0, port=2)   # skips where rates cannot be set
+        self.insert(LPM, {"hdr.ipv4.dstAddr": (ip_int("10.0.2.0"), 24)}, "BasicIngress.ipv4_forward",
+                    {"dstAddr": mac_int(NEXT_HOP_MAC), "port": 2})
+        half = 0.5 / self.PPS
+        try:
+            limited = self.gaps(self.PPS, 3000)
+            self.assertTrue(all(g >= half for g in limited), f"gaps {limited} s at {self.PPS} pps")
+        finally:
+            self.target.set_queue_rate(0, port=2)
+        unlimited = self.gaps(0, 3010)
+        self.assertLess(sum(unlimited), half, f"gaps {unlimited} s on the unlimited queue")
 
 
 class PortDownTest(P4RuntimeTest):

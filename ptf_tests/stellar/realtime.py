@@ -33,7 +33,6 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
-import grpc
 from p4.v1 import p4runtime_pb2
 
 
@@ -152,16 +151,5 @@ class RealTime:
 
     # -- state BMv2's P4Runtime does not read --------------------------------------------------
     def read_register(self, name: str, index: int) -> int:
-        """A register cell: over P4Runtime where the target serves register reads (p4sim),
-        else through the target's Thrift CLI (``simple_switch_CLI register_read``, BMv2)."""
-        try:
-            return self.t.read_register(name, index)
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.UNIMPLEMENTED or not hasattr(self.t.target, "run_cli"):
-                raise
-        out = self.t.target.run_cli([f"register_read {name} {index}"])
-        # simple_switch_CLI prints "<name>[<index>]= <value>"
-        for line in out.splitlines():
-            if f"{name}[{index}]" in line and "=" in line:
-                return int(line.rsplit("=", 1)[1].strip())
-        raise RuntimeError(f"register_read {name} {index}: no value in the CLI output: {out!r}")
+        """A register cell: over P4Runtime, or the Thrift CLI on BMv2 (base.read_register)."""
+        return self.t.read_register(name, index)

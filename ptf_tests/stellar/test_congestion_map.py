@@ -6,6 +6,8 @@ HistogramShowsTheQueueDelayTest).  On TNA the same counter is pipe.StellarEgress
 the bucket from deq_timedelta in ns by a const range table): both run there too."""
 from __future__ import annotations
 
+import time
+
 import ptf.testutils as tu
 
 from control_plane import contract
@@ -43,23 +45,37 @@ class HistogramShowsTheQueueDelayTest(_Histogram):
     the [64, 96) us bucket -- what the controller turns into a level.  Control: the same burst
     on an unlimited port reads as (almost) no queue.
 
-    Real time (scale S, realtime.py): the slowed queue serves a packet every 10*S µs (20 ms at
-    the default), so packets 1..9 wait at least one service time, 40 times the top bucket's
-    lower edge (512 µs): the 90% quantile is the top bucket unless a packet's ingress came a
-    whole service time after its predecessor's.  The control's 90% quantile must stay below
-    the top bucket: one packet out of ten may be held 512 µs or more by the scheduler; two
-    would be a queue."""
+    Real time (scale S, realtime.py): the packets arrive SPACING_US / 4 (scaled) apart instead
+    of at once -- 5 ms on BMv2 -- because a software switch has a queue of its own: a burst
+    sent at once waits behind BMv2's per-packet processing (hundreds of µs each on this shared
+    machine, measured 4 µs to over 512 µs within one burst of 10), which the histogram cannot
+    tell from the rate limit's.  On the slowed queue, serving a packet every 10*S µs (20 ms at
+    the default), packet i still waits 7.5*i scaled µs (15 ms and more), 30 times the top
+    bucket's lower edge (512 µs): the 90% quantile is the top bucket unless the sender is late
+    by 3/4 of a service time twice.  On the unlimited port each packet has left before the next
+    arrives, so a reading of 512 µs needs the switch to hold that packet alone for 512 µs --
+    which BMv2's egress thread, woken per packet on this loaded machine, does to about one
+    packet in ten (measured: 0-1 of 10 in the top bucket, a few in [256, 512)).  So the
+    control's verdict is on the median, not the 90% quantile: it stays below the top bucket
+    unless half the packets are each held 512 µs alone, which no queue-free port does, and a
+    histogram that read the rate limit where there is none (or counted every packet in its
+    top bucket) fails it."""
 
     PKTS = 10
 
     def burst(self) -> list[int]:
         before = self.histogram(SINGLE_PORT)
         sent = self.realtime.departed([SINGLE_PORT]) if self.realtime else 0
-        self.send_at_once(HOST_PORT, [roce(DST, 0xC02, psn) for psn in range(self.PKTS)])
+        pkts = [roce(DST, 0xC02, psn) for psn in range(self.PKTS)]
         if self.realtime:
+            wire, start = [bytes(p) for p in pkts], time.monotonic()
+            for i, frame in enumerate(wire):
+                self.realtime.pace_until(start + i * self.realtime.seconds(SPACING_US / 4))
+                tu.send_packet(self, HOST_PORT, frame)
             self.realtime.wait_departed([SINGLE_PORT], self.PKTS, sent,
                                         service_us=self.t_us(SPACING_US))
         else:
+            self.send_at_once(HOST_PORT, pkts)
             self.advance_us(200)
         self.take()
         return [a - b for a, b in zip(self.histogram(SINGLE_PORT), before)]
@@ -68,11 +84,11 @@ class HistogramShowsTheQueueDelayTest(_Histogram):
         self.require_timing()
         self.start_tap()
         top = contract.qdelay_bucket_upper_us(BUCKETS - 1)
-        unlimited = qdelay_quantile_us(self.burst())
+        unlimited = self.burst()
         if self.realtime:
-            self.assertLess(unlimited, top)
+            self.assertLess(qdelay_quantile_us(unlimited, 0.5), top)
         else:
-            self.assertLessEqual(unlimited, 1)
+            self.assertLessEqual(qdelay_quantile_us(unlimited), 1)
         self.target_op(self.target.set_queue_rate, self.t_pps(PPS), port=SINGLE_PORT)
         try:
             self.assertEqual(qdelay_quantile_us(self.burst()), top if self.realtime else 96)

@@ -1,10 +1,12 @@
 """Tenant policing over P4Runtime: a tenant above its meter (MeterEntry, bytes/s) is demoted
 (yellow) and then dropped (red); another tenant's traffic on the same port is not touched.
 
-The committed and peak rates are tiny (100 and 200 bytes/s), so in the second a burst may
-take to send, on any clock, the buckets refill by less than one packet (~90 bytes): the outcome
-is set by the burst sizes alone and the test runs unchanged on a wall-clock target (the +-2
-packet slack covers a target whose bucket arithmetic rounds differently).
+The committed and peak rates are tiny (CIR and PIR bytes/s), so in the time a burst may take to
+send -- on BMv2 over veth with one core busy, up to seconds (at 200 bytes/s, 1.35 s already
+let three more packets through) -- the buckets refill by less than one packet (~90 bytes
+in 20 s): the outcome is set by the burst sizes alone and the test runs unchanged on a
+wall-clock target (the +-2 packet slack covers a target whose bucket arithmetic rounds
+differently).
 
 Per architecture: v1model counts yellow (demoted) and red packets per tenant (qos.tenant_yellow,
 qos.tenant_red); the TNA program acts on red only -- dropped, counted as the drop reason
@@ -22,6 +24,7 @@ DST = "10.0.4.80"
 TENANT1_SRC, TENANT2_SRC = "10.0.1.10", "10.0.1.200"
 FRAME_LEN = len(roce(DST, 1, 0, src=TENANT1_SRC))
 CBURST_PKTS, PBURST_PKTS, BURST = 16, 32, 44   # 88 frames: PTF keeps 100 per port
+CIR, PIR = 2, 4                                # bytes/s
 DROP_TENANT_RED = 7
 
 
@@ -70,7 +73,7 @@ class TenantOverItsMeterTest(_TenantTest):
     red (dropped, counted as tenant_red).  Tenant 2, unmetered, loses nothing."""
 
     def runTest(self):
-        self.meter(1, cir=100, cburst=CBURST_PKTS * FRAME_LEN, pir=200, pburst=PBURST_PKTS * FRAME_LEN)
+        self.meter(1, cir=CIR, cburst=CBURST_PKTS * FRAME_LEN, pir=PIR, pburst=PBURST_PKTS * FRAME_LEN)
         before1, before2 = self.tenant_counters(1), self.tenant_counters(2)
         drops = self.drops(DROP_TENANT_RED)
         sent = self.burst_both_tenants(0xC01, 0xC02)

@@ -117,7 +117,7 @@ def test_control_plane_writes_reach_the_native_tables():
 
 
 def test_operators_exit_and_tables_are_identical(caplog):
-    """tests/native/p4/ops.p4: signed/unsigned operators (division by zero included), shifts by
+    """tests/native/p4/ops.p4: signed/unsigned operators (unsigned products that wrap), shifts by
     run-time amounts, exit in an action (inout copied back) and in apply, a ternary/range table
     and a register, over every (a, b) corner and random values."""
     import random as _random

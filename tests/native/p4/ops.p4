@@ -81,7 +81,9 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             assert(hdr.ops.b != 3);   /* b == 3: the packet is dropped and counted */
             hdr.ops.r0 = 0x11;
         } else {
-            hdr.ops.r0 = hdr.ops.a / hdr.ops.b + hdr.ops.a % hdr.ops.b;
+            /* unsigned wrap-around product; no run-time / or %: p4c accepts those on compile-time
+             * values only ("could not evaluate expression at compilation time") */
+            hdr.ops.r0 = hdr.ops.a * hdr.ops.b + (hdr.ops.a & ~hdr.ops.b);
         }
         hdr.ops.r2 = (bit<16>) ((int<16>) sa) ^ (hdr.ops.a ++ hdr.ops.b);
         hdr.ops.r3 = (bit<32>) ((bit<8>) (-sa)) + (bit<32>) (~hdr.ops.b) + (bit<32>) hdr.ops.r2[11:4];
