@@ -15,6 +15,11 @@ from p4sim.frontend.symbols import (ConstSym, Node, Param, Scope, Sig, TypeVar, 
                                     type_name)
 
 
+
+def _power_of_two(e: ir.Expr) -> bool:
+    """A literal 2^k (k >= 0): what p4c strength-reduces '/' and '%' by."""
+    return isinstance(e, ir.Literal) and isinstance(e.value, int) and e.value > 0 and e.value & (e.value - 1) == 0
+
 class ExprChecker(CheckerBase):
     """Checks expressions against an expected type; folds constants; classifies calls."""
 
@@ -298,7 +303,15 @@ class ExprChecker(CheckerBase):
         if op in ("/", "%") and isinstance(t, ir.BitT) and t.signed:
             raise self.err(f"{op}: cannot operate on signed values (as p4c: '/' and '%' "
                            "are defined on bit<W> only)", n)
-        return self._fold(ir.Binary(t, self.pos(n), op, left, right), t)
+        result = self._fold(ir.Binary(t, self.pos(n), op, left, right), t)
+        if op in ("/", "%") and not isinstance(result, ir.Literal) and not _power_of_two(right):
+            # p4c folds '/' and '%', turns them into a shift or a mask by a constant power of two,
+            # and refuses the rest ("could not evaluate expression at compilation time"): neither
+            # BMv2 nor Tofino divides at run time.
+            raise self.err(f"{op}: could not evaluate expression at compilation time (p4c divides "
+                           "compile-time values, or by a constant power of two; neither BMv2 nor "
+                           "Tofino divides at run time)", n)
+        return result
 
     def _concat(self, n: Tree, scope) -> ir.Expr:
         left = self.expr(n.children[0], scope, None)

@@ -178,4 +178,14 @@ def test_division_on_signed_values_is_an_error_as_in_p4c(compile_src, op):
     # p4c's unsBinaryArith: "Cannot operate on signed values" -- a P4 error, not a p4sim limit
     e = _err(compile_src, make_program(ingress_apply=f"meta.s = meta.s {op} 8s3;"))
     assert not isinstance(e, Unsupported) and "cannot operate on signed values" in e.message
-    compile_src(make_program(ingress_apply=f"meta.x = meta.x {op} 3;"))  # bit<W>: fine
+    compile_src(make_program(ingress_apply=f"meta.x = meta.x {op} 4;"))  # bit<W> by 2^k: a shift/mask
+
+
+@pytest.mark.parametrize("op", ["/", "%"])
+def test_run_time_division_is_an_error_as_in_p4c(compile_src, op):
+    # p4c-bm2-ss: "could not evaluate expression at compilation time" unless it folds the
+    # expression or the divisor is a constant power of two (checked against p4c 1.2.5)
+    e = _err(compile_src, make_program(ingress_apply=f"meta.x = meta.x {op} 3;"))
+    assert not isinstance(e, Unsupported) and "could not evaluate expression at compilation time" in e.message
+    assert e.pos.line is not None and e.pos.col is not None
+    compile_src(make_program(ingress_apply=f"meta.x = 12 {op} 3;"))  # folded: fine
