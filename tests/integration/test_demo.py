@@ -13,10 +13,13 @@ def congestion(lab_fabric_full, stellar_files):
 
 
 def _silence_rule_off(mp: pytest.MonkeyPatch) -> None:
-    """Stellar without its path-silence rule (a path whose feedback stops is suspect)."""
+    """Stellar without its own recovery from a path that stopped delivering: the path-silence
+    rule (a path whose feedback stops is suspect) and the restart move point (a go-back-N resend
+    may take the best member, which a stalled queue is not)."""
     import control_plane.contract as contract
 
     mp.setattr(contract, "FEEDBACK_DEFAULTS", {**contract.FEEDBACK_DEFAULTS, "suspect_silence_us": 0})
+    mp.setattr(contract, "ADAPT_DEFAULTS", {**contract.ADAPT_DEFAULTS, "move_guards": 1})  # drain proof only
 
 
 @pytest.fixture(scope="module")
