@@ -14,13 +14,13 @@ from scapy.all import Ether
 from scapy.contrib.roce import BTH
 
 from tests.stellar.fabric2 import A_HOST, B_HOST, Fabric2, unshim
-from testkit.leaf import CHANGE_RESTART, OP_ACK, roce
+from testkit.leaf import CHANGE_RESTART, CHANGE_SUSPECT, OP_ACK, roce
 
 QPS = range(0x100, 0x108)
 CUT_AT = 200
 
 
-def _run(stellar_program, *, until: int, fault, retransmit: bool = False, before=None,
+def _run(stellar_program, *, until: int, fault, retransmit: bool = False, before=None, ack: bool = True,
          **fb) -> tuple[Fabric2, dict]:
     """Eight flows from A's host, one packet each per 4 us; B acks each packet it receives.
     ``fault(f)`` is applied at CUT_AT.  With ``retransmit`` the sender resends every dropped
@@ -53,7 +53,7 @@ def _run(stellar_program, *, until: int, fault, retransmit: bool = False, before
         if retransmit:
             for item in [x for x in lost if x[0] == t]:
                 f.send("A", roce(A_HOST, B_HOST, item[1], item[2]))
-        for frame in f.delivered["B"]:
+        for frame in f.delivered["B"] if ack else ():
             pkt = Ether(frame)
             f.send("B", roce(B_HOST, A_HOST, pkt[BTH].dqpn + 0x1000, pkt[BTH].psn, opcode=OP_ACK))
         f.delivered["B"].clear()
@@ -150,3 +150,21 @@ def test_control_gray_failure_without_the_retransmission_signal_keeps_losing(ste
                     retx_threshold=0)
     late = [i for i, (n, p, fr) in enumerate(f.on_wire) if n == "A"][-400:]
     assert sum(1 for i in late if f.on_wire[i][1] == 3) >= 100
+
+
+def test_one_way_traffic_is_never_silent(stellar_program):
+    """Without reverse traffic nothing can carry feedback, so no answer proves nothing: a lone
+    flow from A, never acked, stays on its path for 1 ms, three times the silence (before the
+    rule asked that the destination leaf keep sending, the unanswered path went suspect and the
+    flow moved onto the path it had never used).  The acked flows on a cut link are the silent
+    case above."""
+    import p4sim
+
+    f = Fabric2(p4sim, stellar_program)
+    for t in range(1000):
+        if t % 4 == 0:
+            f.send("A", roce(A_HOST, B_HOST, 0x100, t // 4))
+        f.delivered["B"].clear()
+        f.step(1)
+    assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_SUSPECT) == 0
+    assert len({port for _, port, _, _ in _a_packets(f)}) == 1

@@ -69,6 +69,12 @@ register<timestamp_t>(PRESSURE_SLOTS) pressure_since;
 register<bit<32>>(FB_SLOTS) fb_from_metric;
 register<bit<8>>(LEAF_SLOTS) fb_from_new;
 register<bit<3>>(LEAF_SLOTS) fb_rr;
+/* Per other leaf: when a packet tagged by it last arrived here (any path).
+ * Silence needs it: a path is silent only while that leaf keeps talking to
+ * this one and says nothing about the path; with no reverse traffic at all
+ * there is nothing to carry feedback, and silence proves nothing.
+ * Size: LEAF_SLOTS. */
+register<timestamp_t>(LEAF_SLOTS) fb_heard;
 register<bit<32>>(FB_SLOTS) fb_to_metric;
 register<timestamp_t>(FB_SLOTS) fb_to_stamp;
 register<timestamp_t>(FB_SLOTS) fb_sent_since;

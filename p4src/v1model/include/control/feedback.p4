@@ -46,11 +46,15 @@ bit<16> fb_level(in bit<32> metric) {
 }
 
 /* Silent: the first send not answered by feedback is older than the silence
- * (and not yet past the hold, after which the path is probed again). */
-bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in timestamp_t now,
-                 in bit<32> silence_us, in bit<32> hold_us) {
+ * (and not yet past the hold, after which the path is probed again), while
+ * the destination leaf kept sending to this one for at least half the
+ * silence after that send (heard): it had the means to answer and did not.
+ * One-way traffic (no reverse packets to carry feedback) is never silent. */
+bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in timestamp_t heard,
+                 in timestamp_t now, in bit<32> silence_us, in bit<32> hold_us) {
     bool silent = false;
     if (silence_us != 0 && sent != 0 && sent > fb_stamp &&
+        heard > sent && heard - sent >= (timestamp_t)(silence_us >> 1) &&
         now - sent > (timestamp_t)silence_us &&
         now - sent <= (timestamp_t)(silence_us + hold_us)) {
         silent = true;
@@ -170,6 +174,8 @@ control FeedbackLookup(inout headers_t hdr,
             timestamp_t now = standard_metadata.ingress_global_timestamp;
             bit<4> n = meta.route.count;
             bit<32> base = (bit<32>)meta.fb.dest_leaf << 3;
+            timestamp_t heard;
+            fb_heard.read(heard, (bit<32>)meta.fb.dest_leaf);
             bit<32> fi;
             bit<32> metric;
             timestamp_t stamp;
@@ -188,7 +194,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w1;
                     meta.fb.fresh = meta.fb.fresh | 8w1;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w1;
                     meta.fb.suspect = meta.fb.suspect | 8w1;
                 }
@@ -209,7 +215,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w2;
                     meta.fb.fresh = meta.fb.fresh | 8w2;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w2;
                     meta.fb.suspect = meta.fb.suspect | 8w2;
                 }
@@ -230,7 +236,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w4;
                     meta.fb.fresh = meta.fb.fresh | 8w4;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w4;
                     meta.fb.suspect = meta.fb.suspect | 8w4;
                 }
@@ -251,7 +257,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w8;
                     meta.fb.fresh = meta.fb.fresh | 8w8;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w8;
                     meta.fb.suspect = meta.fb.suspect | 8w8;
                 }
@@ -272,7 +278,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w16;
                     meta.fb.fresh = meta.fb.fresh | 8w16;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w16;
                     meta.fb.suspect = meta.fb.suspect | 8w16;
                 }
@@ -293,7 +299,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w32;
                     meta.fb.fresh = meta.fb.fresh | 8w32;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w32;
                     meta.fb.suspect = meta.fb.suspect | 8w32;
                 }
@@ -314,7 +320,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w64;
                     meta.fb.fresh = meta.fb.fresh | 8w64;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w64;
                     meta.fb.suspect = meta.fb.suspect | 8w64;
                 }
@@ -335,7 +341,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w128;
                     meta.fb.fresh = meta.fb.fresh | 8w128;
                 }
-                if (path_silent(sent, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w128;
                     meta.fb.suspect = meta.fb.suspect | 8w128;
                 }
@@ -387,6 +393,7 @@ control FeedbackTag(inout headers_t hdr,
                  * the entry the sender returned, then remove the shim. */
                 bit<32> fi = ((bit<32>)hdr.fb.src_leaf << 3) | (bit<32>)hdr.fb.path;
                 fb_from_metric.write(fi, (bit<32>)hdr.fb.congestion);
+                fb_heard.write((bit<32>)hdr.fb.src_leaf, standard_metadata.ingress_global_timestamp);
                 bit<8> changed;
                 fb_from_new.read(changed, (bit<32>)hdr.fb.src_leaf);
                 fb_from_new.write((bit<32>)hdr.fb.src_leaf, changed | ((bit<8>)1 << hdr.fb.path));
