@@ -172,3 +172,55 @@ def test_prior_shares_one_estimate_between_repeated_members(leaf):
 def test_control_repeated_member_with_its_own_estimate_draws_too_many_flows(leaf):
     per_port = _repeated(leaf, first1=1)   # position 1 reads an estimate nothing ever fills
     assert per_port[3] >= 14, per_port
+
+
+# A set with a prior is placed by its own bottleneck share, not by the load its uplinks carry for
+# other destinations (functions.p4 member_util).  Port 3 (the fast path) already carries twelve
+# flows of another destination, whose set has one member and no prior.
+OTHER_SUBNET, OTHER_SET, OTHER_DST = ("10.0.4.0", 24), 3, "10.0.4.9"
+
+
+def _busy_fast_uplink_then_28_flows(leaf: Leaf, *, with_prior: bool) -> Counter:
+    leaf.sw.insert_entry(f"{ING}.routing.lpm", {"hdr.ipv4.dst_addr": OTHER_SUBNET},
+                         f"{ING}.routing.set_path_set", {"path_set_id": OTHER_SET})
+    leaf.set_path_set(OTHER_SET, [3])
+    for qp in range(0x400, 0x40C):
+        leaf.send(1, roce(SRC, OTHER_DST, qp, 0, payload=1000))
+    _wide(leaf, (3, 4))
+    if with_prior:
+        _prior(leaf, WIDE_SET, [BOTTLENECK[3], BOTTLENECK[4]])
+    leaf.drain_output()
+    return Counter(_start_together(leaf, range(0x200, 0x200 + 28)).values())
+
+
+def test_a_busy_uplink_does_not_hide_the_remote_bottleneck(leaf):
+    per_port = _busy_fast_uplink_then_28_flows(leaf, with_prior=True)
+    assert 19 <= per_port[3] <= 21 and 7 <= per_port[4] <= 9, per_port
+    assert _slowest_path_load(per_port, BOTTLENECK) <= 0.23
+
+
+def test_control_without_the_prior_the_local_load_sends_flows_to_the_40g_path(leaf):
+    per_port = _busy_fast_uplink_then_28_flows(leaf, with_prior=False)
+    assert per_port[4] >= 18, per_port
+    assert _slowest_path_load(per_port, BOTTLENECK) >= 0.45
+
+
+def _lone_flows(leaf: Leaf, *, with_prior: bool) -> set[int]:
+    """Eight flows, each alone on idle members (the estimates decay to nothing in between)."""
+    _wide(leaf, (3, 4))
+    if with_prior:
+        _prior(leaf, WIDE_SET, [BOTTLENECK[3], BOTTLENECK[4]])
+    ports = set()
+    for qp in range(0x500, 0x508):
+        leaf.advance(40 * 32)
+        ports.update(_start_together(leaf, [qp]).values())
+    return ports
+
+
+def test_a_lone_flow_takes_the_idle_fast_path(leaf):
+    # the placed packet's own wire time at each member's bottleneck breaks the tie by capacity
+    assert _lone_flows(leaf, with_prior=True) == {3}
+
+
+def test_control_without_the_prior_lone_flows_follow_the_rotation(leaf):
+    assert _lone_flows(leaf, with_prior=False) == {3, 4}
