@@ -12,7 +12,7 @@ proof (move guard cleared) the explore move overtakes the flow's own queued pack
 """
 from __future__ import annotations
 
-from testkit.leaf import (CHANGE_DRAIN, CHANGE_EXPLORE, CHANGE_GAP, MOVE_GUARD_DRAIN_PROOF, OP_CNP,
+from testkit.leaf import (CHANGE_DRAIN, CHANGE_EXPLORE, CHANGE_GAP, ING, MOVE_GUARD_DRAIN_PROOF, OP_CNP,
                                 UPLINK_PATH_SET, Leaf, psns_in_order, roce)
 
 SRC, DST, QP, SENDER_QP = "10.0.1.1", "10.0.2.9", 0x4343, 0x4344
@@ -20,10 +20,26 @@ SLOW, FAST = 3, 4
 BURST, ROUND_PKTS, ROUND_GAP_US, ROUNDS = 20, 2, 40, 25
 
 
-def _run(leaf: Leaf, cnps: int = 4, ecmp: bool = False, qp: int = QP) -> dict:
+FRESH_SLOT = (2 << 3) | 0    # feedback entry of (leaf 2, member position 0)
+
+
+def _fresh_feedback_on_the_slow_path(leaf: Leaf) -> None:
+    """Path feedback on (this leaf is leaf 1, DST behind leaf 2), and an entry for the flow's
+    member (position 0, port SLOW) that arrived just now: the switch sees that path."""
+    leaf.sw.set_default_action(f"{ING}.feedback_lookup.params", f"{ING}.feedback_lookup.set_feedback",
+                               {"enabled": 1, "leaf_id": 1, "max_age_us": 500, "suspect_silence_us": 0,
+                                "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
+    leaf.sw.insert_entry(f"{ING}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": ("10.0.2.0", 24)},
+                         f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": 2})
+    leaf.sw.register_write("fb_to_stamp", FRESH_SLOT, max(1, int(leaf.sw.now_us)))
+
+
+def _run(leaf: Leaf, cnps: int = 4, ecmp: bool = False, qp: int = QP, fresh: bool = False) -> dict:
     leaf.set_params(flowlet_timeout_us=1000, hysteresis_us=10_000)
     leaf.sw.set_queue_rate(100_000, port=SLOW)
     leaf.set_path_set(UPLINK_PATH_SET, [SLOW, FAST], [0, 500], modify=True, ecmp=ecmp)
+    if fresh:
+        _fresh_feedback_on_the_slow_path(leaf)
     psn = 0
     for _ in range(BURST):
         leaf.send(1, roce(SRC, DST, qp, psn))
@@ -34,6 +50,8 @@ def _run(leaf: Leaf, cnps: int = 4, ecmp: bool = False, qp: int = QP) -> dict:
     departures, first_fast = [], None
     for _ in range(ROUNDS):
         leaf.advance(ROUND_GAP_US - 1)
+        if fresh:
+            leaf.sw.register_write("fb_to_stamp", FRESH_SLOT, int(leaf.sw.now_us))
         sent_at = int(leaf.sw.now_us)
         for _ in range(ROUND_PKTS):
             leaf.send(1, roce(SRC, DST, qp, psn))
@@ -58,6 +76,16 @@ def test_congestion_signals_move_a_locally_best_flow_at_its_drain_point(leaf):
     ports = run["ports"]
     assert max(i for i, p in enumerate(ports) if p == SLOW) < min(i for i, p in enumerate(ports) if p == FAST)
     assert run["first_fast"] is not None and run["first_fast"] >= 200   # the burst needed ~200 us
+
+
+def test_fresh_feedback_on_its_path_means_no_exploration(leaf):
+    """With fresh feedback the member's score already holds its remote congestion; CNPs it does
+    not explain come from the destination (its host port), which no member avoids.  The same run
+    without the entry is the exploring run above."""
+    leaf.set_adapt(explore_signals=4, explore_window_us=1000)
+    run = _run(leaf, fresh=True)
+    assert len(run["psns"]) == BURST + ROUND_PKTS * ROUNDS
+    assert run["explore"] == 0 and set(run["ports"]) == {SLOW}
 
 
 def test_control_without_signals_the_flow_stays_on_the_locally_best_port(leaf):
