@@ -46,6 +46,10 @@ class ArchNames:
     class_rx: Optional[str] = None
     tenant_yellow: Optional[str] = None
     tenant_red: Optional[str] = None
+    # the data plane's loss signal: retransmissions per (destination leaf id << 3 | path), where a
+    # path is a member position of the routing path set (v1model) or an uplink index (TNA)
+    retransmits: Optional[str] = None
+    retransmit_path: str = "position"             # "position" (v1model) | "uplink" (TNA)
     # controller state
     level_table: str = ""
     level_action: str = ""
@@ -85,6 +89,7 @@ V1MODEL = ArchNames(
     path_changes=f"{_I}.flowlet.path_changes", elephant_detections=f"{_I}.elephant.detections",
     drops=f"{_I}.telemetry.drops", malformed=f"{_I}.telemetry.malformed", class_rx=f"{_I}.telemetry.class_rx",
     tenant_yellow=f"{_I}.qos.tenant_yellow", tenant_red=f"{_I}.qos.tenant_red",
+    retransmits=f"{_I}.feedback.retransmits",
     level_table=f"{_I}.routing.path_set", level_action=f"{_I}.routing.set_members", level_max=0xFFFF,
     liveness="tables",
     topology_tables=frozenset({f"{_I}.routing.lpm", f"{_I}.routing.path_set", f"{_I}.routing.reservation",
@@ -94,7 +99,8 @@ V1MODEL = ArchNames(
 TNA = ArchNames(
     arch="tna",
     qdelay_hist=f"{_P}{_E}.telemetry.qdelay_hist",
-    tx_port=f"{_P}{_E}.telemetry.tx", ecn_marks=f"{_P}{_E}.ecn.marks",
+    rx_port=f"{_P}{_I}.telemetry.rx", tx_port=f"{_P}{_E}.telemetry.tx", ecn_marks=f"{_P}{_E}.ecn.marks",
+    retransmits=f"{_P}{_E}.path_loss.retransmits", retransmit_path="uplink",
     reorder_total_counter=f"{_P}{_E}.reorder.regressions",
     path_changes=f"{_P}{_I}.telemetry.path_changes", elephant_packets=f"{_P}{_I}.telemetry.elephants",
     drops=f"{_P}{_I}.telemetry.drops", malformed=f"{_P}{_I}.telemetry.malformed",

@@ -185,8 +185,8 @@ commands (stellarctl COMMAND --help for each one's options):
   on running switches (P4Runtime; addresses and device ids from the fabric YAML)
     push               compile the program, push it where missing, reconcile every switch's entries
     diff               what a push would change (exit 1 if a switch is not in sync)
-    stats              per-port/queue counters, ECN marks, path changes, drops of every switch
-    watch              live congestion map (per-link queue delay); a switch that is down is marked
+    stats              per-port/queue counters, ECN marks, path changes, drops; gray links named
+    watch              live congestion map (per-link queue delay) and gray links; a switch down is marked
     fail-link          take a link out (ports down, path sets without it); --restore [--all] undoes
 
 push and diff print each switch's change as +N ~N -N: entries (and meter, register, clone-session
@@ -242,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_analyze_scheduler)
     from .ops import add_commands  # diff, push, stats, fail-link (P4Runtime; grpc loaded only here)
     add_commands(sub)
-    p = sub.add_parser("watch", description="live congestion map: per-link queue delay; a switch that is down is marked")
+    p = sub.add_parser("watch", description="live congestion map: per-link queue delay, and the gray links (frames "
+                                            "lost on the wire since the previous map); a switch that is down is marked")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     p.add_argument("--count", type=int, default=1_000_000, help="refreshes before exiting")

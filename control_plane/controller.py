@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol
 
 from control_plane import arches, archnames, contract, prior
+from control_plane.graylinks import GrayLinkReader
 from control_plane.model import Fabric, Link, Port, Switch
 from control_plane.plan import (JOB_SET_BASE, Member, PathSet, SwitchPlan, known_downstream_mask,
                                 weighted_slots)
@@ -625,21 +626,26 @@ def format_congestion(fabric: Fabric, cmap: CongestionMap, top: int = 10) -> str
 
 def watch(fabric: Fabric, ops: dict[str, SwitchOps], interval_s: float, count: int, out,
           top: int = 10, arch: str = "v1model") -> None:
-    """``stellarctl watch``: print the live congestion map every ``interval_s`` seconds.
+    """``stellarctl watch``: print the live congestion map and the gray links every ``interval_s``
+    seconds.
 
     Each map is the 90th-percentile queue delay per directed link of the packets that left
     since the previous map (the first: since the switches started); a link nothing left on
     in between is idle.  Counters only, which every target's P4Runtime reads."""
     hist = HistogramReader(archnames.names(arch).qdelay_hist)
+    gray = GrayLinkReader(fabric, arch)
     for i in range(count):
         cmap = CongestionMap(0.0)
+        gray.start()
         for name, switch in fabric.switches.items():
             ports = [p.number for p in switch.ports.values() if p.peer_switch is not None]
             if not ports:
                 continue
             for port, delay in hist.read(name, ops[name], ports).items():
                 cmap.qdelay_us[(name, port)] = delay
+            gray.read(name, ops[name])
         out.write(format_congestion(fabric, cmap, top))
+        out.write(gray.report())
         out.flush()
         if i + 1 < count:
             time.sleep(interval_s)  # a human-facing refresh cadence, not a timing mechanism

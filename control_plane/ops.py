@@ -182,6 +182,7 @@ class SwitchStats:
     tenant_yellow: dict[int, int] = field(default_factory=dict)
     tenant_red: dict[int, int] = field(default_factory=dict)
     reorder_total: Optional[int] = None
+    retransmits: dict[int, int] = field(default_factory=dict)  # (dest leaf id << 3 | path) -> packets
     error: Optional[str] = None
 
 
@@ -199,6 +200,9 @@ def read_switch_stats(session: SwitchSession, ports: list[int], tenants: int = 0
     indexes = {n.rx_port: ports, n.tx_port: ports, n.tx_queue: queue_cells, n.ecn_marks: ports,
                n.reorder_per_port: ports, n.tenant_yellow: tenant_ids, n.tenant_red: tenant_ids}
     read = session.read_counters(n.counter_names(), {k: v for k, v in indexes.items() if k})
+    if n.retransmits:
+        stats.retransmits = {i: v[0] for i, v in session.read_counters([n.retransmits]).get(n.retransmits, {}).items()
+                             if v[0]}
 
     def cells(name: Optional[str]) -> dict[int, tuple[int, int]]:
         return read.get(name, {}) if name else {}
@@ -281,7 +285,19 @@ def stats_json(stats: Mapping[str, SwitchStats]) -> dict[str, Any]:
     return out
 
 
-def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats]) -> str:
+def stats_gray_links(fabric: Fabric, stats: Mapping[str, SwitchStats], arch: str = "v1model") -> str:
+    """The gray-link report (control_plane.graylinks) from the switches' counters since they
+    started: frames each fabric link lost on the wire and the retransmissions on paths over it."""
+    from .graylinks import format_gray_links, gray_links, wire_losses
+
+    read = {name: s for name, s in stats.items() if s.error is None}
+    tx = {(name, port): v[0] for name, s in read.items() for port, v in s.tx.items()}
+    rx = {(name, port): v[0] for name, s in read.items() for port, v in s.rx.items()}
+    links = gray_links(fabric, tx, rx, {name: s.retransmits for name, s in read.items()}, arch)
+    return format_gray_links(links, len(wire_losses(fabric, tx, rx)))
+
+
+def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats], arch: str = "v1model") -> str:
     lines = []
     for name, s in stats.items():
         sw = fabric.switches[name]
@@ -311,7 +327,7 @@ def format_stats(fabric: Fabric, stats: Mapping[str, SwitchStats]) -> str:
         policed = {f"{tenants[t - 1] if t <= len(tenants) else t} yellow": v for t, v in s.tenant_yellow.items()}
         policed.update({f"{tenants[t - 1] if t <= len(tenants) else t} red": v for t, v in s.tenant_red.items()})
         lines.append(f"  tenant policing: {_nonzero(policed)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + stats_gray_links(fabric, stats, arch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,7 +643,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         out.write(json.dumps(stats_json(stats), indent=1, sort_keys=True) + "\n")
     else:
-        out.write(format_stats(fabric, stats))
+        out.write(format_stats(fabric, stats, args.arch))
     return 0 if all(s.error is None for s in stats.values()) else 1
 
 
@@ -807,7 +823,8 @@ def add_commands(sub: Any) -> None:
     _state_options(p)
     p.set_defaults(func=cmd_push)
 
-    p = sub.add_parser("stats", description="per-port, per-queue and per-reason counters of the switches")
+    p = sub.add_parser("stats", description="per-port, per-queue and per-reason counters of the switches, and the "
+                                             "gray links (fabric links that lose frames silently)")
     p.add_argument("fabric", help="fabric YAML file")
     p.add_argument("--switch", action="append", help="only this switch (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

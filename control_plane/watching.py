@@ -1,4 +1,4 @@
-"""``stellarctl watch``: the live congestion map, kept going while switches come and go.
+"""``stellarctl watch``: the live congestion map and gray links, kept going while switches come and go.
 
 A fabric under watch is one where things fail: a switch that is down, restarting or not yet
 started must not end the command or blank the map.  Each refresh reads every switch it can
@@ -12,6 +12,7 @@ from typing import Callable, Optional, TextIO
 
 from . import archnames
 from .controller import CongestionMap, HistogramReader, format_congestion
+from .graylinks import GrayLinkReader
 from .model import Fabric
 from .p4rt import P4RuntimePushError, SwitchSession
 from .reach import refusing
@@ -42,11 +43,13 @@ def watch_fabric(fabric: Fabric, interval_s: float, count: int, out: TextIO, top
     the switches missing from the last map."""
     connect = connect or read_only_session(fabric)
     hist = HistogramReader(archnames.names(arch).qdelay_hist)
+    gray = GrayLinkReader(fabric, arch)
     sessions: dict[str, SwitchSession] = {}
     missing: dict[str, str] = {}
     try:
         for i in range(count):
             cmap = CongestionMap(0.0)
+            gray.start()
             missing = {}
             for name, switch in fabric.switches.items():
                 ports = [p.number for p in switch.ports.values() if p.peer_switch is not None]
@@ -57,12 +60,14 @@ def watch_fabric(fabric: Fabric, interval_s: float, count: int, out: TextIO, top
                         sessions[name] = connect(name)
                     for port, delay in hist.read(name, sessions[name], ports).items():
                         cmap.qdelay_us[(name, port)] = delay
+                    gray.read(name, sessions[name])
                 except (P4RuntimePushError, KeyError) as exc:
                     missing[name] = str(exc)
                     dropped = sessions.pop(name, None)
                     if dropped is not None:
                         dropped.close()
             out.write(format_congestion(fabric, cmap, top))
+            out.write(gray.report())
             for name, why in missing.items():
                 out.write(f"  {name}: MISSING ({why})\n")
             out.flush()

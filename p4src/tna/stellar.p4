@@ -165,7 +165,7 @@ control StellarIngress(inout tna_headers_t hdr,
         }
         finish.apply(hdr, meta, ig_dprsr_md);
         if (meta.kind == KIND_DATA && ig_dprsr_md.resubmit_type == 0) {
-            telemetry.apply(meta);             /* once per packet, not per pass */
+            telemetry.apply(meta, ig_intr_md.ingress_port);   /* once per packet, not per pass */
         }
     }
 }

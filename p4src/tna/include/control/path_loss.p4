@@ -32,6 +32,11 @@ control PathLoss(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     Register<retx_cell_t, bit<11>>(2048, {0, 0}) retx;
     /* Resends counted (0), tags of a lossy path (1). */
     Counter<bit<32>, bit<1>>(2, CounterType_t.PACKETS) events;
+    /* Resends per (destination leaf, own path), retx's index: the loss
+     * signal as a counter, which the controller reads to name a gray link
+     * (stellarctl stats/watch; a register is the data plane's own).
+     * Size: 256 leaves x 8 paths. */
+    Counter<bit<32>, bit<11>>(2048, CounterType_t.PACKETS) retransmits;
 
     bit<32> threshold;
     bit<32> window;
@@ -73,7 +78,11 @@ control PathLoss(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     }
     action take_limit() { limit = now - window; }
     table window_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
-    action do_resend() { resend.execute(meta.fb_index); events.count(0); }
+    action do_resend() {
+        resend.execute(meta.fb_index);
+        events.count(0);
+        retransmits.count(meta.fb_index);
+    }
     action do_check() { lossy = check.execute(meta.fb_index); }
     /* The register's two uses in one table.  Size: 2 const rows. */
     table retx_at {

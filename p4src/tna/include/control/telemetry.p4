@@ -1,7 +1,11 @@
 /*
  * telemetry.p4 (TNA) -- counters the controller and the tests read.
  */
-control IngressTelemetry(inout tna_ingress_metadata_t meta) {
+control IngressTelemetry(inout tna_ingress_metadata_t meta, in PortId_t port) {
+    /* Packets received per port (data, once per packet): with the far
+     * end's `tx`, what a link lost on the wire (the controller's gray-link
+     * report).  Size: PORT_SLOTS. */
+    Counter<bit<32>, PortId_t>(PORT_SLOTS, CounterType_t.PACKETS) rx;
     /* (Drops by reason, `telemetry.drops`, are counted by stellar.p4's
      * `finish`, which knows the last reason: a stage less on Tofino-1.) */
     /* Path changes by reason (CHANGE_*).  Size: CHANGE_REASON_SLOTS. */
@@ -16,6 +20,7 @@ control IngressTelemetry(inout tna_ingress_metadata_t meta) {
     /* Each counter under a gate of its own, none nested (a nested gate took
      * a stage more on Tofino-1; README.md, "Tofino-1"). */
     apply {
+        rx.count(port);
         if (meta.malformed != MALFORMED_NONE) {
             malformed.count(meta.malformed);
         }

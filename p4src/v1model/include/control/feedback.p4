@@ -361,6 +361,11 @@ control FeedbackTag(inout headers_t hdr,
     /* Shims added (index 0), removed at the destination (1), entries
      * returned (2) and received (3).  Size: 4. */
     counter(4, CounterType.packets_and_bytes) shims;
+    /* Retransmitted data packets sent per (destination leaf, path), index
+     * as fb_retx's: the loss signal as a counter, which the controller reads
+     * (P4Runtime on BMv2 reads counters, not registers) to name a gray link
+     * (stellarctl stats/watch).  Size: FB_SLOTS. */
+    counter(FB_SLOTS, CounterType.packets_and_bytes) retransmits;
 
     action fabric_port() {
         meta.fb.fabric_port = 1;
@@ -466,6 +471,7 @@ control FeedbackTag(inout headers_t hdr,
                     fb_retx_since.write(si, now);
                 }
                 fb_retx.write(si, retx + 1);
+                retransmits.count(si);
             }
         }
     }
