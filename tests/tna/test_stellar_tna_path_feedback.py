@@ -10,7 +10,8 @@ a feedback copy: a congested spine downlink that leaf1 cannot see makes its upli
 (path_choice.group_best) without the controller.  Negative controls: feedback off, no shim and
 the congested path stays best.  A path whose traffic goes unanswered (spine1's link to leaf2
 cut: a remote failure) turns silent after suspect_silence_us and its flows leave it without the
-controller; with silence detection off they stay on the dead path.
+controller; with silence detection off they stay on the dead path.  A path to a leaf that sends
+nothing back (one-way traffic) is never silent: nothing could carry an answer.
 """
 from __future__ import annotations
 
@@ -226,11 +227,13 @@ def _cut_spine1_leaf2(fabric, switches) -> None:
         switches[name].advance(1)
 
 
-def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40) -> dict:
+def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut: bool = True,
+                    answer: bool = True) -> dict:
     """Leaf1 sends an elephant A (via spine1) and a mouse B (via spine2, hinted: it never drains)
     to leaf2 every 30 us of leaf1's clock, leaf2's host answers each round; spine1 is the best
     member, and both uplinks are measured (as after the controller's first poll: no move leaves
-    an unmeasured member).  After 5 rounds spine1's link to leaf2 is cut.  Returns the uplink of each A packet leaf1 sent, the
+    an unmeasured member).  After 5 rounds spine1's link to leaf2 is cut (``cut``); without
+    ``answer`` leaf2 sends nothing back (one-way traffic).  Returns the uplink of each A packet leaf1 sent, the
     rounds' times on leaf1's clock, the cut's time, and A's packets leaf2 delivered."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric)
@@ -255,7 +258,7 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40) -> 
     leaf1.send(68, _feedback(via1, 0))             # spine1 best
     a_ports, times, delivered, cut_at = [], [], 0, None
     for r in range(rounds):
-        if r == 5:
+        if r == 5 and cut:
             _cut_spine1_leaf2(fabric, switches)
             cut_at = leaf1.now_us
         times.append(leaf1.now_us)
@@ -265,7 +268,10 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40) -> 
             link = fabric.switches["leaf1"].ports[port]
             got = carry(fabric, switches, link.peer_switch, link.peer_port, [frame], settle_us=10)
             delivered += sum(1 for _, _, f in got if Ether(f)[BTH].dqpn == a)
-        carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 90, r)], settle_us=10)      # the answer
+        if answer:
+            carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 90, r)], settle_us=10)  # the answer
+        else:
+            switches["leaf2"].advance(10)
     return {"a_ports": a_ports, "times": times, "cut_at": cut_at, "delivered": delivered,
             "via1": via1, "via2": via2, "suspects": leaf1.counter_read(SUSPECTS, 0)[0]}
 
@@ -288,3 +294,14 @@ def test_negative_control_without_silence_detection_the_flow_stays_on_the_dead_p
     run = _silent_failure(fabric, silence_ns=0)
     assert set(run["a_ports"]) == {run["via1"]} and run["suspects"] == 0
     assert run["delivered"] == 5                                  # black-holed since the cut
+
+
+def test_one_way_traffic_is_never_silent(fabric):
+    """Leaf2 sends nothing back, so nothing can carry feedback to leaf1, and no answer proves
+    nothing: the flows stay where they are for 1.2 ms, four times the silence (a path is silent
+    only while its destination leaf keeps sending here, the rule of v1model's fb_heard; without
+    it the unanswered paths went suspect and A moved).  The answered, cut path is the silent
+    case above."""
+    run = _silent_failure(fabric, cut=False, answer=False)
+    assert run["suspects"] == 0
+    assert set(run["a_ports"]) == {run["via1"]} and run["delivered"] == len(run["a_ports"])

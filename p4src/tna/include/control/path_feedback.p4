@@ -37,7 +37,11 @@
  * Silence: a path this leaf sends on to a leaf that returns nothing for it
  * for `silence` (a remote link died) is silent (`silence`), and its tags'
  * local reports saturate: the path loses "best" and its flows leave it at
- * their next drain point, without the controller.
+ * their next drain point, without the controller.  Only while that leaf
+ * keeps sending here (`heard`, as v1model's fb_heard): it must have sent a
+ * shimmed packet here at least half the silence after the unanswered period
+ * began, so it had the means to answer.  One-way traffic (nothing comes
+ * back to carry an answer) is never silent.
  *
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
@@ -48,8 +52,8 @@
  * Registers, one RegisterAction each per packet (a packet is tagged or
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
  * return_ptr (tag), to_leaf (receive: strip; read: tag, one table),
- * silence (answer: strip; sent_on: tag, one table).  No multiply; the
- * shifts are by constants.
+ * silence (answer: strip; sent_on: tag, one table), heard (hear: strip;
+ * read_heard: tag, one table).  No multiply; the shifts are by constants.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -90,6 +94,10 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
      * leaf stores nothing for the path, so it returns nothing).  Size: 256
      * leaves x 8 paths. */
     Register<fb_silence_t, bit<11>>(2048, {0, 0}) silence;
+    /* Per source leaf: when a shim from it was last stripped here, ns (a
+     * path to that leaf is silent only while it keeps sending here).
+     * Size: 256 leaves. */
+    Register<bit<32>, bit<8>>(256, 0) heard;
     /* Silent tags (the path's reports saturated). */
     Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
     /* Shims added (0) and removed (1); entries returned (0) and received
@@ -109,6 +117,12 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<1>  returned;   /* a strip whose shim carries an entry */
     bit<32> silence_ns;     /* 0: no silence detection */
     bit<32> silence_limit;  /* now - silence */
+    bit<32> period;         /* a tag's unanswered period's start (0: none) */
+    bit<32> heard_stamp;    /* a tag's: when its destination leaf was last heard */
+    bit<32> heard_limit;    /* heard_stamp - silence / 2 */
+    bit<32> period_age;     /* silence_limit - period: < 2^31 and not 0, the period is older */
+    bit<32> heard_after;    /* heard_limit - period: < 2^31, heard long enough after it began */
+    bit<8>  leaf_index;     /* heard's index: a strip's source leaf, a tag's destination */
     bit<1>  silent;
     bit<1>  fabric;
     bit<3>  uplink;
@@ -165,19 +179,25 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             }
         }
     };
-    /* A tag: a new period once the last was answered; else silent when the
-     * period began before now - silence (a sign test).  Each compare takes
-     * one register field (the stateful ALU's rule). */
-    RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) sent_on = {
-        void apply(inout fb_silence_t v, out bit<1> rv) {
+    /* A tag: a new period once the last was answered (0 out); else the
+     * unanswered period's start, which the silence test compares with now
+     * and with when the destination leaf was last heard. */
+    RegisterAction<fb_silence_t, bit<11>, bit<32>>(silence) sent_on = {
+        void apply(inout fb_silence_t v, out bit<32> rv) {
             rv = 0;
             if (v.unanswered == 0) {
                 v.sent = now;
                 v.unanswered = 1;
-            } else if (v.sent - silence_limit >= 32w0x80000000) {
-                rv = 1;
+            } else {
+                rv = v.sent;
             }
         }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(heard) hear = {
+        void apply(inout bit<32> v) { v = now; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(heard) read_heard = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
     RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) answer = {
         void apply(inout fb_silence_t v) {
@@ -309,7 +329,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     }
     /* the silence register's two accesses in one table.  Size: 2 const rows. */
     action do_answer() { answer.execute(to_index); }
-    action do_sent_on() { silent = sent_on.execute(to_index); }
+    action do_sent_on() { period = sent_on.execute(to_index); }
     table silence_at {
         key = { role: exact; returned: exact; }
         actions = { do_answer; do_sent_on; NoAction; }
@@ -320,12 +340,32 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         }
         size = 2;
     }
+    /* the heard register's two accesses in one table.  Size: 2 const rows. */
+    action do_hear() { hear.execute(leaf_index); }
+    action do_read_heard() { heard_stamp = read_heard.execute(leaf_index); }
+    table heard_at {
+        key = { role: exact; }
+        actions = { do_hear; do_read_heard; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            FB_ROLE_STRIP: do_hear();
+            FB_ROLE_TAG: do_read_heard();
+        }
+        size = 2;
+    }
     action take_limit() {
         limit = now - interval;
         age_limit = now - max_age;
         silence_limit = now - silence_ns;
     }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    action take_heard_limit() { heard_limit = heard_stamp - (silence_ns >> 1); }
+    table heard_limit_of { actions = { take_heard_limit; } const default_action = take_heard_limit(); size = 1; }
+    action take_period_tests() {
+        period_age = silence_limit - period;
+        heard_after = heard_limit - period;
+    }
+    table period_tests { actions = { take_period_tests; } const default_action = take_period_tests(); size = 1; }
     action take_metric() { metric32 = (bit<32>) hdr.fb.fb_metric; }
     table received_metric { actions = { take_metric; } const default_action = take_metric(); size = 1; }
     /* the copy for ingress: the remote path's congestion as a delay, ns */
@@ -353,6 +393,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         meta.fb_tag = 0;
         path_metric = 0;
         silent = 0;
+        period = 0;
+        heard_stamp = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -413,8 +455,23 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             received_metric.apply();
         }
         to_access.apply();
+        if (role == FB_ROLE_STRIP) {
+            leaf_index = hdr.fb.src_leaf;
+        } else {
+            leaf_index = dest;
+        }
+        heard_at.apply();
         if (silence_ns != 0) {
             silence_at.apply();
+        }
+        /* silent: an unanswered period older than the silence, and the
+         * destination leaf heard here at least half the silence after it
+         * began (two sign tests) */
+        heard_limit_of.apply();
+        period_tests.apply();
+        if (period != 0 && heard_stamp != 0 && period_age != 0 && period_age[31:31] == 0 &&
+            heard_after[31:31] == 0) {
+            silent = 1;
         }
         if (role == FB_ROLE_STRIP && returned == 1) {
             uplink_port.apply();
