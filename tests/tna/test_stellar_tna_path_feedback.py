@@ -228,12 +228,14 @@ def _cut_spine1_leaf2(fabric, switches) -> None:
 
 
 def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut: bool = True,
-                    answer: bool = True) -> dict:
+                    answer: bool = True, mouse: bool = True, spine2_report_ns: int | None = None) -> dict:
     """Leaf1 sends an elephant A (via spine1) and a mouse B (via spine2, hinted: it never drains)
     to leaf2 every 30 us of leaf1's clock, leaf2's host answers each round; spine1 is the best
     member, and both uplinks are measured (as after the controller's first poll: no move leaves
     an unmeasured member).  After 5 rounds spine1's link to leaf2 is cut (``cut``); without
-    ``answer`` leaf2 sends nothing back (one-way traffic).  Returns the uplink of each A packet leaf1 sent, the
+    ``answer`` leaf2 sends nothing back (one-way traffic); without ``mouse`` A is the only flow
+    after the first round; ``spine2_report_ns``: from round 15 on, spine2's uplink reports this
+    queue delay each round (a moderate one: it takes "best" only from a saturated spine1).  Returns the uplink of each A packet leaf1 sent, the
     rounds' times on leaf1's clock, the cut's time, and A's packets leaf2 delivered."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric)
@@ -262,7 +264,10 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut
             _cut_spine1_leaf2(fabric, switches)
             cut_at = leaf1.now_us
         times.append(leaf1.now_us)
-        for port, frame in out_of(leaf1, 1, [roce(H1, H2, a, r + 1), roce(H1, H2, b, r + 1)], settle_us=20):
+        if spine2_report_ns is not None and r >= 15:
+            leaf1.send(68, _feedback(via2, spine2_report_ns))
+        sends = [roce(H1, H2, a, r + 1)] + ([roce(H1, H2, b, r + 1)] if mouse else [])
+        for port, frame in out_of(leaf1, 1, sends, settle_us=20):
             if unshim(frame)[BTH].dqpn == a:
                 a_ports.append(port)
             link = fabric.switches["leaf1"].ports[port]
@@ -297,11 +302,12 @@ def test_negative_control_without_silence_detection_the_flow_stays_on_the_dead_p
 
 
 def test_one_way_traffic_is_never_silent(fabric):
-    """Leaf2 sends nothing back, so nothing can carry feedback to leaf1, and no answer proves
-    nothing: the flows stay where they are for 1.2 ms, four times the silence (a path is silent
-    only while its destination leaf keeps sending here, the rule of v1model's fb_heard; without
-    it the unanswered paths went suspect and A moved).  The answered, cut path is the silent
-    case above."""
-    run = _silent_failure(fabric, cut=False, answer=False)
+    """A lone flow A, and leaf2 sends nothing back, so nothing can carry feedback to leaf1 and
+    no answer proves nothing: A stays where it is for 1.2 ms, four times the silence, although
+    spine2's uplink reports a moderate 50 us from 450 us on (a path is silent only while its
+    destination leaf keeps sending here, the rule of v1model's fb_heard; without it A's
+    unanswered path went silent, its reports saturated, spine2 took "best" and A moved).  The
+    answered, cut path is the silent case above."""
+    run = _silent_failure(fabric, cut=False, answer=False, mouse=False, spine2_report_ns=50_000)
     assert run["suspects"] == 0
     assert set(run["a_ports"]) == {run["via1"]} and run["delivered"] == len(run["a_ports"])
