@@ -467,12 +467,13 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
     }, 1),
     # suspect paths by retransmissions (p4src/tna/include/control/path_loss.p4)
     Table(_tna(f"{_TE}.path_loss.params"), (), {
-        f"{_TE}.path_loss.set_params": _params(("retx_threshold", 32), ("retx_window_ns", 32)),
+        f"{_TE}.path_loss.set_params": _params(("retx_threshold", 32), ("retx_window_ns", 32),
+                                               ("suspect_hold_ns", 32)),
     }, 1),
     # path feedback between leaves (p4src/tna/include/control/path_feedback.p4)
     Table(_tna(f"{_TE}.path_feedback.params"), (), {
         f"{_TE}.path_feedback.set_params": _params(("on", 1), ("leaf", 8), ("interval_ns", 32), ("max_age_ns", 32),
-                                                         ("suspect_silence_ns", 32)),
+                                                         ("suspect_silence_ns", 32), ("suspect_hold_ns", 32)),
     }, 1),
     Table(_tna(f"{_TE}.path_feedback.port_kind"), (KeyField("eg_intr_md.egress_port", "exact", 9),), {
         f"{_TE}.path_feedback.fabric_port": _params(("index", 3)),

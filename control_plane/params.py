@@ -374,8 +374,9 @@ PARAMS: tuple[Param, ...] = (
         "tna": P4(_L + "retx_window_ns", "TNA_RETX_WINDOW_NS", US_TO_NS)}, yaml=False),
     Param("suspect_hold_us", "int", "us", 2000, "a suspect path scores worst this long, then is retried", {
         "v1model": P4(_F + "suspect_hold_us", "DEFAULT_SUSPECT_HOLD_US"),
-        "tna": Refused("a silent path stays silent while its traffic to that leaf is unanswered and is retried "
-                       "when traffic returns to it (path_feedback.p4: the stateful ALU takes two compares)")},
+        "tna": P4(_L + "suspect_hold_ns", "TNA_SUSPECT_HOLD_NS", US_TO_NS,
+                  note="also path_feedback.set_params.suspect_hold_ns: a silent path is sent on anew (a new "
+                       "period) this long after it went silent, a lossy one stays lossy this long past its window")},
           yaml=False),
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {

@@ -173,7 +173,8 @@ def path_feedback_context(fabric: Fabric, plan: SwitchPlan) -> dict[str, Any]:
     return {"on": int(leaf and fabric.dataplane.path_mode != "ecmp"),
             "leaf": ids[switch.name] if leaf else 0, "interval_ns": params.default("feedback_return_interval_ns"),
             **{key: params.param(name).implementation("tna").to_p4(params.default(name))
-               for key, name in (("max_age_ns", "feedback_max_age_us"), ("silence_ns", "suspect_silence_us"))},
+               for key, name in (("max_age_ns", "feedback_max_age_us"), ("silence_ns", "suspect_silence_us"),
+                                 ("hold_ns", "suspect_hold_us"))},
             "ports": [{"port": n, "index": uplinks.index(n) if leaf else 0, "peer": switch.ports[n].peer_switch}
                       for n in uplinks],
             "dests": dests, "uplinks": [{"index": i, "port": n} for i, n in enumerate(uplinks)] if leaf else []}

@@ -454,7 +454,7 @@ class TnaLeaf(Leaf):
         t, EGR = self.t, self.EGR
         t.set_default(self.t_(f"{EGR}.path_feedback.params"), f"{EGR}.path_feedback.set_params",
                       {"on": 1, "leaf": leaf_id, "interval_ns": 2000, "max_age_ns": 500_000,
-                       "suspect_silence_ns": 0})
+                       "suspect_silence_ns": 0, "suspect_hold_ns": 2_000_000})
         t.insert(self.t_(f"{EGR}.path_feedback.port_kind"), {"eg_intr_md.egress_port": fabric_port},
                  f"{EGR}.path_feedback.fabric_port", {"index": 0})
         t.insert(self.t_(f"{EGR}.path_feedback.dest_leaf"), {"hdr.ipv4.dst_addr": (ip_int(net), plen)},

@@ -39,7 +39,7 @@ def _run(max_age_ns: int) -> dict:
     _tagging(leaf, 0)
     leaf.sw.set_default_action(f"{EGR}.path_feedback.params", f"{EGR}.path_feedback.set_params",
                                {"on": 1, "leaf": 1, "interval_ns": 2000, "max_age_ns": max_age_ns,
-                                "suspect_silence_ns": 0})
+                                "suspect_silence_ns": 0, "suspect_hold_ns": 2_000_000})
     sw = leaf.sw
     for index, port in enumerate((2, 3)):                  # a returned path's uplink
         sw.insert_entry(f"{EGR}.path_feedback.uplink_port", {"hdr.fb.fb_path": index},

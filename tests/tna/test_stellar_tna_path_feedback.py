@@ -11,7 +11,8 @@ a feedback copy: a congested spine downlink that leaf1 cannot see makes its upli
 the congested path stays best.  A path whose traffic goes unanswered (spine1's link to leaf2
 cut: a remote failure) turns silent after suspect_silence_us and its flows leave it without the
 controller; with silence detection off they stay on the dead path.  A path to a leaf that sends
-nothing back (one-way traffic) is never silent: nothing could carry an answer.
+nothing back (one-way traffic) is never silent: nothing could carry an answer.  After the suspect
+hold a silent path is probed again (a new unanswered period).
 """
 from __future__ import annotations
 
@@ -228,14 +229,16 @@ def _cut_spine1_leaf2(fabric, switches) -> None:
 
 
 def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut: bool = True,
-                    answer: bool = True, mouse: bool = True, spine2_report_ns: int | None = None) -> dict:
+                    answer: bool = True, mouse: bool = True, spine2_report_ns: int | None = None,
+                    hold_ns: int | None = None) -> dict:
     """Leaf1 sends an elephant A (via spine1) and a mouse B (via spine2, hinted: it never drains)
     to leaf2 every 30 us of leaf1's clock, leaf2's host answers each round; spine1 is the best
     member, and both uplinks are measured (as after the controller's first poll: no move leaves
     an unmeasured member).  After 5 rounds spine1's link to leaf2 is cut (``cut``); without
     ``answer`` leaf2 sends nothing back (one-way traffic); without ``mouse`` A is the only flow
     after the first round; ``spine2_report_ns``: from round 15 on, spine2's uplink reports this
-    queue delay each round (a moderate one: it takes "best" only from a saturated spine1).  Returns the uplink of each A packet leaf1 sent, the
+    queue delay each round (a moderate one: it takes "best" only from a saturated spine1);
+    ``hold_ns``: leaf1's suspect hold.  Also returns the rounds whose tags found a path silent.  Returns the uplink of each A packet leaf1 sent, the
     rounds' times on leaf1's clock, the cut's time, and A's packets leaf2 delivered."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric)
@@ -246,9 +249,10 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut
                                                             drain_any_flows=0, elephant_threshold=1))
     levels = next(e for e in rendered if e["table"] == LEVELS and e["match"]["meta.group"] == 1)
     leaf1.modify_entry(LEVELS, {"meta.group": 1}, levels["action"], dict(levels["params"], measured=0b11))
-    if silence_ns is not None:
+    if silence_ns is not None or hold_ns is not None:
         fb = next(e for e in rendered if e["table"] == FB_PARAMS)["params"]
-        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb, suspect_silence_ns=silence_ns))
+        changes = {k: v for k, v in (("suspect_silence_ns", silence_ns), ("suspect_hold_ns", hold_ns)) if v is not None}
+        leaf1.set_default_action(FB_PARAMS, FB_ACTION, dict(fb, **changes))
     via1, via2 = uplink_of(fabric, "leaf1", "spine1"), uplink_of(fabric, "leaf1", "spine2")
     first = out_of(leaf1, 1, [roce(H1, H2, qp) for qp in range(1, 9)], settle_us=20)
     placed = {unshim(f)[BTH].dqpn: p for p, f in first}
@@ -258,7 +262,7 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut
                               "meta.l4": (b, 0xFFFFFFFF)}, "StellarIngress.elephant.hint_mouse", {}, priority=10)
     leaf1.send(68, _feedback(via2, 100_000))
     leaf1.send(68, _feedback(via1, 0))             # spine1 best
-    a_ports, times, delivered, cut_at = [], [], 0, None
+    a_ports, times, delivered, cut_at, silent_rounds = [], [], 0, None, []
     for r in range(rounds):
         if r == 5 and cut:
             _cut_spine1_leaf2(fabric, switches)
@@ -277,8 +281,11 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut
             carry(fabric, switches, "leaf2", 1, [roce(H2, H1, 90, r)], settle_us=10)  # the answer
         else:
             switches["leaf2"].advance(10)
+        silent_rounds.append(leaf1.counter_read(SUSPECTS, 0)[0])
+    counts = [0] + silent_rounds
     return {"a_ports": a_ports, "times": times, "cut_at": cut_at, "delivered": delivered,
-            "via1": via1, "via2": via2, "suspects": leaf1.counter_read(SUSPECTS, 0)[0]}
+            "via1": via1, "via2": via2, "suspects": leaf1.counter_read(SUSPECTS, 0)[0],
+            "silent_rounds": [r for r in range(rounds) if counts[r + 1] > counts[r]]}
 
 
 SUSPECTS = "pipe.StellarEgress.path_feedback.suspects"
@@ -311,3 +318,22 @@ def test_one_way_traffic_is_never_silent(fabric):
     run = _silent_failure(fabric, cut=False, answer=False, mouse=False, spine2_report_ns=50_000)
     assert run["suspects"] == 0
     assert set(run["a_ports"]) == {run["via1"]} and run["delivered"] == len(run["a_ports"])
+
+
+def test_a_silent_path_is_probed_again_after_the_suspect_hold(fabric):
+    """The suspect hold (v1model's suspect_hold_us): a lone flow on the cut path (nothing else
+    reports, so it stays there and its tags keep checking the path, 30 us apart).  With a 150 us
+    hold its tags find the path silent for 5 rounds from 300 us after the unanswered period
+    began; the next tag starts a new period (the path is probed again), and the path is silent
+    again only 300 us after that."""
+    run = _silent_failure(fabric, mouse=False, hold_ns=150_000, rounds=50)
+    silent = run["silent_rounds"]
+    first = silent[0]
+    assert silent[:5] == list(range(first, first + 5))          # 150 us of silence
+    assert silent[5:10] == list(range(first + 16, first + 21))  # probe at first + 5, silent 300 us on
+
+
+def test_negative_control_with_the_default_hold_the_path_stays_silent(fabric):
+    run = _silent_failure(fabric, mouse=False, rounds=50)       # 2 ms: longer than the run
+    silent = run["silent_rounds"]
+    assert silent == list(range(silent[0], 50)) and len(silent) >= 30

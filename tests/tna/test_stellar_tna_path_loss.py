@@ -6,7 +6,9 @@ resends ranges (go-back-N: a PSN behind the flow's last leaves the leaf again). 
 retx_threshold resends within the window, the path is lossy: the tags that go on it report it
 saturated, the other uplink's idle report takes "best" over and the flow leaves P at its next
 drain point, in order.  Negative controls: detection off, or fewer resends than the threshold:
-the other uplink cannot take P's place and the flow stays on the lossy path.
+the other uplink cannot take P's place and the flow stays on the lossy path.  The suspect hold
+keeps a path lossy past its window (v1model's suspect_hold_us): after a pause beyond the window,
+the flow still leaves P with the default 2 ms hold, and stays with a hold of 0.
 """
 from __future__ import annotations
 
@@ -18,19 +20,19 @@ SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x61
 EVENTS = f"{EGR}.path_loss.events"
 
 
-def _tagging(leaf: TnaLeaf, threshold: int) -> None:
+def _tagging(leaf: TnaLeaf, threshold: int, window_ns: int = 1_000_000, hold_ns: int = 2_000_000) -> None:
     """This leaf is leaf 1 of path feedback (silence off), leaf 2 is behind 10.0.2.0/24."""
     sw = leaf.sw
     sw.set_default_action(f"{EGR}.path_feedback.params", f"{EGR}.path_feedback.set_params",
                           {"on": 1, "leaf": 1, "interval_ns": 2000, "max_age_ns": 500_000,
-                           "suspect_silence_ns": 0})
+                           "suspect_silence_ns": 0, "suspect_hold_ns": 2_000_000})
     for index, port in enumerate((2, 3)):
         sw.insert_entry(f"{EGR}.path_feedback.port_kind", {"eg_intr_md.egress_port": port},
                         f"{EGR}.path_feedback.fabric_port", {"index": index})
     sw.insert_entry(f"{EGR}.path_feedback.dest_leaf", {"hdr.ipv4.dst_addr": (0x0A000200, 24)},
                     f"{EGR}.path_feedback.set_dest_leaf", {"leaf": 2, "mask": 1})
     sw.set_default_action(f"{EGR}.path_loss.params", f"{EGR}.path_loss.set_params",
-                          {"retx_threshold": threshold, "retx_window_ns": 1_000_000})
+                          {"retx_threshold": threshold, "retx_window_ns": window_ns, "suspect_hold_ns": hold_ns})
 
 
 def resend_ranges(leaf: TnaLeaf, resends: int) -> int:
@@ -47,13 +49,15 @@ def resend_ranges(leaf: TnaLeaf, resends: int) -> int:
     return top
 
 
-def _run(resends: int = 8, threshold: int = 8) -> dict:
+def _run(resends: int = 8, threshold: int = 8, hold_ns: int = 2_000_000, quiet_us: int = 0) -> dict:
+    """``quiet_us``: the flow pauses this long after the resends (past the 1 ms window when
+    long enough: then only the suspect hold keeps the path lossy)."""
     leaf = TnaLeaf(flowlet_timeout_ns=10_000_000, drain_any=True)
-    _tagging(leaf, threshold)
+    _tagging(leaf, threshold, hold_ns=hold_ns)
     P = leaf.flow_port(QP, SRC, DST)                       # psn 0; P reports its idle queue: best
     Q = 5 - P
     top = resend_ranges(leaf, resends)
-    leaf.sw.advance(5)
+    leaf.sw.advance(5 + quiet_us)
     leaf.send(roce(SRC, DST, QP, top + 1))                 # a tag of the path, after the resends
     leaf.sw.advance(10)
     before = [p for p, _ in leaf.out()]
@@ -87,3 +91,18 @@ def test_negative_control_without_detection_the_flow_stays_on_the_lossy_path():
 def test_negative_control_fewer_resends_than_the_threshold_leave_the_path_best():
     run = _run(resends=7)
     assert run["resends"] == 7 and run["lossy"] == 0 and set(run["after"]) == {run["P"]}
+
+
+QUIET_US = 1_000       # the resends' window (1 ms) is over when the flow sends again
+
+
+def test_the_suspect_hold_keeps_the_path_lossy_past_its_window():
+    run = _run(quiet_us=QUIET_US)
+    assert run["resends"] == 8 and run["lossy"] >= 1
+    assert run["after"] == [run["Q"]] * 4 and run["drain"] == 1
+
+
+def test_negative_control_without_the_hold_the_path_is_lossy_only_within_its_window():
+    run = _run(quiet_us=QUIET_US, hold_ns=0)
+    assert run["resends"] == 8 and run["lossy"] == 0
+    assert set(run["after"]) == {run["P"]} and run["drain"] == 0

@@ -87,6 +87,10 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define TNA_RETX_THRESHOLD 8               /* resends per (leaf, path) within the window that make it
                                             * lossy (path_loss.p4); 0: off */
 #define TNA_RETX_WINDOW_NS 1000000         /* 1 ms, as the v1model program */
+#define TNA_SUSPECT_HOLD_NS 2000000        /* 2 ms, as the v1model program: a silent path is sent
+                                            * on anew (a new period) this long after it went
+                                            * silent, a lossy one stays lossy this long past its
+                                            * window (path_feedback.p4, path_loss.p4) */
 #define TNA_DRAIN_ANY 1                    /* drain moves for every tracked flow, not only elephants:
                                             * a DCQCN-paced RoCE flow rarely pauses a flowlet timeout,
                                             * and a drain point is as safe for a mouse (define.p4) */

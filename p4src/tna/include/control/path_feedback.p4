@@ -41,13 +41,14 @@
  * keeps sending here (`heard`, as v1model's fb_heard): it must have sent a
  * shimmed packet here at least half the silence after the unanswered period
  * began, so it had the means to answer.  One-way traffic (nothing comes
- * back to carry an answer) is never silent.
+ * back to carry an answer) is never silent.  `suspect_hold` after it went
+ * silent (silence + hold after its period began) the path is probed again:
+ * the next tag on it starts a new period, as the v1model program's hold.
  *
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
  * to the hop's value, this program the queue delay only (no per-port DRE in
- * egress).  Retransmissions on a path: path_loss.p4.  Left out on
- * Tofino (README.md, "Data plane v3"): the suspect hold.
+ * egress).  Retransmissions on a path: path_loss.p4.
  *
  * Registers, one RegisterAction each per packet (a packet is tagged or
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
@@ -117,6 +118,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<1>  returned;   /* a strip whose shim carries an entry */
     bit<32> silence_ns;     /* 0: no silence detection */
     bit<32> silence_limit;  /* now - silence */
+    bit<32> hold_ns;        /* suspect_hold */
+    bit<32> probe_limit;    /* silence_limit - hold: a period begun before it is probed anew */
     bit<32> period;         /* a tag's unanswered period's start (0: none) */
     bit<32> heard_stamp;    /* a tag's: when its destination leaf was last heard */
     bit<32> heard_limit;    /* heard_stamp - silence / 2 */
@@ -179,13 +182,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             }
         }
     };
-    /* A tag: a new period once the last was answered (0 out); else the
-     * unanswered period's start, which the silence test compares with now
-     * and with when the destination leaf was last heard. */
+    /* A tag: a new period once the last was answered, or once it began
+     * before now - silence - hold (the hold is over: probe again) (0 out);
+     * else the unanswered period's start, which the silence test compares
+     * with now and with when the destination leaf was last heard.  Two
+     * compares, each on one register field (the stateful ALU's rule). */
     RegisterAction<fb_silence_t, bit<11>, bit<32>>(silence) sent_on = {
         void apply(inout fb_silence_t v, out bit<32> rv) {
             rv = 0;
-            if (v.unanswered == 0) {
+            if (v.unanswered == 0 || v.sent - probe_limit >= 32w0x80000000) {
                 v.sent = now;
                 v.unanswered = 1;
             } else {
@@ -218,17 +223,19 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     /* This leaf's id, whether it tags, and the copies' interval: one keyless
      * row (disabled, as on a spine, unless the controller names the leaf). */
     action set_params(bit<1> on, bit<8> leaf, bit<32> interval_ns, bit<32> max_age_ns,
-                      bit<32> suspect_silence_ns) {
+                      bit<32> suspect_silence_ns, bit<32> suspect_hold_ns) {
         enabled = on;
         leaf_id = leaf;
         interval = interval_ns;
         max_age = max_age_ns;
         silence_ns = suspect_silence_ns;
+        hold_ns = suspect_hold_ns;
     }
     table params {
         actions = { set_params; }
         default_action = set_params(TNA_FEEDBACK_ENABLED, 0, TNA_FEEDBACK_RETURN_INTERVAL_NS,
-                                    TNA_FEEDBACK_MAX_AGE_NS, TNA_SUSPECT_SILENCE_NS);
+                                    TNA_FEEDBACK_MAX_AGE_NS, TNA_SUSPECT_SILENCE_NS,
+                                    TNA_SUSPECT_HOLD_NS);
         size = 1;
     }
     /* Ports that face a switch, with their uplink index (the shim's path);
@@ -359,6 +366,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         silence_limit = now - silence_ns;
     }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    action take_probe_limit() { probe_limit = silence_limit - hold_ns; }
+    table probe_limit_of { actions = { take_probe_limit; } const default_action = take_probe_limit(); size = 1; }
     action take_heard_limit() { heard_limit = heard_stamp - (silence_ns >> 1); }
     table heard_limit_of { actions = { take_heard_limit; } const default_action = take_heard_limit(); size = 1; }
     action take_period_tests() {
@@ -386,6 +395,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             dest_leaf.apply();
         }
         report_limit.apply();
+        probe_limit_of.apply();
         if (hdr.fb.isValid()) { shimmed = 1; } else { shimmed = 0; }
         if (hdr.ipv4.isValid()) { ipv4 = 1; } else { ipv4 = 0; }
         if (hdr.vlan.isValid()) { tagged_vlan = 1; } else { tagged_vlan = 0; }

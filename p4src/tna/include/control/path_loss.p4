@@ -10,7 +10,8 @@
  * (a link that drops 1 % silently), and the tags that go on it report it
  * saturated in their feedback copies (as a silent path, path_feedback.p4):
  * it loses "best", its flows leave it at their next drain point, new flows
- * take the non-best penalty.  The count is a path's, not a flow's: a resend
+ * take the non-best penalty, and it stays lossy for suspect_hold past the
+ * window.  The count is a path's, not a flow's: a resend
  * is charged to the path the flow takes when it resends, which is where the
  * loss happened unless the flow moved in between.
  *
@@ -42,6 +43,8 @@ control PathLoss(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
     bit<32> window;
     bit<32> now;
     bit<32> limit;      /* now - window */
+    bit<32> hold;       /* suspect_hold: lossy this long past the window */
+    bit<32> check_limit;   /* limit - hold */
     bit<1>  lossy;
 
     /* A resend: within the window (since >= now - window) one more, else a
@@ -56,28 +59,33 @@ control PathLoss(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
             }
         }
     };
-    /* Another tag: lossy while the window holds enough resends. */
+    /* Another tag: lossy while the window held enough resends, and for the
+     * hold after it (since >= now - window - hold). */
     RegisterAction<retx_cell_t, bit<11>, bit<1>>(retx) check = {
         void apply(inout retx_cell_t v, out bit<1> rv) {
             rv = 0;
-            if (v.count >= threshold && v.since - limit < 32w0x80000000) {
+            if (v.count >= threshold && v.since - check_limit < 32w0x80000000) {
                 rv = 1;
             }
         }
     };
 
-    /* retx_threshold (0: off) and retx_window (ns): one keyless row. */
-    action set_params(bit<32> retx_threshold, bit<32> retx_window_ns) {
+    /* retx_threshold (0: off), retx_window and the suspect hold (ns): one
+     * keyless row. */
+    action set_params(bit<32> retx_threshold, bit<32> retx_window_ns, bit<32> suspect_hold_ns) {
         threshold = retx_threshold;
         window = retx_window_ns;
+        hold = suspect_hold_ns;
     }
     table params {
         actions = { set_params; }
-        default_action = set_params(TNA_RETX_THRESHOLD, TNA_RETX_WINDOW_NS);
+        default_action = set_params(TNA_RETX_THRESHOLD, TNA_RETX_WINDOW_NS, TNA_SUSPECT_HOLD_NS);
         size = 1;
     }
     action take_limit() { limit = now - window; }
     table window_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    action take_check_limit() { check_limit = limit - hold; }
+    table hold_limit { actions = { take_check_limit; } const default_action = take_check_limit(); size = 1; }
     action do_resend() {
         resend.execute(meta.fb_index);
         events.count(0);
@@ -103,6 +111,7 @@ control PathLoss(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
         now = eg_prsr_md.global_tstamp[31:0];
         params.apply();
         window_limit.apply();
+        hold_limit.apply();
         lossy = 0;
         if (meta.fb_tag == 1 && threshold != 0) {
             retx_at.apply();
