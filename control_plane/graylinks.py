@@ -189,12 +189,14 @@ class GrayLinkReader:
             wanted[n.retransmits] = None      # every cell: a few thousand, mostly 0
         cells: dict[str, dict[int, tuple[int, int]]] = {}
         for counter, indexes in wanted.items():   # one counter a call: SwitchOps takes one index list
-            cells.update(ops.read_counters([counter], indexes))
+            try:
+                cells.update(ops.read_counters([counter], indexes))
+            except KeyError:
+                pass   # a program without that counter (an older build): its links stay unchecked
         for counter, into in ((n.tx_port, self.tx), (n.rx_port, self.rx)):
-            if counter:
+            if counter in cells:
                 for port in ports:
-                    into[(name, port)] = self._delta((counter, name, port),
-                                                     cells.get(counter, {}).get(port, (0, 0))[0])
+                    into[(name, port)] = self._delta((counter, name, port), cells[counter].get(port, (0, 0))[0])
         if n.retransmits in cells:
             self.retransmits[name] = {i: d for i, v in cells[n.retransmits].items()
                                       if (d := self._delta((n.retransmits, name, i), v[0]))}

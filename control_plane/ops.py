@@ -201,8 +201,11 @@ def read_switch_stats(session: SwitchSession, ports: list[int], tenants: int = 0
                n.reorder_per_port: ports, n.tenant_yellow: tenant_ids, n.tenant_red: tenant_ids}
     read = session.read_counters(n.counter_names(), {k: v for k, v in indexes.items() if k})
     if n.retransmits:
-        stats.retransmits = {i: v[0] for i, v in session.read_counters([n.retransmits]).get(n.retransmits, {}).items()
-                             if v[0]}
+        try:
+            cells = session.read_counters([n.retransmits]).get(n.retransmits, {})
+        except KeyError:
+            cells = {}   # a program without the counter (an older build): no loss signal to show
+        stats.retransmits = {i: v[0] for i, v in cells.items() if v[0]}
 
     def cells(name: Optional[str]) -> dict[int, tuple[int, int]]:
         return read.get(name, {}) if name else {}

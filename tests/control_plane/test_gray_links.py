@@ -147,3 +147,22 @@ def test_thresholds_and_in_flight_frames() -> None:
     assert gray_links(fabric, tx, {}, {}) == []          # the far end unread: nothing is claimed
     text = format_gray_links([GrayLink("leaf1", 9, "spine1", 1, 1000, 10)], 16)
     assert "GRAY leaf1:9 -> spine1:1  lost 10 of 1000 frames (1.00%)  retransmissions 0" in text
+
+
+def test_a_switch_without_the_counters_is_left_unchecked_not_missing() -> None:
+    """An older program (no rx or retransmission counter) still gets its congestion map: the
+    reader skips what the switch does not have, and its links are not claimed."""
+    from control_plane.graylinks import GrayLinkReader
+
+    class Older:
+        def read_counters(self, names, indexes=None):
+            if names != ["StellarEgress.telemetry.tx_port"]:
+                raise KeyError(f"no counter named {names[0]!r} in the switch's P4Info")
+            return {names[0]: {p: (100, 0) for p in indexes}}
+
+    fabric = load_fabric(str(LAB))
+    reader = GrayLinkReader(fabric)
+    reader.start()
+    for name in fabric.switches:
+        reader.read(name, Older())
+    assert reader.report().startswith("gray links: none (0 directed links checked")
