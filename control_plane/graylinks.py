@@ -87,7 +87,12 @@ def path_uplink(fabric: Fabric, plans: Mapping[str, SwitchPlan], src: str, dest:
                 arch: str) -> Optional[int]:
     """The uplink port of a source leaf's ``path`` towards leaf ``dest``: on v1model the path is a
     position in the leaf's routing path set to ``dest`` (its member), on TNA the index of the
-    uplink in the leaf's uplink order (path_feedback.port_kind).  None where there is none."""
+    uplink in the leaf's uplink order (path_feedback.port_kind).  None where there is none.
+
+    The v1model position is read against the routing set of the intact fabric: a job's reserved
+    set, or a set a failover re-planned, numbers its members otherwise, and the data plane's
+    registers share that index just the same; the count is then charged to the routing set's
+    member at that position (the wire counters, which name the link, are not affected)."""
     sw = fabric.switches[src]
     if archnames.names(arch).retransmit_path == "uplink":
         uplinks = sw.uplinks
