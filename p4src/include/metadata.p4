@@ -64,6 +64,10 @@ struct fb_md_t {
     bit<1>  restart;            /* a data packet of a tracked flow whose PSN is
                                  * not ahead of the flow's highest: its sender
                                  * went back (go-back-N) and resends from here */
+    bit<32> sent_top;           /* PSN_SLOT_VALID | the flow's highest data
+                                 * PSN before this packet (0: none known) */
+    bit<1>  restart_here;       /* a restart whose PSN was first sent on the
+                                 * path it takes now (FeedbackTag counts it) */
 }
 
 /* Routing result: the path set and its members. */

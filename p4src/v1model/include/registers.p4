@@ -108,6 +108,11 @@ register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
 /* PSN_SLOT_VALID | the highest data PSN the flow sent (source leaf, feedback.p4:
  * a PSN not ahead of it is a retransmission). */
 register<bit<32>>(FLOW_SLOTS) flow_max_psn;
+/* PSN_SLOT_VALID | the flow's highest data PSN when it last changed path
+ * (0: not moved since it took the slot).  A resend of a PSN at or below it
+ * repeats a packet the flow sent on an earlier path, so it is loss evidence
+ * against that path, not the one the resend takes (feedback.p4). */
+register<bit<32>>(FLOW_SLOTS) flow_move_psn;
 /* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 

@@ -148,6 +148,8 @@ control FeedbackLookup(inout headers_t hdr,
         meta.fb.silent = 0;
         meta.fb.fresh = 0;
         meta.fb.restart = 0;
+        meta.fb.sent_top = 0;
+        meta.fb.restart_here = 0;
         /* The flow's highest data PSN so far: a data packet not ahead of it
          * is a resend (a go-back-N restart), which the flowlet control may
          * use as a move point and FeedbackTag counts against its path.  A
@@ -157,6 +159,9 @@ control FeedbackLookup(inout headers_t hdr,
             bit<32> top;
             flow_max_psn.read(top, meta.flow.slot);
             bit<24> ahead = hdr.bth.psn - top[23:0];
+            if (meta.flow.known == 1) {
+                meta.fb.sent_top = top;
+            }
             if (meta.flow.known == 1 && (top & PSN_SLOT_VALID) != 0 &&
                 (ahead == 0 || ahead >= PSN_HALF_RANGE)) {
                 meta.fb.restart = 1;
@@ -455,8 +460,22 @@ control FeedbackTag(inout headers_t hdr,
                 fb_sent_since.write(si, now);
             }
             /* A retransmission (FeedbackLookup: restart) counts against the
-             * path it goes on. */
+             * path it goes on, unless the flow changed path after first
+             * sending this PSN: then the copy was lost on an earlier path,
+             * and counting it here would make the path the flow fled to look
+             * lossy (flow_move_psn). */
             if (meta.fb.restart == 1 && meta.flow.tracked == 1) {
+                bit<32> moved_at;
+                flow_move_psn.read(moved_at, meta.flow.slot);
+                bit<24> past_move = hdr.bth.psn - moved_at[23:0];
+                if ((moved_at & PSN_SLOT_VALID) != 0 &&
+                    (past_move == 0 || past_move >= PSN_HALF_RANGE)) {
+                    meta.fb.restart_here = 0;
+                } else {
+                    meta.fb.restart_here = 1;
+                }
+            }
+            if (meta.fb.restart_here == 1) {
                 bit<32> retx;
                 timestamp_t since;
                 fb_retx.read(retx, si);
