@@ -70,6 +70,16 @@ struct fb_md_t {
                                  * path it takes now (FeedbackTag counts it) */
 }
 
+/* What this leaf heard from another leaf (feedback.p4 path_silent): the last
+ * arrival and the start of the current run of its packets, and the run
+ * before it. */
+struct talk_t {
+    timestamp_t heard;
+    timestamp_t since;
+    timestamp_t prev_heard;
+    timestamp_t prev_since;
+}
+
 /* Routing result: the path set and its members. */
 struct route_md_t {
     path_set_id_t path_set_id;

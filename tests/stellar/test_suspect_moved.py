@@ -79,6 +79,11 @@ def _colliding_pair_hashed_to_spine1() -> tuple[int, int]:
     raise AssertionError("no colliding pair")
 
 
+def _qp_on_spine1() -> int:
+    """A QP whose rotation puts it on member 0 (port 3) when the members score alike."""
+    return next(qp for qp in range(0x100, 0x1000) if zlib.crc32(_key(qp)) % 65521 % 2 == 0)
+
+
 def _hashed_flow_run(stellar_program, **fb) -> tuple[Fabric2, list[int]]:
     """Owner and other both send every 4 us, acked by B, and B's host sends to A's as often;
     S1's downlink to B is cut at CUT_AT.
@@ -118,3 +123,65 @@ def test_control_a_flow_routed_by_hash_stays_on_the_dead_link_without_silence(st
     assert f.sw["A"].counter("StellarIngress.flowlet.collisions", 0) > 100
     assert set(ports[-60:]) == {3}
     assert f.sw["A"].register("fb_sent_since", DEAD_PATH) > 0
+
+
+# ----------------------------------------------------------------------------- a leaf that paused
+def _pause_run(stellar_program) -> Fabric2:
+    """A's flow and B's host send to each other every 4 us until t=100; B resumes at t=500 and
+    A at t=520.  In the pause A sends one packet (t=110), which B can answer only when it sends
+    again.  B's first frame after the pause, which carries that answer, is lost on the wire (in
+    the lab it sat behind a queue while later frames overtook it), so A hears B for 20 us
+    without an answer.  The path is live throughout."""
+    import p4sim
+
+    f = Fabric2(p4sim, stellar_program)
+    qp, psn = _qp_on_spine1(), 0
+    state = {"lost": 0}
+
+    def lose_first_after_pause(sw, port, frame):
+        if sw == "B" and port in (3, 4) and state["t"] >= 500 and not state["lost"]:
+            state["lost"] = 1
+            return True
+        return False
+
+    f.drop = lose_first_after_pause
+    for t in range(900):
+        state["t"] = t
+        if (t % 4 == 0 and (t < 100 or t >= 520)) or t == 110:   # 110: unanswered until B resumes
+            f.send("A", roce(A_HOST, B_HOST, qp, psn))
+            psn += 1
+        if t % 4 == 0 and (t < 100 or t >= 500):
+            f.send("B", roce(B_HOST, A_HOST, 0x3000, t // 4))
+        f.delivered["B"].clear()
+        f.step(1)
+    assert state["lost"] == 1
+    return f
+
+
+def test_a_leaf_that_paused_has_not_answered_yet(stellar_program):
+    """Before the rule, the path went silent on B's second frame after the pause (A's send was
+    ~400 us old and B "had been heard" 400 us after it), and the flow moved off a live path."""
+    f = _pause_run(stellar_program)
+    assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_SUSPECT) == 0
+    assert {port for _, port, _, _ in _a_packets(f)} == {3}
+
+
+def test_control_a_leaf_that_keeps_sending_without_answering_silences_the_path(stellar_program):
+    """The same traffic with no pause on B's side and the path really cut: silent, the flow
+    moves (a run of B's packets covers half the silence after A's unanswered send)."""
+    import p4sim
+
+    f = Fabric2(p4sim, stellar_program)
+    qp = _qp_on_spine1()
+    for t in range(900):
+        if t == 100:
+            _silent(f)
+        if t % 4 == 0:
+            f.send("A", roce(A_HOST, B_HOST, qp, t // 4))
+            f.send("B", roce(B_HOST, A_HOST, 0x3000, t // 4))
+        f.delivered["B"].clear()
+        f.step(1)
+    ports = [port for _, port, _, _ in _a_packets(f)]
+    assert ports[:25] == [3] * 25                   # on the path that is cut at t=100
+    assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_SUSPECT) == 1
+    assert set(ports[-50:]) == {4}

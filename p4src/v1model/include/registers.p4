@@ -75,6 +75,14 @@ register<bit<3>>(LEAF_SLOTS) fb_rr;
  * there is nothing to carry feedback, and silence proves nothing.
  * Size: LEAF_SLOTS. */
 register<timestamp_t>(LEAF_SLOTS) fb_heard;
+/* Per other leaf: when the current run of its packets began (the first after
+ * a pause longer than half the silence), and the run before it (start, last
+ * arrival).  A leaf that paused had no chance to answer during the pause,
+ * whatever fb_heard says: silence is proven only by a run of its packets
+ * (feedback.p4 path_silent).  Size: LEAF_SLOTS each. */
+register<timestamp_t>(LEAF_SLOTS) fb_heard_since;
+register<timestamp_t>(LEAF_SLOTS) fb_prev_since;
+register<timestamp_t>(LEAF_SLOTS) fb_prev_heard;
 register<bit<32>>(FB_SLOTS) fb_to_metric;
 register<timestamp_t>(FB_SLOTS) fb_to_stamp;
 register<timestamp_t>(FB_SLOTS) fb_sent_since;
