@@ -112,6 +112,9 @@ ROW_KEYS: dict[str, str] = {
     "wall_s": "wall time of the run (s)", "traversals": "frames taken in by a switch",
     "drops_tail": "frames dropped at a full queue", "drops_gray": "frames dropped by a gray failure",
     "drops_wire": "frames sent on a dead port",
+    "resends_to_dead": "resends other leaves sent toward the failed link after it could be suspect "
+                       "(failure + suspect_silence_us; fail topology only)",
+    "resends_to_dead_early": "the same, before that time",
 }
 
 
@@ -281,6 +284,13 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     from fabric_sim.metrics import LinkMeter
 
     meter = LinkMeter(sim)
+    dead = None
+    if spec.topo == "fail":
+        from control_plane.params import param
+        from fabric_sim.metrics import DeadPathResends
+
+        leaf, spine = FAILED if fabric.switches[FAILED[0]].role == "leaf" else FAILED[::-1]
+        dead = DeadPathResends(sim, fabric, leaf, spine, FAIL_AT_US + param("suspect_silence_us").default)
     net = RdmaNetwork(sim, fabric, params, seed=spec.seed)
     members = W.hosts_of(fabric)
     kind, _, arg = spec.workload.partition("-")
@@ -351,6 +361,8 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     row["drops_tail"] = _tail_drops(sim)
     row["drops_gray"] = sim.dropped_gray
     row["drops_wire"] = sim.dropped_on_wire
+    row["resends_to_dead"] = dead.late if dead is not None else None
+    row["resends_to_dead_early"] = dead.early if dead is not None else None
     return row
 
 

@@ -76,6 +76,58 @@ class LinkMeter:
         return busy / (end_us - start_us)
 
 
+class DeadPathResends:
+    """Resends that other leaves put on the path through a failed link: RoCE data frames whose
+    PSN their QP already sent, leaving a leaf on its uplink to the failed link's spine, for a
+    host behind the failed link's leaf.  Those are lost.  The data plane promises that none goes
+    there once the path is suspect; ``late`` counts the ones sent from ``after_us`` on (the
+    failure plus the silence after which a path can be suspect), ``early`` the ones before.
+    The highest PSN per QP is tracked over every leaf uplink, so a resend is recognised whatever
+    path the first copy took.  Wraps ``transmit`` as ``LinkMeter`` does."""
+
+    def __init__(self, sim, fabric, failed_leaf: str, spine: str, after_us: float) -> None:
+        self.sim, self.after_us = sim, after_us
+        self.doomed_ips = {int(h.ip).to_bytes(4, "big") for h in fabric.hosts.values() if h.leaf == failed_leaf}
+        self.top: dict = {}
+        self.early = self.late = 0
+        uplinks: dict = {}
+        for ref, (peer, _) in sim.peer.items():
+            if ref.switch != failed_leaf and fabric.switches[ref.switch].role == "leaf":
+                uplinks.setdefault(ref.switch, {})[ref.port] = peer.switch == spine
+        for name, ports in uplinks.items():
+            dev = sim.devices[name]
+            dev.transmit = self._wrap(dev, ports, dev.transmit)
+
+    def _wrap(self, dev, ports: dict, inner):
+        def transmit(port: int, frame: bytes) -> None:
+            to_spine = ports.get(port)
+            if to_spine is not None:
+                self._see(frame, to_spine, dev.switch.now_us)
+            inner(port, frame)
+
+        return transmit
+
+    def _see(self, frame: bytes, to_spine: bool, now: float) -> None:
+        ip = 14 + (8 if frame[12:14] == b"\x88\xb5" else 0)  # after the feedback shim, if any
+        bth = ip + 28
+        if len(frame) < bth + 12 or frame[ip + 9] != 17 or frame[ip + 22:ip + 24] != b"\x12\xb7":
+            return
+        op = frame[bth]
+        if op > 0x10 or op == 0x0C:  # RC SEND/WRITE/READ-response opcodes are data
+            return
+        key = (frame[ip + 16:ip + 20], frame[bth + 5:bth + 8])
+        psn = int.from_bytes(frame[bth + 9:bth + 12], "big")
+        top = self.top.get(key)
+        ahead = None if top is None else (psn - top) & 0xFFFFFF
+        if ahead is None or 0 < ahead < 0x800000:
+            self.top[key] = psn
+        elif to_spine and key[0] in self.doomed_ips:
+            if now >= self.after_us:
+                self.late += 1
+            else:
+                self.early += 1
+
+
 def link_utils(meter: LinkMeter, fabric, capacity: dict, start_us: float, end_us: float) -> dict:
     """(switch, port) -> utilisation of every switch-to-switch port over the window, at its real
     rate (``capacity`` holds degraded ports' rates, Gb/s)."""

@@ -115,6 +115,11 @@ const bit<8> CHANGE_RESTART    = 7;   /* at a go-back-N restart (MOVE_POINT_REST
  * (2^28 ticks is ~0.26 s, far beyond any real queue); each input is clamped
  * to 2^16 us first so that input x weight (16 bits) fits 32 bits. */
 const bit<32> SCORE_CLAMP = 0x0FFFFFFF;
+/* A suspect member's score (feedback.p4): one above the clamp, so it ranks
+ * below every usable member, a stalled one included.  A stalled queue (PFC
+ * pause) drains when the pause ends; a silent or lossy path drops what it
+ * gets.  SCORE_SUSPECT << 3 | 7 still fits 32 bits below RANK_UNUSABLE. */
+const bit<32> SCORE_SUSPECT = 0x10000000;
 const bit<32> SCORE_INPUT_CLAMP = 0xFFFF;
 /* queue_delay's answer for a stalled queue (packets waiting, no departure). */
 const bit<32> QDELAY_STALLED = 0xFFFFFFFF;

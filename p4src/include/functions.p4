@@ -120,14 +120,28 @@ bit<32> member_score(in bit<32> qdelay_us, in bit<16> level, in bit<32> dre_ps,
 
 /*
  * A suspect member (feedback.p4: silent or lossy) scores worst among the
- * usable ones, like a stalled queue: chosen only when nothing else is left.
+ * usable ones, below a stalled queue too (SCORE_SUSPECT): chosen only when
+ * every other member is suspect as well.
  */
 bit<32> suspect_score(in bit<1> suspect, in bit<32> score) {
     bit<32> s = score;
     if (suspect == 1) {
-        s = SCORE_CLAMP;
+        s = SCORE_SUSPECT;
     }
     return s;
+}
+
+/*
+ * Key of one member for the hash-only choice (flows without state): its
+ * tiebreak (position after the flow's rotation), above every live member's
+ * when its path is silent, RANK_UNUSABLE when it cannot be chosen.
+ */
+bit<32> hash_key(in bit<32> rank, in bit<1> silent) {
+    bit<32> k = RANK_UNUSABLE;
+    if (rank != RANK_UNUSABLE) {
+        k = (rank & 7) | ((bit<32>)silent << 3);
+    }
+    return k;
 }
 
 /*

@@ -64,6 +64,20 @@ struct fb_md_t {
     bit<1>  restart;            /* a data packet of a tracked flow whose PSN is
                                  * not ahead of the flow's highest: its sender
                                  * went back (go-back-N) and resends from here */
+    bit<32> sent_top;           /* PSN_SLOT_VALID | the flow's highest data
+                                 * PSN before this packet (0: none known) */
+    bit<1>  restart_here;       /* a restart whose PSN was first sent on the
+                                 * path it takes now (FeedbackTag counts it) */
+}
+
+/* What this leaf heard from another leaf (feedback.p4 path_silent): the last
+ * arrival and the start of the current run of its packets, and the run
+ * before it. */
+struct talk_t {
+    timestamp_t heard;
+    timestamp_t since;
+    timestamp_t prev_heard;
+    timestamp_t prev_since;
 }
 
 /* Routing result: the path set and its members. */

@@ -75,6 +75,14 @@ register<bit<3>>(LEAF_SLOTS) fb_rr;
  * there is nothing to carry feedback, and silence proves nothing.
  * Size: LEAF_SLOTS. */
 register<timestamp_t>(LEAF_SLOTS) fb_heard;
+/* Per other leaf: when the current run of its packets began (the first after
+ * a pause longer than half the silence), and the run before it (start, last
+ * arrival).  A leaf that paused had no chance to answer during the pause,
+ * whatever fb_heard says: silence is proven only by a run of its packets
+ * (feedback.p4 path_silent).  Size: LEAF_SLOTS each. */
+register<timestamp_t>(LEAF_SLOTS) fb_heard_since;
+register<timestamp_t>(LEAF_SLOTS) fb_prev_since;
+register<timestamp_t>(LEAF_SLOTS) fb_prev_heard;
 register<bit<32>>(FB_SLOTS) fb_to_metric;
 register<timestamp_t>(FB_SLOTS) fb_to_stamp;
 register<timestamp_t>(FB_SLOTS) fb_sent_since;
@@ -108,6 +116,11 @@ register<bit<32>>(FLOW_SLOTS) flow_untracked_out;
 /* PSN_SLOT_VALID | the highest data PSN the flow sent (source leaf, feedback.p4:
  * a PSN not ahead of it is a retransmission). */
 register<bit<32>>(FLOW_SLOTS) flow_max_psn;
+/* PSN_SLOT_VALID | the flow's highest data PSN when it last changed path
+ * (0: not moved since it took the slot).  A resend of a PSN at or below it
+ * repeats a packet the flow sent on an earlier path, so it is loss evidence
+ * against that path, not the one the resend takes (feedback.p4). */
+register<bit<32>>(FLOW_SLOTS) flow_move_psn;
 /* FLOW_STATE_* bits: elephant, reported, hinted, demoted. */
 register<bit<8>>(FLOW_SLOTS) flow_state;
 

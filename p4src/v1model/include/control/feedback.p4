@@ -45,16 +45,30 @@ bit<16> fb_level(in bit<32> metric) {
     return m[15:0];
 }
 
+/* Whether a run of the destination leaf's packets, [since, last], covered
+ * at least half the silence after this leaf's unanswered send. */
+bool talked_after(in timestamp_t sent, in timestamp_t since, in timestamp_t last,
+                  in bit<32> silence_us) {
+    timestamp_t from = sent;
+    if (since > from) {
+        from = since;
+    }
+    return last > from && last - from >= (timestamp_t)(silence_us >> 1);
+}
+
 /* Silent: the first send not answered by feedback is older than the silence
  * (and not yet past the hold, after which the path is probed again), while
- * the destination leaf kept sending to this one for at least half the
- * silence after that send (heard): it had the means to answer and did not.
- * One-way traffic (no reverse packets to carry feedback) is never silent. */
-bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in timestamp_t heard,
+ * the destination leaf kept sending to this one, without a pause, for at
+ * least half the silence after that send (its current run of packets or the
+ * one before): it had the means to answer and did not.  One-way traffic (no
+ * reverse packets to carry feedback) is never silent, nor is a path whose
+ * destination leaf has just resumed after a pause. */
+bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in talk_t talk,
                  in timestamp_t now, in bit<32> silence_us, in bit<32> hold_us) {
     bool silent = false;
     if (silence_us != 0 && sent != 0 && sent > fb_stamp &&
-        heard > sent && heard - sent >= (timestamp_t)(silence_us >> 1) &&
+        (talked_after(sent, talk.since, talk.heard, silence_us) ||
+         talked_after(sent, talk.prev_since, talk.prev_heard, silence_us)) &&
         now - sent > (timestamp_t)silence_us &&
         now - sent <= (timestamp_t)(silence_us + hold_us)) {
         silent = true;
@@ -148,6 +162,8 @@ control FeedbackLookup(inout headers_t hdr,
         meta.fb.silent = 0;
         meta.fb.fresh = 0;
         meta.fb.restart = 0;
+        meta.fb.sent_top = 0;
+        meta.fb.restart_here = 0;
         /* The flow's highest data PSN so far: a data packet not ahead of it
          * is a resend (a go-back-N restart), which the flowlet control may
          * use as a move point and FeedbackTag counts against its path.  A
@@ -157,6 +173,9 @@ control FeedbackLookup(inout headers_t hdr,
             bit<32> top;
             flow_max_psn.read(top, meta.flow.slot);
             bit<24> ahead = hdr.bth.psn - top[23:0];
+            if (meta.flow.known == 1) {
+                meta.fb.sent_top = top;
+            }
             if (meta.flow.known == 1 && (top & PSN_SLOT_VALID) != 0 &&
                 (ahead == 0 || ahead >= PSN_HALF_RANGE)) {
                 meta.fb.restart = 1;
@@ -174,8 +193,11 @@ control FeedbackLookup(inout headers_t hdr,
             timestamp_t now = standard_metadata.ingress_global_timestamp;
             bit<4> n = meta.route.count;
             bit<32> base = (bit<32>)meta.fb.dest_leaf << 3;
-            timestamp_t heard;
-            fb_heard.read(heard, (bit<32>)meta.fb.dest_leaf);
+            talk_t talk;
+            fb_heard.read(talk.heard, (bit<32>)meta.fb.dest_leaf);
+            fb_heard_since.read(talk.since, (bit<32>)meta.fb.dest_leaf);
+            fb_prev_heard.read(talk.prev_heard, (bit<32>)meta.fb.dest_leaf);
+            fb_prev_since.read(talk.prev_since, (bit<32>)meta.fb.dest_leaf);
             bit<32> fi;
             bit<32> metric;
             timestamp_t stamp;
@@ -194,7 +216,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w1;
                     meta.fb.fresh = meta.fb.fresh | 8w1;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w1;
                     meta.fb.suspect = meta.fb.suspect | 8w1;
                 }
@@ -215,7 +237,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w2;
                     meta.fb.fresh = meta.fb.fresh | 8w2;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w2;
                     meta.fb.suspect = meta.fb.suspect | 8w2;
                 }
@@ -236,7 +258,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w4;
                     meta.fb.fresh = meta.fb.fresh | 8w4;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w4;
                     meta.fb.suspect = meta.fb.suspect | 8w4;
                 }
@@ -257,7 +279,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w8;
                     meta.fb.fresh = meta.fb.fresh | 8w8;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w8;
                     meta.fb.suspect = meta.fb.suspect | 8w8;
                 }
@@ -278,7 +300,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w16;
                     meta.fb.fresh = meta.fb.fresh | 8w16;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w16;
                     meta.fb.suspect = meta.fb.suspect | 8w16;
                 }
@@ -299,7 +321,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w32;
                     meta.fb.fresh = meta.fb.fresh | 8w32;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w32;
                     meta.fb.suspect = meta.fb.suspect | 8w32;
                 }
@@ -320,7 +342,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w64;
                     meta.fb.fresh = meta.fb.fresh | 8w64;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w64;
                     meta.fb.suspect = meta.fb.suspect | 8w64;
                 }
@@ -341,7 +363,7 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w128;
                     meta.fb.fresh = meta.fb.fresh | 8w128;
                 }
-                if (path_silent(sent, stamp, heard, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w128;
                     meta.fb.suspect = meta.fb.suspect | 8w128;
                 }
@@ -398,7 +420,17 @@ control FeedbackTag(inout headers_t hdr,
                  * the entry the sender returned, then remove the shim. */
                 bit<32> fi = ((bit<32>)hdr.fb.src_leaf << 3) | (bit<32>)hdr.fb.path;
                 fb_from_metric.write(fi, (bit<32>)hdr.fb.congestion);
-                fb_heard.write((bit<32>)hdr.fb.src_leaf, standard_metadata.ingress_global_timestamp);
+                timestamp_t last_heard;
+                fb_heard.read(last_heard, (bit<32>)hdr.fb.src_leaf);
+                if (now - last_heard > (timestamp_t)(meta.fb.suspect_silence_us >> 1)) {
+                    /* A pause ended: the run before it is kept as evidence. */
+                    timestamp_t run_since;
+                    fb_heard_since.read(run_since, (bit<32>)hdr.fb.src_leaf);
+                    fb_prev_since.write((bit<32>)hdr.fb.src_leaf, run_since);
+                    fb_prev_heard.write((bit<32>)hdr.fb.src_leaf, last_heard);
+                    fb_heard_since.write((bit<32>)hdr.fb.src_leaf, now);
+                }
+                fb_heard.write((bit<32>)hdr.fb.src_leaf, now);
                 bit<8> changed;
                 fb_from_new.read(changed, (bit<32>)hdr.fb.src_leaf);
                 fb_from_new.write((bit<32>)hdr.fb.src_leaf, changed | ((bit<8>)1 << hdr.fb.path));
@@ -460,8 +492,22 @@ control FeedbackTag(inout headers_t hdr,
                 fb_sent_since.write(si, now);
             }
             /* A retransmission (FeedbackLookup: restart) counts against the
-             * path it goes on. */
+             * path it goes on, unless the flow changed path after first
+             * sending this PSN: then the copy was lost on an earlier path,
+             * and counting it here would make the path the flow fled to look
+             * lossy (flow_move_psn). */
             if (meta.fb.restart == 1 && meta.flow.tracked == 1) {
+                bit<32> moved_at;
+                flow_move_psn.read(moved_at, meta.flow.slot);
+                bit<24> past_move = hdr.bth.psn - moved_at[23:0];
+                if ((moved_at & PSN_SLOT_VALID) != 0 &&
+                    (past_move == 0 || past_move >= PSN_HALF_RANGE)) {
+                    meta.fb.restart_here = 0;
+                } else {
+                    meta.fb.restart_here = 1;
+                }
+            }
+            if (meta.fb.restart_here == 1) {
                 bit<32> retx;
                 timestamp_t since;
                 fb_retx.read(retx, si);

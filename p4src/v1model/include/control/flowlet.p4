@@ -158,7 +158,7 @@ control Flowlet(inout headers_t hdr,
             choose_best(CHANGE_MEMBERSHIP);
         } else if (meta.path.cur_alive == 0) {
             choose_best(CHANGE_FAILOVER);
-        } else if (meta.path.cur_silent == 1 && (meta.path.best_rank >> 3) < SCORE_CLAMP) {
+        } else if (meta.path.cur_silent == 1 && meta.path.best_score < SCORE_SUSPECT) {
             /* The current path went silent (feedback.p4): what the flow sent
              * there since is lost, not queued; leave it now for a member
              * that is not suspect. */
@@ -166,12 +166,16 @@ control Flowlet(inout headers_t hdr,
         } else if (meta.fb.restart == 1 &&
                    (meta.adapt.move_guards & MOVE_POINT_RESTART) != 0 &&
                    meta.path.best_score < meta.path.cur_score &&
-                   meta.path.cur_score - meta.path.best_score >
-                       meta.cfg.hysteresis_us << WEIGHT_SHIFT) {
+                   (meta.path.cur_score == SCORE_SUSPECT ||
+                    meta.path.cur_score - meta.path.best_score >
+                        meta.cfg.hysteresis_us << WEIGHT_SHIFT)) {
             /* The sender went back to this PSN (go-back-N): the receiver
              * discards whatever of the flow the old path still holds, so
              * the flow may take the best member now (a lossy path's flows
-             * leave here; define.p4 MOVE_POINT_RESTART). */
+             * leave here; define.p4 MOVE_POINT_RESTART).  Off a suspect
+             * path the hysteresis does not apply: the best member may be
+             * stalled (SCORE_CLAMP, one below SCORE_SUSPECT), and a pause
+             * ends where a dead path does not. */
             choose_best(CHANGE_RESTART);
         } else {
             bit<1> gap_ok = 0;
@@ -260,6 +264,14 @@ control Flowlet(inout headers_t hdr,
             flow_state.write(meta.flow.slot, meta.flow.status);
             if (meta.path.changed == 1) {
                 path_changes.count((bit<32>)meta.path.change_reason);
+                /* Where the flow's sent PSNs stop on the old path (0 for a
+                 * new owner of the slot): feedback.p4 charges a later resend
+                 * of them to that path, not this one. */
+                if (meta.path.change_reason == CHANGE_NEW) {
+                    flow_move_psn.write(meta.flow.slot, 0);
+                } else {
+                    flow_move_psn.write(meta.flow.slot, meta.fb.sent_top);
+                }
             }
         }
     }

@@ -321,38 +321,49 @@ control PathChoice(inout headers_t hdr,
         meta.path.best_score = meta.path.best_rank >> 3;
 
         /* Hash-only choice (for flows without state): the tiebreak bits of
-         * the usable ranks, i.e. the first live member at or after rotation. */
+         * the usable ranks, i.e. the first live member at or after rotation,
+         * skipping silent members while another is left (hash_key): what
+         * goes to a silent path is lost, so leaving it cannot reorder. */
         bit<32> hash_rank = RANK_UNUSABLE;
-        if (meta.path.rank0 != RANK_UNUSABLE && (meta.path.rank0 & 7) < hash_rank) {
-            hash_rank = meta.path.rank0 & 7;
+        bit<32> hk;
+        hk = hash_key(meta.path.rank0, meta.fb.silent[0:0]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port0;
         }
-        if (meta.path.rank1 != RANK_UNUSABLE && (meta.path.rank1 & 7) < hash_rank) {
-            hash_rank = meta.path.rank1 & 7;
+        hk = hash_key(meta.path.rank1, meta.fb.silent[1:1]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port1;
         }
-        if (meta.path.rank2 != RANK_UNUSABLE && (meta.path.rank2 & 7) < hash_rank) {
-            hash_rank = meta.path.rank2 & 7;
+        hk = hash_key(meta.path.rank2, meta.fb.silent[2:2]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port2;
         }
-        if (meta.path.rank3 != RANK_UNUSABLE && (meta.path.rank3 & 7) < hash_rank) {
-            hash_rank = meta.path.rank3 & 7;
+        hk = hash_key(meta.path.rank3, meta.fb.silent[3:3]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port3;
         }
-        if (meta.path.rank4 != RANK_UNUSABLE && (meta.path.rank4 & 7) < hash_rank) {
-            hash_rank = meta.path.rank4 & 7;
+        hk = hash_key(meta.path.rank4, meta.fb.silent[4:4]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port4;
         }
-        if (meta.path.rank5 != RANK_UNUSABLE && (meta.path.rank5 & 7) < hash_rank) {
-            hash_rank = meta.path.rank5 & 7;
+        hk = hash_key(meta.path.rank5, meta.fb.silent[5:5]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port5;
         }
-        if (meta.path.rank6 != RANK_UNUSABLE && (meta.path.rank6 & 7) < hash_rank) {
-            hash_rank = meta.path.rank6 & 7;
+        hk = hash_key(meta.path.rank6, meta.fb.silent[6:6]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port6;
         }
-        if (meta.path.rank7 != RANK_UNUSABLE && (meta.path.rank7 & 7) < hash_rank) {
-            hash_rank = meta.path.rank7 & 7;
+        hk = hash_key(meta.path.rank7, meta.fb.silent[7:7]);
+        if (hk < hash_rank) {
+            hash_rank = hk;
             meta.path.hash_port = meta.route.port7;
         }
 
