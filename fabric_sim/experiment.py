@@ -176,9 +176,38 @@ def stellar_fabric(fabric, mode: str):
         # Per-port values (degraded ports, slower ports) are written by static_ecn_document.
         dp = replace(dp, ecn=replace(dp.ecn, enabled=True, adaptive=False, kmin_us=kmin, kmax_us=kmax,
                                      k_init_us=kmin, pmax=ECN_PMAX256 / 256))
+    elif mode == JOBS:
+        dp = replace(dp, reservations=True)
     elif mode != "stellar":
         raise ValueError(f"unknown Stellar mode {mode}")
     return replace(fabric, dataplane=dp)
+
+
+JOBS = "stellar-jobs"
+# The controller's job model for the study's collectives (control_plane.demands): the workload
+# token -> the collective its members run.
+JOB_COLLECTIVES = {"a2a": "AlltoAll", "train-a2a": "AlltoAll", "ring": "AllReduce", "train-ring": "AllReduce"}
+
+
+def job_fabric(fabric, spec: "RunSpec"):
+    """The fabric with the run's collective declared as its one job (``stellar-jobs``): the
+    controller reserves paths for exactly the traffic that runs (the YAML's own jobs are not
+    running here), each member injecting at its NIC's rate.  Ring order and rank placement are
+    the workload's (``workloads.place_ranks`` for train-*), so the reservation and the traffic
+    agree on who sends to whom."""
+    from control_plane.model import Job
+    from fabric_sim import workloads as W
+
+    collective = JOB_COLLECTIVES.get(spec.workload)
+    if collective is None:
+        raise ValueError(f"mode {JOBS}: the controller has no job model for workload {spec.workload} "
+                         f"(one of {', '.join(sorted(JOB_COLLECTIVES))})")
+    members = W.hosts_of(fabric)
+    hosts = W.place_ranks(members, spec.seed) if spec.workload.startswith("train-") else list(members)
+    rate = min(fabric.hosts[h].capacity_gbps for h in hosts)
+    job = Job(name="study", collective=collective, hosts=tuple(hosts), bandwidth_gbps=rate, start_s=0.0,
+              tenant=None, root=None)
+    return replace(fabric, jobs={"study": job})
 
 
 STATIC_ECN = "stellar-static-ecn"
@@ -239,6 +268,8 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     fb = frame_bytes(params.payload)
     stellar = spec.mode.startswith("stellar")
     fabric = stellar_fabric(base, spec.mode) if stellar else base
+    if spec.mode == JOBS:
+        fabric = job_fabric(fabric, spec)
     sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=_queue_depth(spec), seed=spec.seed,
                     byte_rate=spec.byte_rate, buffer=_buffer_spec(spec))
     frac = _capacity_fraction(spec.topo)
