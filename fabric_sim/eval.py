@@ -291,7 +291,7 @@ def flow_level(seeds: Iterable[int]) -> tuple[list[dict], list[str]]:
                        "Jobs of 32 (512 GPUs) or 64 (4096 GPUs) GPUs on random GPUs (a fragmented cluster), "
                        "each one ring step of 4 MB per rank at t=0; max-min fair rates at flow events "
                        "(fabric_sim/flowmodel.py). Worst job time / ideal (4 MB at NIC rate), median over "
-                       "seeds [95% CI]:", "", "| fabric | ecmp | stellar (bottleneck share, 1 ms "
+                       "seeds [95% CI]:", "", "| fabric | ecmp | stellar (bottleneck share, 50 µs "
                        "remote view) | jobaware (controller) |", "| --- | --- | --- | --- |"]
     walls: list[float] = []
     for name, (topo, size, nic) in fabrics.items():

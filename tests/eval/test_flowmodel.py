@@ -15,9 +15,10 @@ from fabric_sim.flowmodel import (FFlow, FlowSim, Topo, collisions, hashed_spine
 # * ABS_TOL: the collective's completion, flow model (on the paths the packet level took) vs
 #   packet level.  Measured, seeds 1-3: deg40 <= 1.4%, sym <= 8.3% (the flow model is the faster:
 #   it has no queueing and no PFC pauses).
-# * REL_TOL: each policy's completion relative to ECMP's.  Measured: deg40 0.3% (WCMP), 1.4%
-#   (Stellar); sym 3.1% (Stellar).  The effects it checks are far larger: on deg40 WCMP and
-#   Stellar finish in 0.65x and 0.63x of ECMP's time, on sym Stellar in 0.84x.
+# * REL_TOL: each policy's completion relative to ECMP's.  Measured, seeds 1-3: deg40 <= 0.3%
+#   (WCMP), <= 1.7% (Stellar); sym <= 8.7% (Stellar; 3.1% on seed 1).  The effects it checks:
+#   on deg40 WCMP and Stellar finish in 0.52-0.67x and 0.48-0.63x of ECMP's time (far larger);
+#   on sym Stellar in 0.83-0.89x, only just larger than the tolerance.
 # * FCT_TOL: the median per-flow FCT.  Measured <= 12%; at 128 KB per QP, ECMP on deg40 reaches
 #   39% (PFC is not max-min fair per flow), so FCTs are checked only at this size.
 # * OWN_TOL: the flow model's own placement (what it runs at 512-4096 GPUs) vs the packet level:
@@ -163,6 +164,17 @@ def test_the_flow_models_own_placement_matches_the_packet_level_per_policy(per_p
         pkt = np.median([per_policy[("deg40", m, s)]["packet_over_ideal"] for s in OWN_SEEDS])
         own = np.median([per_policy[("deg40", m, s)]["own_over_ideal"] for s in OWN_SEEDS])
         assert abs(own - pkt) / pkt < OWN_TOL, (m, pkt, own)
+
+
+def test_stellars_placement_in_the_flow_model_holds_with_staggered_starts():
+    # AlltoAll with up to 20 us of start jitter (64 KB per QP, deg40): flows are placed one
+    # after another while earlier ones run, so the model's path load must grow with each flow
+    # placed on a path (offered load).  Measured: 195 vs the packet level's 199 us (1.6%); a
+    # sum of the max-min rates (which stops growing once the path is congested) gave 259 us.
+    v = validate_policy("stellar", "deg40", seed=1, nbytes=65536, workload="a2a-jit")
+    assert abs(v["own_completion_us"] - v["packet_completion_us"]) / v["packet_completion_us"] < ABS_TOL, v
+    # negative control: the flow model's hash placement of the same flows misses it by far more
+    assert v["hash_completion_error"] > 3 * ABS_TOL, v
 
 
 def test_negative_control_a_model_blind_to_the_degraded_link_disagrees(per_policy):
