@@ -595,6 +595,8 @@ def validate_policy(mode: str, topo: str = "deg40", seed: int = 1, nbytes: int =
                     f"{name}_median_fct_error": float(np.median(np.abs(flo - pkt) / pkt)),
                     f"{name}_wall_s": time.perf_counter() - started})
     out["split_transfers"] = sum(1 for ids in parts.values() if len(ids) > 1)
+    out["unrecorded_transfers"] = sum(1 for t in net.transfers if fabric.hosts[t.src].leaf != fabric.hosts[t.dst].leaf
+                                      and not seen.get(seen_key(net, fabric, t)))
     return out
 
 

@@ -22,7 +22,7 @@ from fabric_sim.flowmodel import (FFlow, FlowSim, Topo, collisions, hashed_spine
 # * FCT_TOL: the median per-flow FCT.  Measured <= 12%; at 128 KB per QP, ECMP on deg40 reaches
 #   39% (PFC is not max-min fair per flow), so FCTs are checked only at this size.
 # * OWN_TOL: the flow model's own placement (what it runs at 512-4096 GPUs) vs the packet level:
-#   Stellar's (deterministic) per seed, measured 0.3%; ECMP's and WCMP's salted hashes as the
+#   Stellar's (deterministic) per seed, measured 0.2-0.3% on deg40, 8.0-8.3% on sym; ECMP's and WCMP's salted hashes as the
 #   median over seeds 1-5 (7 seeds measured: ECMP 0.4%, WCMP 7%).
 # Under DCQCN (NVIDIA defaults) the flow model is no predictor: at 128 KB per QP it misses the
 # packet level by 42-51% (max-min fair rates are what ideal congestion control converges to;
@@ -127,7 +127,8 @@ def per_policy():
 
 def test_flow_model_agrees_per_policy_on_the_asymmetric_and_symmetric_lab(per_policy):
     for key, v in per_policy.items():
-        assert v["pause_us_total"] >= 0 and v["split_transfers"] == 0, key
+        # every cross-leaf transfer's spine was read off the wire (Stellar's through its shim)
+        assert v["unrecorded_transfers"] == 0 and v["split_transfers"] == 0, key
         assert v["flow_completion_error"] < ABS_TOL, (key, v)
         assert v["flow_median_fct_error"] < FCT_TOL, (key, v)
 
