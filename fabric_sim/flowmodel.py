@@ -12,24 +12,38 @@ Model:
   queueing, loss or reordering;
 * path choice at flow start:
   - ``ecmp``: a salted hash (uniform, independent per flow);
-  - ``stellar``: utilisation-driven, as the data plane does it: the leaf knows the flows it placed
-    on its own uplinks at once (the DRE is updated when a packet is assigned), remote link
-    utilisation arrives ``measure_us`` late (the controller's poll); a flow leaves its hash choice
-    only if another spine scores better by more than ``hysteresis`` (a fraction of capacity).
-    Stellar's later moves at drain points are not modelled (a conservative bound for it);
+  - ``wcmp``: the same hash weighted by each path's end-to-end bottleneck (the slower of the
+    uplink and the spine's downlink to the destination leaf), as the baselines' WCMP groups;
+  - ``stellar``: the data plane's placement by bottleneck share: each member of the
+    (source leaf -> destination leaf) path set scores this leaf's rate on that path plus the new
+    flow's expected rate (its NIC's share), over the path's bottleneck (what the path DRE counts), plus 1/8 of the
+    path's remote utilisation as measured ``measure_us`` ago; the lowest wins, ties round-robin
+    from the flow's hash.  ``measure_us`` is the age of the remote view: 50 µs by default, for
+    the path feedback that returning packets carry (about an RTT plus the round robin over a
+    set's members); 1000 µs is the controller's poll alone.  This term is not validated against
+    the packet level (the lab's collectives place their flows before any feedback returns), and
+    it decides Stellar against ECMP at 512 GPUs (docs/flow-model.md).  Stellar's later moves (at drain points, by
+    exploration) are not modelled: a conservative bound for it;
   - ``jobaware``: the controller knows each job's flows when the job starts and places them
     greedily, largest first, on the spine that keeps the busiest of its two links lowest
     (counting the bytes of flows already placed and not yet finished);
   - ``given``: the spine per flow from the caller (the packet level's recorded paths).
 * iterations: a job's iteration k+1 starts when its iteration k has ended, after a compute gap,
-  each rank up to a launch skew late; Stellar's remote view is ``measure_us`` old (the feedback
-  delay).
+  each rank up to a launch skew late.
 
-Validation (``validate_policy``, tests/eval/test_flowmodel.py): per policy on the lab with one
-leaf-spine link at 40%, each flow on the spine the packet level put it on, the completion over
-the fluid ideal agrees within 25% and each policy's completion relative to ECMP's within 10%,
-smaller than the effects (WCMP ~45% and Stellar ~20% sooner than ECMP); a model blind to the
-degraded link misses by 48-64%.
+What it models is PFC-only RoCE (or congestion control that converges to max-min fair shares):
+no queueing, no pauses' head-of-line blocking, no DCQCN.  Validation (``validate_policy``,
+tests/eval/test_flowmodel.py, docs/flow-model.md) against today's packet level (lossless PFC
+shared buffer, byte-rate queues, persistent-QP NICs) with DCQCN off, AlltoAll 32 KB per QP on
+the lab, per policy on ``deg40`` (leaf1-spine1 at 40%) and ``sym``: on the paths the packet level
+took, the completion agrees within 10% (measured, seeds 1-3: <= 1.4% on deg40, <= 8.3% on
+sym, where the model is the faster) and each policy's completion relative to ECMP's within 10%
+(measured <= 1.7% on deg40, <= 8.7% on sym); the effects: WCMP and Stellar take 0.52-0.67x and
+0.48-0.63x of ECMP's time on deg40 (far beyond the tolerance), Stellar 0.83-0.89x on sym (only
+just beyond it).  With its own placement, Stellar's completion agrees within 10% per seed (0.2%
+on deg40, 8% on sym: its placement is the packet level's) and ECMP's and WCMP's median over 5
+seeds within 15%.  A model blind to the degraded link misses by 47%.  Under DCQCN
+with NVIDIA's defaults it is no predictor: at 128 KB per QP the packet level is 42-51% slower.
 
 Cost (numpy state, approximate max-min within ``rel_tol`` = 1%), measured on the shared 2-core
 machine: one ring step of 64-GPU jobs on 4096 GPUs 0.5-1.1 s; 16 jobs x 32 GPUs on 512 GPUs, 5
@@ -149,17 +163,20 @@ def maxmin(links: np.ndarray, cap: np.ndarray, rel_tol: float = 0.0) -> np.ndarr
     return rate
 
 
+POLICIES = ("ecmp", "wcmp", "stellar", "jobaware", "given")
+
+
 class FlowSim:
     """Flows on a ``Topo`` with max-min fair rates recomputed at every flow event."""
 
-    def __init__(self, topo: Topo, policy: str = "ecmp", seed: int = 0, measure_us: float = 1000.0,
-                 hysteresis: float = 0.1, paths: Optional[dict[int, str]] = None, frame_bytes: int = 0,
+    def __init__(self, topo: Topo, policy: str = "ecmp", seed: int = 0, measure_us: float = 50.0,
+                 level_weight: float = 0.125, paths: Optional[dict[int, str]] = None, frame_bytes: int = 0,
                  rel_tol: float = 0.01) -> None:
-        if policy not in ("ecmp", "stellar", "jobaware", "given"):
-            raise ValueError(f"unknown policy {policy}")
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy} (one of {', '.join(POLICIES)})")
         self.topo, self.policy, self.rng = topo, policy, random.Random(seed)
         self.salt = seed
-        self.measure_us, self.hysteresis = measure_us, hysteresis
+        self.measure_us, self.level_weight = measure_us, level_weight
         self.paths = paths or {}
         self.frame_bytes = frame_bytes  # > 0: a flow completes one unloaded path latency after its fluid end
         # Rates within rel_tol of exact max-min, and flows due within rel_tol of the next
@@ -187,7 +204,22 @@ class FlowSim:
         return ls
 
     def _hash_spine(self, f: FFlow) -> str:
-        return self.topo.spines[salted_bin(f"{f.src}>{f.dst}#{f.fid}".encode(), self.salt, len(self.topo.spines))]
+        return self.topo.spines[salted_bin(self._key(f), self.salt, len(self.topo.spines))]
+
+    @staticmethod
+    def _key(f: FFlow) -> bytes:
+        return f"{f.src}>{f.dst}#{f.fid}".encode()
+
+    def _bottleneck(self, sl: str, s: str, dl: str) -> float:
+        """A path's end-to-end capacity: the slower of the uplink and the spine's downlink."""
+        return min(self.topo.up_gbps[(sl, s)], self.topo.down_gbps[(s, dl)])
+
+    def _wcmp_spine(self, f: FFlow, sl: str, dl: str) -> str:
+        """The salted hash over spines weighted by path capacity (``fabric_sim.baselines``'s
+        WCMP groups repeat each next hop in proportion to its path's bottleneck)."""
+        weights = np.array([self._bottleneck(sl, s, dl) for s in self.topo.spines])
+        u = salted_bin(self._key(f), self.salt, 1 << 20) / (1 << 20)
+        return self.topo.spines[int(np.searchsorted(np.cumsum(weights) / weights.sum(), u, side="right"))]
 
     def _place(self, fs: list[FFlow], now: float) -> None:
         t = self.topo
@@ -196,21 +228,13 @@ class FlowSim:
         if self.policy == "given":
             for f in fs:
                 f.spine = self.paths.get(f.fid, f.spine)
-        elif self.policy == "stellar":
-            util = self._measured  # remote (and old local) utilisation, measure_us late
+        elif self.policy == "wcmp":
             for f in fs:
                 sl, dl = t.host_leaf[f.src], t.host_leaf[f.dst]
-                if sl == dl:
-                    continue
-
-                def score(s: str) -> float:
-                    up = util[self.up_idx[(sl, s)]] + self._local.get((sl, s), 0.0) / t.up_gbps[(sl, s)]
-                    return max(up, util[self.down_idx[(s, dl)]])
-
-                best = min(t.spines, key=score)
-                if score(f.spine) - score(best) > self.hysteresis:
-                    f.spine = best
-                self._local[(sl, f.spine)] = self._local.get((sl, f.spine), 0.0) + t.host_gbps[f.src]
+                if sl != dl:
+                    f.spine = self._wcmp_spine(f, sl, dl)
+        elif self.policy == "stellar":
+            self._stellar_place(fs)
         elif self.policy == "jobaware":
             for f in sorted(fs, key=lambda f: -f.nbytes):
                 sl, dl = t.host_leaf[f.src], t.host_leaf[f.dst]
@@ -221,6 +245,54 @@ class FlowSim:
                     (self._placed.get(self.down_idx[(s, dl)], 0.0) + f.nbytes) / t.down_gbps[(s, dl)]))
                 for li in (self.up_idx[(sl, f.spine)], self.down_idx[(f.spine, dl)]):
                     self._placed[li] = self._placed.get(li, 0.0) + f.nbytes
+
+    def _stellar_place(self, fs: list[FFlow]) -> None:
+        """Stellar's placement of new flows (``p4src/README.md``, "Utilisation estimator"):
+        each member of the (source leaf -> destination leaf) path set scores the rate this leaf
+        has on that path -- its active flows' current rates, plus the expected rate of each flow
+        placed before in this batch, as the path DRE counts a packet at assignment -- plus the
+        new flow's expected rate (its share of its NIC: the line rate over the NIC's active
+        flows), over the path's end-to-end bottleneck; plus ``level_weight`` x the
+        path's remote utilisation as last measured (``measure_us`` old).  The lowest score wins;
+        ties go round-robin from the flow's hash position (the data plane's rotation)."""
+        t = self.topo
+        load = self._path_rate
+        util = self._measured
+        n = len(t.spines)
+        senders = dict(self._nic_flows)
+        for f in fs:
+            senders[f.src] = senders.get(f.src, 0) + 1
+        for f in fs:
+            sl, dl = t.host_leaf[f.src], t.host_leaf[f.dst]
+            if sl == dl:
+                continue
+            rate = t.host_gbps[f.src] / senders[f.src]  # its share of its NIC
+            first = salted_bin(self._key(f), self.salt, n)
+
+            def score(s: str) -> float:
+                local = (load.get((sl, dl, s), 0.0) + rate) / self._bottleneck(sl, s, dl)
+                return local + self.level_weight * max(util[self.up_idx[(sl, s)]], util[self.down_idx[(s, dl)]])
+
+            f.spine = min((t.spines[(first + i) % n] for i in range(n)), key=score)
+            load[(sl, dl, f.spine)] = load.get((sl, dl, f.spine), 0.0) + rate
+
+    def _path_rates(self, active: np.ndarray, order: Sequence[FFlow]) -> tuple[dict, dict]:
+        """Each (source leaf, destination leaf, spine) path's offered rate -- the sum over its
+        active flows of each one's share of its NIC -- and each NIC's number of active flows.
+        Offered, not max-min rate: a congested path's flows get no more rate when another joins
+        (their sum stays at the bottleneck), so a rate sum would not see it fill up, while the
+        data plane sees it in its queue delay and the path feedback."""
+        out: dict = {}
+        nics: dict = {}
+        t = self.topo
+        flows = [order[k] for k in active.tolist()]
+        for f in flows:
+            nics[f.src] = nics.get(f.src, 0) + 1
+        for f in flows:
+            if f.spine is not None and t.host_leaf[f.src] != t.host_leaf[f.dst]:
+                key = (t.host_leaf[f.src], t.host_leaf[f.dst], f.spine)
+                out[key] = out.get(key, 0.0) + t.host_gbps[f.src] / nics[f.src]
+        return out, nics
 
     # ---- running
     def run(self, flows: Sequence[FFlow]) -> list[FFlow]:
@@ -245,7 +317,8 @@ class FlowSim:
         rates = np.zeros(0)
         now = 0.0
         self._measured = np.zeros(len(self.cap))
-        self._local: dict = {}
+        self._path_rate: dict = {}
+        self._nic_flows: dict = {}
         self._placed: dict = {}
         adaptive = self.policy == "stellar"
         next_measure = self.measure_us
@@ -278,7 +351,7 @@ class FlowSim:
                     if left[key] == 0:  # the iteration is over: release the next one
                         for m in waiting.pop((f.job, f.iteration + 1), []):
                             heapq.heappush(pending, (last[key] + order[m].gap_us + order[m].start_us, m))
-                active = active[~finished]
+                active, rates = active[~finished], rates[~finished]
             idx = []
             while pending and pending[0][0] <= now + 1e-12:
                 idx.append(heapq.heappop(pending)[1])
@@ -286,6 +359,8 @@ class FlowSim:
                 arriving = [order[k] for k in idx]
                 for f in arriving:
                     f.started_us = now
+                if self.policy == "stellar":
+                    self._path_rate, self._nic_flows = self._path_rates(active, order)
                 self._place(arriving, now)
                 rows[idx] = [self._links(f) for f in arriving]
                 active = np.concatenate([active, np.array(idx, dtype=np.int64)])
@@ -302,7 +377,6 @@ class FlowSim:
         load = np.bincount(rows[valid], weights=np.broadcast_to(rates[:, None], rows.shape)[valid],
                            minlength=len(self.cap))
         self._measured = load / self.cap
-        self._local = {}
 
 
 # ------------------------------------------------------------------------------ workloads
@@ -406,6 +480,21 @@ def lb_ecmp_spine(fabric, leaf: str, src_ip: str, dst_ip: str, sport: int, dport
     return ups[crc16(mixed.to_bytes(4, "big")) % len(ups)].peer_switch
 
 
+ETHERTYPE_IPV4, ETHERTYPE_STELLAR_FB = b"\x08\x00", b"\x88\xb5"
+
+
+def _ipv4_offset(frame: bytes) -> Optional[int]:
+    """Where the IPv4 header starts in a frame on a fabric link: after Ethernet, or after
+    Stellar's 8-byte path-feedback shim (p4src/include/header.p4 ``stellar_fb_h``, whose first
+    field is the EtherType it displaced), which every Stellar packet between leaves carries."""
+    kind = frame[12:14]
+    if kind == ETHERTYPE_IPV4:
+        return 14
+    if kind == ETHERTYPE_STELLAR_FB and frame[14:16] == ETHERTYPE_IPV4:
+        return 22
+    return None
+
+
 @contextmanager
 def recorded_paths() -> Iterator[dict]:
     """While active, every packet-level ``SimFabric`` counts the data frames each spine receives
@@ -421,11 +510,11 @@ def recorded_paths() -> Iterator[dict]:
     def push(self, t: float, kind: int, payload) -> None:
         if isinstance(payload, tuple) and len(payload) == 2 and isinstance(payload[1], (bytes, bytearray)):
             ref, frame = payload
-            if getattr(ref, "switch", "").startswith("spine") and frame[12:14] == b"\x08\x00":
-                ihl = (frame[14] & 0x0F) * 4
-                bth = 14 + ihl + 8
+            ip = _ipv4_offset(frame) if getattr(ref, "switch", "").startswith("spine") else None
+            if ip is not None:
+                bth = ip + (frame[ip] & 0x0F) * 4 + 8
                 if frame[bth] == OP_WRITE_ONLY:
-                    key = (frame[26:30], frame[30:34], int.from_bytes(frame[bth + 5:bth + 8], "big"))
+                    key = (frame[ip + 12:ip + 16], frame[ip + 16:ip + 20], int.from_bytes(frame[bth + 5:bth + 8], "big"))
                     per = seen.setdefault(key, {})
                     per[ref.switch] = per.get(ref.switch, 0) + 1
         original(self, t, kind, payload)
@@ -437,20 +526,24 @@ def recorded_paths() -> Iterator[dict]:
         SimFabric._push = original
 
 
+def seen_key(net, fabric, t) -> tuple[bytes, bytes, int]:
+    """Transfer ``t``'s key in ``recorded_paths``: (source IP, destination IP, destination QP)."""
+    from ipaddress import IPv4Address
+
+    src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
+    return IPv4Address(str(src.ip)).packed, IPv4Address(str(dst.ip)).packed, net.send_qp_of[t.tid].peer_qpn
+
+
 def packet_flows(net, fabric, fb: int, seen: dict, tag: str) -> tuple[list[FFlow], dict[int, str], dict]:
     """The packet level's transfers as flows on the paths they took: a flow whose frames crossed
     several spines (Stellar's moves, spraying) becomes one sub-flow per spine, bytes in the
     proportion of its frames.  Returns (flows, paths by flow id, transfer id -> its flow ids)."""
-    from ipaddress import IPv4Address
-
     flows: list[FFlow] = []
     paths: dict[int, str] = {}
     parts: dict[int, list[int]] = {}
     for t in net.transfers:
-        sq = net.send_qp_of[t.tid]
         src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
-        key = (IPv4Address(str(src.ip)).packed, IPv4Address(str(dst.ip)).packed, sq.peer_qpn)
-        split = seen.get(key) if src.leaf != dst.leaf else None
+        split = seen.get(seen_key(net, fabric, t)) if src.leaf != dst.leaf else None
         total = sum(split.values()) if split else 0
         shares = [(sp, n / total) for sp, n in sorted(split.items())] if total else [(None, 1.0)]
         for spine, share in shares:
@@ -462,35 +555,38 @@ def packet_flows(net, fabric, fb: int, seen: dict, tag: str) -> tuple[list[FFlow
     return flows, paths, parts
 
 
-# The packet level's switch mode the flow model is validated against: static deep queues served
-# one frame slot per packet (no PFC).  Its agreement with the lossless byte-rate mode, now the
-# study's default, is not yet measured (its tolerances would be re-derived there).
-VALIDATION_SWITCH = {"buffer": "static", "byte_rate": False}
-
-
 def validate_policy(mode: str, topo: str = "deg40", seed: int = 1, nbytes: int = 32768,
-                    workload: str = "a2a") -> dict:
-    """Run the packet level (``fabric_sim.experiment.run``) under ``mode`` and the flow model on
-    the same transfers, each on the spine(s) the packet level put it on; compare the
-    collective's completion over the fluid ideal.  ``blind_over_ideal`` is the negative control:
-    the same flow model given the fabric at its nominal rates (a model that does not see the
-    degraded link)."""
+                    workload: str = "a2a", dcqcn: str = "off") -> dict:
+    """Run the packet level (``fabric_sim.experiment.run``: today's lossless switch, byte-rate
+    queues, persistent-QP NICs; ``dcqcn`` off = PFC only) under ``mode`` and the flow model on
+    the same transfers; compare the collective's completion over the fluid ideal.
+
+    Three flow-model figures:
+    * ``flow_*``: each flow on the spine(s) the packet level put it on (checks the rate model);
+    * ``own_*``: the flow model's own placement for the policy (``FlowSim(policy=mode)``, what
+      it uses at 512-4096 GPUs: its salted hash for ECMP and WCMP, so one seed's draw differs
+      from lb.p4's; Stellar's placement is deterministic up to ties);
+    * ``hash_*``: the flow model's ECMP placement (a control for ``own``);
+    * ``blind_*``, the negative control: the packet level's paths on the fabric at its nominal
+      rates (a model that does not see the degraded link)."""
     from control_plane.model import load_fabric
     from fabric_sim.experiment import FABRICS, RunSpec, run
 
     keep: dict = {}
     with recorded_paths() as seen:
-        row = run(RunSpec(workload, topo, mode, seed, nbytes=nbytes, **VALIDATION_SWITCH), keep=keep)
+        row = run(RunSpec(workload, topo, mode, seed, nbytes=nbytes, dcqcn=dcqcn), keep=keep)
     net, fabric, fb = keep["net"], keep["fabric"], keep["frame_bytes"]
     start = min(t.started_us for t in net.transfers)
     pkt = np.array([t.done_us - t.started_us for t in net.transfers])
-    out = {"mode": mode, "topo": topo, "seed": seed, "ideal_us": row["ideal_us"],
+    out = {"mode": mode, "topo": topo, "seed": seed, "dcqcn": dcqcn, "ideal_us": row["ideal_us"],
            "packet_completion_us": row["completion_us"], "packet_over_ideal": row["completion_us"] / row["ideal_us"],
-           "packet_wall_s": row["wall_s"]}
-    for name, model_fabric in (("flow", fabric), ("blind", load_fabric(FABRICS["lab"]))):
+           "packet_wall_s": row["wall_s"], "pause_us_total": row["pause_us_total"]}
+    runs = (("flow", fabric, "given"), ("own", fabric, mode), ("hash", fabric, "ecmp"),
+            ("blind", load_fabric(FABRICS["lab"]), "given"))
+    for name, model_fabric, policy in runs:
         flows, paths, parts = packet_flows(net, fabric, fb, seen, workload)
         started = time.perf_counter()
-        FlowSim(Topo.from_fabric(model_fabric), "given", paths=paths, frame_bytes=fb).run(flows)
+        FlowSim(Topo.from_fabric(model_fabric), policy, seed=seed, paths=paths, frame_bytes=fb).run(flows)
         done = {tid: max(flows[i].done_us for i in ids) for tid, ids in parts.items()}
         completion = max(done.values()) - start
         flo = np.array([done[t.tid] - t.started_us for t in net.transfers])
@@ -498,28 +594,37 @@ def validate_policy(mode: str, topo: str = "deg40", seed: int = 1, nbytes: int =
                     f"{name}_completion_error": abs(completion - row["completion_us"]) / row["completion_us"],
                     f"{name}_median_fct_error": float(np.median(np.abs(flo - pkt) / pkt)),
                     f"{name}_wall_s": time.perf_counter() - started})
-        out["split_transfers"] = sum(1 for ids in parts.values() if len(ids) > 1)
+    out["split_transfers"] = sum(1 for ids in parts.values() if len(ids) > 1)
+    out["unrecorded_transfers"] = sum(1 for t in net.transfers if fabric.hosts[t.src].leaf != fabric.hosts[t.dst].leaf
+                                      and not seen.get(seen_key(net, fabric, t)))
     return out
 
 
-def validate_on_lab(seed: int = 1, nbytes: int = 65536, workload: str = "a2a") -> dict:
-    """Run the packet-level study (ECMP, symmetric lab) and the flow model on the same transfers
-    and the same hash-chosen paths; return both collective times and per-flow FCT errors."""
+def validate_on_lab(seed: int = 1, nbytes: int = 65536, workload: str = "a2a", dcqcn: str = "off") -> dict:
+    """Run the packet-level study (ECMP, symmetric lab, today's lossless switch) and the flow
+    model on the same transfers and the paths lb.p4's hash gives them (``lb_ecmp_spine``);
+    return both collective times and per-flow FCT errors."""
     from fabric_sim.experiment import RunSpec, run
 
     keep: dict = {}
-    row = run(RunSpec(workload, "sym", "ecmp", seed, nbytes=nbytes, **VALIDATION_SWITCH), keep=keep)
+    row = run(RunSpec(workload, "sym", "ecmp", seed, nbytes=nbytes, dcqcn=dcqcn), keep=keep)
     net, fabric, fb = keep["net"], keep["fabric"], keep["frame_bytes"]
     paths, flows = {}, []
     for t in net.transfers:
-        sq = net.send_qp_of[t.tid]
         src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
         if src.leaf != dst.leaf:
-            paths[t.tid] = lb_ecmp_spine(fabric, src.leaf, str(src.ip), str(dst.ip), sq.sport, 4791, keep["salt"])
+            paths[t.tid] = hashed_spine(net, fabric, t, keep["salt"])
         flows.append(FFlow(t.tid, t.src, t.dst, t.packets * fb, t.started_us, workload))
-    FlowSim(Topo.from_fabric(fabric), "given", paths=paths).run(flows)
+    FlowSim(Topo.from_fabric(fabric), "given", paths=paths, frame_bytes=fb).run(flows)
+    start = min(t.started_us for t in net.transfers)
     pkt = np.array([t.done_us - t.started_us for t in net.transfers])
     flo = np.array([f.done_us - f.start_us for f in flows])
-    return {"packet_completion_us": row["completion_us"], "flow_completion_us": float(flo.max()),
+    return {"packet_completion_us": row["completion_us"], "flow_completion_us": max(f.done_us for f in flows) - start,
             "median_fct_error": float(np.median(np.abs(flo - pkt) / pkt)),
             "packet_fct_p50": float(np.median(pkt)), "flow_fct_p50": float(np.median(flo))}
+
+
+def hashed_spine(net, fabric, t, salt: int) -> str:
+    """The spine lb.p4's ECMP hash gives transfer ``t`` (its QP's UDP source port)."""
+    src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
+    return lb_ecmp_spine(fabric, src.leaf, str(src.ip), str(dst.ip), net.send_qp_of[t.tid].sport, 4791, salt)

@@ -5,30 +5,31 @@ import math
 import numpy as np
 import pytest
 
-from fabric_sim.flowmodel import (VALIDATION_SWITCH, FFlow, FlowSim, Topo, collisions, iteration_spans, job_times, lb_ecmp_spine, many_jobs,
-                                  maxmin, validate_on_lab, validate_policy)
+from fabric_sim.flowmodel import (FFlow, FlowSim, Topo, collisions, hashed_spine, iteration_spans, job_times, many_jobs, maxmin,
+                                  recorded_paths, seen_key, validate_on_lab, validate_policy)
 
-# The flow model was validated against the packet level's previous NIC model (an ACK every 16th
-# packet, no ACK timer, the SIGCOMM'15 DCQCN); the NIC model now coalesces ACKs with a timer and
-# runs NVIDIA's DCQCN, which these agreements (and the hash reproduction's ACK count) do not
-# model yet.  They wait for the flow model's re-validation (issue 31, item 8).
-NEW_HOST_MODEL = pytest.mark.skip(reason="flow model not yet re-validated against the new NIC model "
-                                         "(ACK timer, NVIDIA DCQCN): issue 31 item 8")
-
-# Stated tolerance of the flow model against the packet level (ECMP, symmetric lab, AlltoAll
-# 64 KB per QP, the same paths): the collective within 20%, the median per-flow FCT within 15%.
-# Measured: 11% and 6.5% (seeds 1 and 2).  What it leaves out: latency, DCQCN's transients,
-# queueing and ACK slots.
-COLLECTIVE_TOL, FCT_TOL = 0.20, 0.15
-
-# Per policy on the asymmetric lab (leaf1-spine1 at 40%), AlltoAll 32 KB per QP, each flow on the
-# spine the packet level put it on.  Measured (seeds 1, 2): completion/ideal within 10-19% in
-# absolute terms (the flow model is always the faster: it leaves out DCQCN's transients and the
-# ACK/CNP service slots), and each policy's completion relative to ECMP's within 2-8%.  The
-# effects it reports are larger than the relative tolerance: WCMP finishes ~45% sooner than ECMP,
-# Stellar ~20% sooner.
-ABS_TOL, REL_TOL = 0.25, 0.10
+# The flow model against today's packet level (fabric_sim.experiment.run: lossless PFC shared
+# buffer, byte-rate queues, persistent-QP NICs) with DCQCN off (PFC only), AlltoAll 32 KB per QP
+# on the 16-GPU lab, seed 1 unless stated.  Stated tolerances and what they were measured at
+# (docs/flow-model.md has the tables):
+# * ABS_TOL: the collective's completion, flow model (on the paths the packet level took) vs
+#   packet level.  Measured, seeds 1-3: deg40 <= 1.4%, sym <= 8.3% (the flow model is the faster:
+#   it has no queueing and no PFC pauses).
+# * REL_TOL: each policy's completion relative to ECMP's.  Measured, seeds 1-3: deg40 <= 0.3%
+#   (WCMP), <= 1.7% (Stellar); sym <= 8.7% (Stellar; 3.1% on seed 1).  The effects it checks:
+#   on deg40 WCMP and Stellar finish in 0.52-0.67x and 0.48-0.63x of ECMP's time (far larger);
+#   on sym Stellar in 0.83-0.89x, only just larger than the tolerance.
+# * FCT_TOL: the median per-flow FCT.  Measured <= 12%; at 128 KB per QP, ECMP on deg40 reaches
+#   39% (PFC is not max-min fair per flow), so FCTs are checked only at this size.
+# * OWN_TOL: the flow model's own placement (what it runs at 512-4096 GPUs) vs the packet level:
+#   Stellar's (deterministic) per seed, measured 0.2-0.3% on deg40, 8.0-8.3% on sym; ECMP's and WCMP's salted hashes as the
+#   median over seeds 1-5 (7 seeds measured: ECMP 0.4%, WCMP 7%).
+# Under DCQCN (NVIDIA defaults) the flow model is no predictor: at 128 KB per QP it misses the
+# packet level by 42-51% (max-min fair rates are what ideal congestion control converges to;
+# DCQCN's cuts keep the links far from full).  At 32 KB DCQCN does not engage.
+ABS_TOL, REL_TOL, FCT_TOL, OWN_TOL = 0.10, 0.10, 0.15, 0.15
 POLICIES = ("ecmp", "wcmp", "stellar")
+OWN_SEEDS = (1, 2, 3, 4, 5)
 
 
 def test_maxmin_gives_the_textbook_allocation():
@@ -86,87 +87,104 @@ def test_a_salt_appended_to_a_crc_input_cannot_change_which_flows_collide():
     assert mixed != collisions(16, 8, 1)[0]
 
 
-@NEW_HOST_MODEL
-def test_flow_model_agrees_with_the_packet_level_on_the_lab():
+def test_flow_model_agrees_with_the_packet_level_on_the_symmetric_lab_under_ecmp():
     v = validate_on_lab(seed=1)
     err = abs(v["flow_completion_us"] - v["packet_completion_us"]) / v["packet_completion_us"]
-    assert err < COLLECTIVE_TOL
-    assert v["median_fct_error"] < FCT_TOL
+    assert err < ABS_TOL, v
+    assert v["median_fct_error"] < FCT_TOL, v
 
 
-@NEW_HOST_MODEL
 def test_the_hash_reproduction_puts_flows_where_the_packet_level_did():
     from fabric_sim.experiment import RunSpec, run
 
     keep = {}
-    run(RunSpec("a2a", "sym", "ecmp", 3, nbytes=8192, **VALIDATION_SWITCH), keep=keep)
-    net, fabric, sim = keep["net"], keep["fabric"], keep["sim"]
-    predicted = {}
-    for t in net.transfers:
-        src, dst = fabric.hosts[t.src], fabric.hosts[t.dst]
-        if src.leaf == dst.leaf:
-            continue
-        sport = net.send_qp_of[t.tid].sport
-        sp = lb_ecmp_spine(fabric, src.leaf, str(src.ip), str(dst.ip), sport, 4791, keep["salt"])
-        predicted[(src.leaf, sp)] = predicted.get((src.leaf, sp), 0) + t.packets
-        # the responder's coalesced ACKs (every 16th packet and the last) on their own hash
-        back = lb_ecmp_spine(fabric, dst.leaf, str(dst.ip), str(src.ip), sport ^ 1, 4791, keep["salt"])
-        predicted[(dst.leaf, back)] = predicted.get((dst.leaf, back), 0) + (t.packets - 1) // 16 + 1 + t.cnps
-    seen = {}
-    for ref, n in sim.tx_packets.items():
-        peer = sim.peer[ref][0].switch
-        if fabric.switches[ref.switch].role == "leaf":
-            seen[(ref.switch, peer)] = n
-    # no loss in this run, so every data, ACK and CNP frame is where the hash says
-    assert seen == predicted
-    # negative control: the other spine for every flow does not match
-    flipped = {(l, "spine2" if s == "spine1" else "spine1"): v for (l, s), v in predicted.items()}
-    assert sum(abs(seen.get(k, 0) - flipped.get(k, 0)) for k in seen) > sum(abs(seen[k] - predicted.get(k, 0)) for k in seen)
+    with recorded_paths() as seen:
+        run(RunSpec("a2a", "sym", "ecmp", 3, nbytes=8192, dcqcn="off"), keep=keep)
+    net, fabric = keep["net"], keep["fabric"]
+    cross = [t for t in net.transfers if fabric.hosts[t.src].leaf != fabric.hosts[t.dst].leaf]
+    taken = {}
+    for t in cross:
+        (spine,) = seen[seen_key(net, fabric, t)]  # ECMP keeps a flow on one spine
+        taken[t.tid] = spine
+    predicted = {t.tid: hashed_spine(net, fabric, t, keep["salt"]) for t in cross}
+    assert len(taken) == len(cross) == 192
+    assert taken == predicted
+    # negative control: the same hash without the salt puts many flows elsewhere
+    unsalted = {t.tid: hashed_spine(net, fabric, t, 1) for t in cross}
+    assert sum(taken[k] != unsalted[k] for k in taken) > 40
 
 
 @pytest.fixture(scope="module")
 def per_policy():
-    """One packet-level run per policy (seed 1, 32 KB per QP: a few seconds each)."""
-    return {m: validate_policy(m, "deg40", seed=1, nbytes=32768) for m in POLICIES}
+    """The packet level and the flow model per policy, PFC only, 32 KB per QP: deg40 with
+    ECMP and WCMP on seeds 1-5 (their own-placement check is over seeds), Stellar on seed 1;
+    sym on seed 1 (~40 s of packet-level runs in all)."""
+    out = {("deg40", m, s): validate_policy(m, "deg40", seed=s) for m in ("ecmp", "wcmp") for s in OWN_SEEDS}
+    out[("deg40", "stellar", 1)] = validate_policy("stellar", "deg40", seed=1)
+    out.update({("sym", m, 1): validate_policy(m, "sym", seed=1) for m in ("ecmp", "stellar")})
+    return out
 
 
-@NEW_HOST_MODEL
-def test_flow_model_agrees_per_policy_on_the_asymmetric_lab(per_policy):
-    for m, v in per_policy.items():
-        assert v["flow_completion_error"] < ABS_TOL, (m, v)
-        assert v["flow_median_fct_error"] < ABS_TOL, (m, v)
+def test_flow_model_agrees_per_policy_on_the_asymmetric_and_symmetric_lab(per_policy):
+    for key, v in per_policy.items():
+        # every cross-leaf transfer's spine was read off the wire (Stellar's through its shim)
+        assert v["unrecorded_transfers"] == 0 and v["split_transfers"] == 0, key
+        assert v["flow_completion_error"] < ABS_TOL, (key, v)
+        assert v["flow_median_fct_error"] < FCT_TOL, (key, v)
 
 
-@NEW_HOST_MODEL
-def test_flow_model_reproduces_each_policys_effect_against_ecmp(per_policy):
-    ecmp = per_policy["ecmp"]
-    for m in ("wcmp", "stellar"):
-        pkt = per_policy[m]["packet_completion_us"] / ecmp["packet_completion_us"]
-        flo = per_policy[m]["flow_completion_us"] / ecmp["flow_completion_us"]
-        assert abs(flo - pkt) / pkt < REL_TOL, (m, pkt, flo)
-        assert 1 - pkt > REL_TOL  # the effect is larger than the tolerance that checks it
+@pytest.mark.parametrize("topo,policy,effect", [("deg40", "wcmp", 0.30), ("deg40", "stellar", 0.30),
+                                                 ("sym", "stellar", 0.12)])
+def test_flow_model_reproduces_each_policys_effect_against_ecmp(per_policy, topo, policy, effect):
+    ecmp, v = per_policy[(topo, "ecmp", 1)], per_policy[(topo, policy, 1)]
+    pkt = v["packet_completion_us"] / ecmp["packet_completion_us"]
+    flo = v["flow_completion_us"] / ecmp["flow_completion_us"]
+    assert abs(flo - pkt) / pkt < REL_TOL, (pkt, flo)
+    assert 1 - pkt > effect > REL_TOL  # the effect is larger than the tolerance that checks it
 
 
-@NEW_HOST_MODEL
 def test_flow_model_orders_the_policies_as_the_packet_level(per_policy):
-    # Also waits for the re-validation: in the validation switch mode (static queues served per
-    # packet, so every ACK and CNP takes a 4 KB slot) Stellar's packet-level AlltoAll is now
-    # slower than ECMP's (480 vs 403 us, seed 1) while the flow model, which gives control frames
-    # no slots, orders it between WCMP and ECMP; with byte-rate queues the packet level agrees
-    # (Stellar 99, ECMP 159 us).
-    by_pkt = sorted(POLICIES, key=lambda m: per_policy[m]["packet_completion_us"])
-    by_flow = sorted(POLICIES, key=lambda m: per_policy[m]["flow_completion_us"])
-    assert by_pkt == by_flow
+    runs = {m: per_policy[("deg40", m, 1)] for m in POLICIES}
+    by_pkt = sorted(POLICIES, key=lambda m: runs[m]["packet_completion_us"])
+    by_flow = sorted(POLICIES, key=lambda m: runs[m]["flow_completion_us"])
+    assert by_pkt == by_flow == ["stellar", "wcmp", "ecmp"]
+
+
+def test_the_flow_models_own_placement_matches_the_packet_level_per_policy(per_policy):
+    # Stellar's placement (bottleneck share of each path set) is deterministic: per seed
+    for topo in ("deg40", "sym"):
+        v = per_policy[(topo, "stellar", 1)]
+        assert abs(v["own_completion_us"] - v["packet_completion_us"]) / v["packet_completion_us"] < ABS_TOL, v
+    # negative control (deg40; on sym the hash's draw is within 6% of Stellar's, which the
+    # relative test above separates): the hash's placement misses Stellar's by far more
+    v = per_policy[("deg40", "stellar", 1)]
+    hashed = per_policy[("deg40", "ecmp", 1)]["own_completion_us"]
+    assert abs(hashed - v["packet_completion_us"]) / v["packet_completion_us"] > 3 * ABS_TOL
+    # ECMP's and WCMP's hashes: the flow model's salted draw is not lb.p4's, so over seeds
+    for m in ("ecmp", "wcmp"):
+        pkt = np.median([per_policy[("deg40", m, s)]["packet_over_ideal"] for s in OWN_SEEDS])
+        own = np.median([per_policy[("deg40", m, s)]["own_over_ideal"] for s in OWN_SEEDS])
+        assert abs(own - pkt) / pkt < OWN_TOL, (m, pkt, own)
+
+
+def test_stellars_placement_in_the_flow_model_holds_with_staggered_starts():
+    # AlltoAll with up to 20 us of start jitter (64 KB per QP, deg40): flows are placed one
+    # after another while earlier ones run, so the model's path load must grow with each flow
+    # placed on a path (offered load).  Measured: 195 vs the packet level's 199 us (1.6%); a
+    # sum of the max-min rates (which stops growing once the path is congested) gave 259 us.
+    v = validate_policy("stellar", "deg40", seed=1, nbytes=65536, workload="a2a-jit")
+    assert abs(v["own_completion_us"] - v["packet_completion_us"]) / v["packet_completion_us"] < ABS_TOL, v
+    # negative control: the flow model's hash placement of the same flows misses it by far more
+    assert v["hash_completion_error"] > 3 * ABS_TOL, v
 
 
 def test_negative_control_a_model_blind_to_the_degraded_link_disagrees(per_policy):
-    # the same paths on the nominal-rate fabric: ECMP's and Stellar's flows on the 40G link look
-    # as fast as the others, so the model misses the packet level by far more than the tolerance
-    for m in ("ecmp", "stellar"):
-        assert per_policy[m]["blind_completion_error"] > 1.5 * ABS_TOL, (m, per_policy[m])
-    ecmp = per_policy["ecmp"]
-    pkt = per_policy["wcmp"]["packet_completion_us"] / ecmp["packet_completion_us"]
-    blind = per_policy["wcmp"]["blind_completion_us"] / ecmp["blind_completion_us"]
+    # the same paths on the nominal-rate fabric: ECMP's flows on the 40G link look as fast as
+    # the others, so the model misses the packet level by far more than the tolerance
+    ecmp = per_policy[("deg40", "ecmp", 1)]
+    assert ecmp["blind_completion_error"] > 3 * ABS_TOL, ecmp
+    pkt = per_policy[("deg40", "wcmp", 1)]["packet_completion_us"] / ecmp["packet_completion_us"]
+    blind = per_policy[("deg40", "wcmp", 1)]["blind_completion_us"] / ecmp["blind_completion_us"]
     assert abs(blind - pkt) / pkt > 2 * REL_TOL
 
 
