@@ -29,6 +29,9 @@ link delay and stops that class there.  PAUSE frames are signals here, not frame
 (64 bytes each: their link time is negligible).  Two PFC classes: the top queue (control: CNPs
 and ACKs) and every other queue (data).  ``BufferSpec(lossless=False)`` is the lossy mode:
 dynamic-threshold drops, no pauses.
+
+``backend`` is every switch's p4sim backend ("python", the reference, or "native"; None:
+``$P4SIM_BACKEND``, else the reference).  Both give identical runs (tests/native/test_fabric_identity.py).
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ class SimFabric:
 
     def __init__(self, fabric: Fabric, pps_per_gbps: float = 10_000.0,
                  queue_depth: Optional[int] = None, seed: int = 0, byte_rate: bool = False,
-                 buffer: Optional[BufferSpec] = None) -> None:
+                 buffer: Optional[BufferSpec] = None, backend: Optional[str] = None) -> None:
         from p4sim.p4rt.device import Device, DeviceOptions
 
         self.fabric = fabric
@@ -88,7 +91,8 @@ class SimFabric:
         dp = fabric.dataplane
         self.devices = {
             name: Device(DeviceOptions(device_id=fabric.switches[name].device_id, clock="virtual",
-                                       priority_queues=dp.priority_queues, seed=seed + i),
+                                       priority_queues=dp.priority_queues, seed=seed + i,
+                                       backend=backend),
                          switch_factory=self._switch_factory(name))
             for i, name in enumerate(sorted(fabric.switches))
         }
