@@ -136,6 +136,22 @@ def program(path: Path):
     return _programs[key]
 
 
+def base_fabric(name: str):
+    """The fabric YAML ``FABRICS[name]``, parsed once per process and file version (a frozen
+    model that runs derive from with ``replace``, never change): sweep workers spent a tenth of
+    a short run re-reading it."""
+    from control_plane.model import load_fabric
+
+    path = FABRICS[name]
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _fabrics:
+        _fabrics[key] = load_fabric(path)
+    return _fabrics[key]
+
+
+_fabrics: dict[tuple[str, int], object] = {}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
@@ -243,14 +259,13 @@ def run(spec: RunSpec, keep: Optional[dict] = None, backend: Optional[str] = Non
     """Run one spec; returns its metrics row (flat dict, CSV-ready).  ``keep``: a dict that gets
     the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check).
     ``backend``: p4sim's backend for every switch (``study_backend``); the row is the same."""
-    from control_plane.model import load_fabric
     from fabric_sim import distributions as D
     from fabric_sim import workloads as W
     from fabric_sim.rdma import NicParams, RdmaNetwork, frame_bytes
     from fabric_sim.simfabric import SimFabric
 
     started = time.perf_counter()
-    base = load_fabric(FABRICS[spec.fabric])
+    base = base_fabric(spec.fabric)
     base = replace(base, dataplane=replace(base.dataplane, reservations=False))
     params = nic_params(spec)
     fb = frame_bytes(params.payload)

@@ -244,21 +244,27 @@ class SimFabric:
     # ---------------------------------------------------------------- wiring of departures
     def _make_output_handler(self, name: str) -> Callable[[int, bytes], None]:
         dev = self.devices[name]
+        # port -> (PortRef, peer wiring or None, host wiring or None): the wiring is fixed at
+        # construction, so each port's is looked up once, not per frame (every frame of the
+        # fabric passes here, and hashing a PortRef is a Python call)
+        routes: dict[int, tuple] = {}
 
         def on_output(port: int, frame: bytes) -> None:
             t = dev.switch.now_us  # called during the switch's advance: the departure time
-            ref = PortRef(name, port)
-            if ref in self.down:
+            route = routes.get(port)
+            if route is None:
+                ref = PortRef(name, port)
+                route = routes[port] = (ref, self.peer.get(ref), self.host_port.get(ref))
+            ref, peer, host = route
+            if self.down and ref in self.down:
                 self.dropped_on_wire += 1
-            elif ref in self.loss and self._loss_rng.random() < self.loss[ref]:
+            elif self.loss and ref in self.loss and self._loss_rng.random() < self.loss[ref]:
                 self.dropped_gray += 1
-            elif ref in self.peer:
-                peer, delay = self.peer[ref]
+            elif peer is not None:
                 self.tx_packets[ref] = self.tx_packets.get(ref, 0) + 1
-                self._push(t + delay, _ARRIVE, (peer, frame))
-            elif ref in self.host_port:
-                host, delay = self.host_port[ref]
-                self._push(t + delay, _DELIVER, (host, frame))
+                self._push(t + peer[1], _ARRIVE, (peer[0], frame))
+            elif host is not None:
+                self._push(t + host[1], _DELIVER, (host[0], frame))
             else:
                 self.dropped_on_wire += 1  # an unwired port: the frame goes nowhere
 
