@@ -135,16 +135,8 @@ class NativePipeline(Pipeline):
                 sw.stats["priority_invalid"] += 1
                 return
             if sw.tm.idle_unlimited(espec, prio, now):
-                out = self._outbuf
-                if len(out) < n + self._hdr_room:
-                    out = self._outbuf = self._ffi.new("char[]", 2 * n + self._hdr_room)
-                k = lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out)
-                if k == -2:
-                    self._assert_failed(sw)
-                elif k < 0:
-                    sw.stats["dropped"] += 1
-                else:
-                    sw._emit(espec, self._unpack(out, k))
+                out = self._room(n)
+                self._output(sw, espec, out, lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
                 return
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
@@ -161,11 +153,19 @@ class NativePipeline(Pipeline):
             self._sync()
         payload = pkt.payload
         self.ctx.now = t  # all the C blocks read of the context: digests are stamped with it
+        out = self._room(len(payload))
+        self._output(sw, port, out, self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload,
+                                                         len(payload), port, left, enq_t, t, len(pkt.orig), out))
+
+    def _room(self, n: int) -> Any:
+        """The output buffer, large enough for ``n`` bytes of packet plus the deparsed headers."""
         out = self._outbuf
-        if len(out) < len(payload) + self._hdr_room:
-            out = self._outbuf = self._ffi.new("char[]", 2 * len(payload) + self._hdr_room)
-        k = self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload, len(payload), port, left,
-                                 enq_t, t, len(pkt.orig), out)
+        if len(out) < n + self._hdr_room:
+            out = self._outbuf = self._ffi.new("char[]", 2 * n + self._hdr_room)
+        return out
+
+    def _output(self, sw: Any, port: int, out: Any, k: int) -> None:
+        """What a C egress returned: ``k`` bytes to send, -1 dropped by egress, -2 assert failed."""
         if k == -2:
             self._assert_failed(sw)
         elif k < 0:
