@@ -222,12 +222,16 @@ class SimFabric:
         also when it is there already (a departure became due at its present instant)."""
         dev = self.devices[name]
         sw = dev.switch
-        if sw is not None and (t > sw.now_us or serve):
+        if sw is None:
+            return
+        now = sw.now_us
+        if t > now or serve:
             if self.servers:
-                dev.advance(t - sw.now_us)  # the device also hands digests to its P4Runtime server
+                dev.advance(t - now)  # the device also hands digests to its P4Runtime server
             else:
-                sw.advance(t - sw.now_us)
-                _drain_digests(dev, sw)
+                sw.advance(t - now)
+                if sw.ctx.digests:
+                    _drain_digests(dev, sw)
 
     def _reschedule(self, name: str) -> None:
         sw = self.devices[name].switch

@@ -141,7 +141,10 @@ class NativePipeline(Pipeline):
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
         hdr._p[0], meta._p[0], sm._p[0] = h[0], m[0], x[0]
-        sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
+        if grp:
+            sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
+        else:  # checked above: unicast, up, valid priority, a queue with a rate (the fabric's case)
+            sw.enqueue_unicast(hdr, meta, sm, data[pos >> 3:], data, espec, prio, now)
 
     def fast_depart(self, sw: Any, t: float, port: int, enq_t: float, left: int, pkt: Any) -> None:
         """``Switch._depart`` of a queued packet on an up port, in one C call (``p4n_depart``):
