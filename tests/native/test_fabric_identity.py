@@ -83,3 +83,22 @@ def test_the_study_runs_native_unless_told_otherwise(monkeypatch):
     assert args.backend == "python"
     with pytest.raises(SystemExit):
         parser().parse_args(["--workload", "a2a", "--mode", "ecmp", "--backend", "fast"])
+
+
+def test_without_a_c_compiler_the_study_runs_on_the_reference(tmp_path, monkeypatch):
+    """A machine without a C compiler: one clear warning per program, the reference runs, and the
+    row is the one the reference gives."""
+    import fabric_sim.experiment as ex
+
+    spec = RunSpec("a2a", "sym", "ecmp", 1, nbytes=4096)
+    ref = backend_run(spec, "python")
+    monkeypatch.setattr(ex, "_programs", {})  # a fresh process: the program not yet loaded natively
+    monkeypatch.setenv("P4SIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    keep: dict = {}
+    with pytest.warns(NativeFallbackWarning, match="no C compiler") as caught:
+        row = run(spec, keep)
+    assert len(caught) == 1
+    sim = keep["sim"]
+    assert {sim.switch(n).pipeline.backend for n in sim.devices} == {"python"}
+    assert differing(ref, row) == []
