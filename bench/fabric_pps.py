@@ -1,6 +1,6 @@
 """Fabric packets per second: switch traversals per CPU second of the packet-level study.
 
-    .venv/bin/python bench/fabric_pps.py [--runs 3] [--nbytes 65536] [--baseline /work/main]
+    .venv/bin/python bench/fabric_pps.py [--runs 3] [--nbytes 65536] [--backend python,native] [--baseline /work/main]
 
 One run = the 16-GPU lab fabric (fabric_sim.experiment), an AlltoAll with every QP starting at
 t=0, reacting RoCEv2 NICs, the pipeline installed in-process; once on the baseline program
@@ -8,6 +8,8 @@ t=0, reacting RoCEv2 NICs, the pipeline installed in-process; once on the baseli
 switch (data, ACK, NAK and CNP frames alike).  Printed: every run, and the median (CPU time of
 the measuring process, so other load on a shared machine stretches wall time, not the figure).
 
+``--backend python,native`` measures this checkout on each p4sim backend (the reference
+interpreter and the generated C; default: native, the study's own) and prints native/python.
 ``--baseline CHECKOUT`` measures the same runs with another checkout's code (for example the
 previous main) in the same sitting, and prints both medians and their ratio.  Each side runs in
 its own process with its checkout first on ``sys.path``; programs are compiled before the timed
@@ -23,26 +25,34 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("ecmp", "stellar")
 
 
 def worker(root: str, mode: str, seed: int, nbytes: int) -> dict:
-    """One timed run with the code of checkout ``root`` (called in a fresh process)."""
+    """One timed run with the code of checkout ``root`` (called in a fresh process; the backend
+    comes from ``$P4SIM_BACKEND``, or is the checkout's default)."""
     sys.path.insert(0, root)
     from fabric_sim.experiment import LB_P4, STELLAR_P4, RunSpec, program, run
 
     program(LB_P4 if mode == "ecmp" else STELLAR_P4)  # compile outside the timed part
     run(RunSpec("a2a", "sym", mode, seed + 1000, nbytes=4096))  # imports and first-use caches
+    keep: dict = {}
     c0 = time.process_time()
-    row = run(RunSpec("a2a", "sym", mode, seed, nbytes=nbytes))
+    row = run(RunSpec("a2a", "sym", mode, seed, nbytes=nbytes), keep)
     cpu = time.process_time() - c0
-    return {"traversals": row["traversals"], "cpu_s": cpu, "rate": row["traversals"] / cpu}
+    sim = keep["sim"]
+    ran = sorted({getattr(sim.switch(n).pipeline, "backend", "python") for n in sim.devices})
+    return {"traversals": row["traversals"], "cpu_s": cpu, "rate": row["traversals"] / cpu, "ran": ",".join(ran)}
 
 
-def measure(root: Path, mode: str, seed: int, nbytes: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(root))
+def measure(root: Path, mode: str, seed: int, nbytes: int, backend: Optional[str]) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "P4SIM_BACKEND"}
+    env["PYTHONPATH"] = str(root)
+    if backend is not None:
+        env["P4SIM_BACKEND"] = backend
     out = subprocess.run([sys.executable, __file__, "--worker", str(root), "--mode", mode, "--seed", str(seed),
                           "--nbytes", str(nbytes)], env=env, capture_output=True, text=True)
     if out.returncode:
@@ -54,7 +64,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--nbytes", type=int, default=65536, help="bytes per QP of the AlltoAll")
-    ap.add_argument("--baseline", metavar="CHECKOUT", help="another checkout to measure side by side")
+    ap.add_argument("--backend", default="native",
+                    help="this checkout's p4sim backends, comma-separated: python, native (default native)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: ecmp, stellar")
+    ap.add_argument("--baseline", metavar="CHECKOUT", help="another checkout to measure side by side "
+                    "(on its default backend)")
     ap.add_argument("--worker", metavar="CHECKOUT", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="ecmp", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -62,30 +76,38 @@ def main() -> None:
     if a.worker:
         print(json.dumps(worker(a.worker, a.mode, a.seed, a.nbytes)))
         return
-    sides = {"this": ROOT}
+    sides: dict[str, tuple[Path, Optional[str]]] = {b: (ROOT, b) for b in a.backend.split(",")}
     if a.baseline:
-        sides["baseline"] = Path(a.baseline).resolve()
+        sides["baseline"] = (Path(a.baseline).resolve(), None)
+    modes = a.modes.split(",")
     medians: dict[tuple[str, str], float] = {}
-    for mode in MODES:
+    for mode in modes:
         rates: dict[str, list[float]] = {side: [] for side in sides}
         trav: dict[str, int] = {}
+        ran: dict[str, str] = {}
         for seed in range(a.runs):
-            for side, root in sides.items():  # alternate: load on the machine hits both alike
-                r = measure(root, mode, seed, a.nbytes)
+            for side, (root, backend) in sides.items():  # alternate: load on the machine hits all alike
+                r = measure(root, mode, seed, a.nbytes, backend)
                 rates[side].append(r["rate"])
-                trav[side] = r["traversals"]
+                trav[side], ran[side] = r["traversals"], r.get("ran", "?")
         for side in sides:
             medians[(side, mode)] = statistics.median(rates[side])
-            print(f"{side:8s} {mode:8s} lab AlltoAll {a.nbytes} B/QP: {trav[side]} traversals/run; runs "
-                  + ", ".join(f"{r:,.0f}" for r in rates[side])
+            print(f"{side:8s} {mode:8s} (ran: {ran[side]}) lab AlltoAll {a.nbytes} B/QP: {trav[side]} traversals/run; "
+                  "runs " + ", ".join(f"{r:,.0f}" for r in rates[side])
                   + f" /s; median {medians[(side, mode)]:,.0f} traversals/s")
-    for side in sides:
-        print(f"{side}: stellar.p4 costs {medians[(side, 'ecmp')] / medians[(side, 'stellar')]:.2f}x "
-              "the baseline program per traversal")
-    if a.baseline:
-        for mode in MODES:
-            print(f"{mode}: this checkout runs {medians[('this', mode)] / medians[('baseline', mode)]:.2f}x "
-                  f"the baseline's traversals per CPU second")
+    if "ecmp" in modes and "stellar" in modes:
+        for side in sides:
+            print(f"{side}: stellar.p4 costs {medians[(side, 'ecmp')] / medians[(side, 'stellar')]:.2f}x "
+                  "the baseline program per traversal")
+    for mode in modes:
+        if "python" in sides and "native" in sides:
+            print(f"{mode}: native runs {medians[('native', mode)] / medians[('python', mode)]:.2f}x the "
+                  "reference backend's traversals per CPU second")
+        if a.baseline:
+            for side in sides:
+                if side != "baseline":
+                    print(f"{mode}: this checkout ({side}) runs {medians[(side, mode)] / medians[('baseline', mode)]:.2f}x "
+                          f"the baseline's traversals per CPU second")
 
 
 if __name__ == "__main__":

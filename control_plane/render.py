@@ -16,6 +16,7 @@ out of the Python that computes values.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -50,8 +51,15 @@ class RenderResult:
 
 def environment(arch: arches.Architecture) -> jinja2.Environment:
     """The Jinja2 environment of an architecture's templates (strict: an undefined name is an
-    error, never an empty string in an entry)."""
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(arch.templates)), undefined=jinja2.StrictUndefined,
+    error, never an empty string in an entry).  One per templates directory and process: the
+    environment caches its compiled templates (and recompiles one whose file changed), so a
+    sweep that renders a fabric per run compiles each template once, not once per run."""
+    return _environment(str(arch.templates))
+
+
+@functools.lru_cache(maxsize=None)
+def _environment(templates: str) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(templates), undefined=jinja2.StrictUndefined,
                               autoescape=False, keep_trailing_newline=True)
 
 

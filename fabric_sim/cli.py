@@ -3,6 +3,7 @@
     python -m fabric_sim run --workload a2a --topo deg40 --mode stellar --seed 7 --json
     python -m fabric_sim run --workload ring --topo sym --mode conga --fabric pod --message-bytes 4M
     python -m fabric_sim run ... --set duration_us=400     # any other RunSpec field
+    python -m fabric_sim run ... --backend python          # p4sim's reference interpreter
 
 It builds a ``RunSpec`` and calls ``fabric_sim.experiment.run``, the same entry the sweeps use, so
 a row printed here is the row the study would record (keys: ``fabric_sim.experiment.ROW_KEYS``).
@@ -65,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
                     help="bytes per QP of a collective (RunSpec.nbytes): 65536, 512K, 4M")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="any other RunSpec field (repeatable)")
+    ap.add_argument("--backend", choices=("python", "native"),
+                    help="p4sim backend of every switch (default $P4SIM_BACKEND, else native); "
+                         "the row is the same under both")
     ap.add_argument("--json", action="store_true", help="print the row as one JSON object")
     return ap
 
@@ -83,7 +87,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             parser().error(str(e))
         kw[key] = value
     try:
-        row = run(RunSpec(**kw))
+        row = run(RunSpec(**kw), backend=args.backend)
     except ValueError as e:  # unknown workload / mode / topology: say so, no traceback
         print(f"python -m fabric_sim run: {e}", file=sys.stderr)
         return 2

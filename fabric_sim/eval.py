@@ -154,7 +154,8 @@ def sweep(specs: list[RunSpec], workers: int = 2, ray_address: Optional[str] = N
         import ray
 
         if not ray.is_initialized():
-            env = {"env_vars": {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}}
+            env = {"env_vars": {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                                **{k: os.environ[k] for k in ("P4SIM_BACKEND",) if k in os.environ}}}
             if ray_address == "local":
                 ray.init(num_cpus=ray_cpus or workers, runtime_env=env, include_dashboard=False,
                          log_to_driver=False)
@@ -383,7 +384,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--seeds", type=int, help="override the number of seeds")
     ap.add_argument("--out", default=str(ROOT / "build" / "eval"))
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--backend", choices=("python", "native"),
+                    help="p4sim backend of every switch (default $P4SIM_BACKEND, else native; identical rows)")
     args = ap.parse_args(argv)
+    if args.backend:
+        os.environ["P4SIM_BACKEND"] = args.backend  # worker processes and Ray tasks inherit it
     m = FULL if args.full else QUICK
     if args.seeds:
         m = replace(m, cases=tuple(replace(c, seeds=tuple(range(1, args.seeds + 1))) for c in m.cases))

@@ -8,6 +8,14 @@ starts ``RdmaNetwork`` NICs with the workload's transfers, applies the topology'
 runs until every transfer completed (or the horizon).  Every run is independent and
 deterministic given its spec, so sweeps parallelise.
 
+Backend: every switch of a run runs its program on p4sim's native backend (generated C, the
+default here) or on the reference interpreter (``run(spec, backend="python")``, ``python -m
+fabric_sim run --backend python``, ``python -m fabric_sim.eval --backend python``, or
+``$P4SIM_BACKEND``).  The two give identical rows (tests/native/test_fabric_identity.py; the whole
+quick matrix: ``bench/fabric_identity.py``), so the backend is not part of ``RunSpec``: it
+decides how fast a row comes, never what it says.  Without a C compiler the native backend falls
+back to the reference with one warning per program.
+
 Modes:
 * baselines on ``p4src/baselines/lb.p4`` (``fabric_sim.baselines``): ecmp, wcmp (path
   capacity), ecmp-em, letflow-<timeout µs>, spray, drill, least (least loaded at start),
@@ -33,6 +41,7 @@ switch's telemetry takes milliseconds, not the 50 µs the old demo assumed).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
@@ -54,6 +63,8 @@ DEGRADED = ("leaf1", "spine1")
 FAILED = ("leaf1", "spine2")
 HORIZON_US = 200_000.0
 SHORT_PACKETS = 4  # a "short" flow: at most 4 packets (16 KB)
+STUDY_BACKEND = "native"  # the backend when neither run(backend=) nor $P4SIM_BACKEND names one
+WALL_KEYS = ("wall_s",)  # the only row keys that differ between two runs of one spec
 
 # Stellar's path-change reasons 1.. (define.p4 CHANGE_*, after CHANGE_NEW) as row keys
 STELLAR_MOVE_KEYS = tuple(f"moves_{reason}" for reason in PATH_CHANGE_REASONS[1:])
@@ -126,6 +137,22 @@ def program(path: Path):
     if key not in _programs:
         _programs[key] = p4sim.compile(key, include_dirs=[str(ROOT / "p4src")])
     return _programs[key]
+
+
+def base_fabric(name: str):
+    """The fabric YAML ``FABRICS[name]``, parsed once per process and file version (a frozen
+    model that runs derive from with ``replace``, never change): sweep workers spent a tenth of
+    a short run re-reading it."""
+    from control_plane.model import load_fabric
+
+    path = FABRICS[name]
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _fabrics:
+        _fabrics[key] = load_fabric(path)
+    return _fabrics[key]
+
+
+_fabrics: dict[tuple[str, int], object] = {}
 
 
 @dataclass(frozen=True)
@@ -252,17 +279,25 @@ def _capacity_fraction(topo: str) -> Optional[float]:
     return {"deg70": 0.7, "deg40": 0.4, "deg10": 0.1}.get(topo)
 
 
-def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
+def study_backend(backend: Optional[str] = None) -> str:
+    """The p4sim backend of a run: ``backend``, else ``$P4SIM_BACKEND``, else ``STUDY_BACKEND``."""
+    choice = backend or os.environ.get("P4SIM_BACKEND") or STUDY_BACKEND
+    if choice not in ("python", "native"):
+        raise ValueError(f"unknown p4sim backend {choice!r} (python | native)")
+    return choice
+
+
+def run(spec: RunSpec, keep: Optional[dict] = None, backend: Optional[str] = None) -> dict:
     """Run one spec; returns its metrics row (flat dict, CSV-ready).  ``keep``: a dict that gets
-    the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check)."""
-    from control_plane.model import load_fabric
+    the run's objects (sim, net, fabric) for callers that look deeper (the flow-model check).
+    ``backend``: p4sim's backend for every switch (``study_backend``); the row is the same."""
     from fabric_sim import distributions as D
     from fabric_sim import workloads as W
     from fabric_sim.rdma import NicParams, RdmaNetwork, frame_bytes
     from fabric_sim.simfabric import SimFabric
 
     started = time.perf_counter()
-    base = load_fabric(FABRICS[spec.fabric])
+    base = base_fabric(spec.fabric)
     base = replace(base, dataplane=replace(base.dataplane, reservations=False))
     params = nic_params(spec)
     fb = frame_bytes(params.payload)
@@ -271,7 +306,7 @@ def run(spec: RunSpec, keep: Optional[dict] = None) -> dict:
     if spec.mode == JOBS:
         fabric = job_fabric(fabric, spec)
     sim = SimFabric(fabric, pps_per_gbps=1e9 / (8 * fb), queue_depth=_queue_depth(spec), seed=spec.seed,
-                    byte_rate=spec.byte_rate, buffer=_buffer_spec(spec))
+                    byte_rate=spec.byte_rate, buffer=_buffer_spec(spec), backend=study_backend(backend))
     frac = _capacity_fraction(spec.topo)
     capacity = {}
     if frac is not None:

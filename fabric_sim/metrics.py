@@ -49,12 +49,19 @@ class LinkMeter:
         from fabric_sim.simfabric import PortRef
 
         dev = self.sim.devices[name]
+        down = self.sim.down
+        # port -> (PortRef, its times, its sizes), or None for a port not metered: looked up
+        # once per port rather than hashing a PortRef for every frame
+        arrays: dict[int, Optional[tuple]] = {}
 
         def transmit(port: int, frame: bytes) -> None:
-            ref = PortRef(name, port)
-            if ref in self.times and ref not in self.sim.down:
-                self.times[ref].append(dev.switch.now_us)
-                self.sizes[ref].append(len(frame))
+            meter = arrays.get(port, False)
+            if meter is False:
+                ref = PortRef(name, port)
+                meter = arrays[port] = (ref, self.times[ref], self.sizes[ref]) if ref in self.times else None
+            if meter is not None and not (down and meter[0] in down):
+                meter[1].append(dev.switch.now_us)
+                meter[2].append(len(frame))
             inner(port, frame)
 
         return transmit

@@ -29,6 +29,9 @@ link delay and stops that class there.  PAUSE frames are signals here, not frame
 (64 bytes each: their link time is negligible).  Two PFC classes: the top queue (control: CNPs
 and ACKs) and every other queue (data).  ``BufferSpec(lossless=False)`` is the lossy mode:
 dynamic-threshold drops, no pauses.
+
+``backend`` is every switch's p4sim backend ("python", the reference, or "native"; None:
+``$P4SIM_BACKEND``, else the reference).  Both give identical runs (tests/native/test_fabric_identity.py).
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ class SimFabric:
 
     def __init__(self, fabric: Fabric, pps_per_gbps: float = 10_000.0,
                  queue_depth: Optional[int] = None, seed: int = 0, byte_rate: bool = False,
-                 buffer: Optional[BufferSpec] = None) -> None:
+                 buffer: Optional[BufferSpec] = None, backend: Optional[str] = None) -> None:
         from p4sim.p4rt.device import Device, DeviceOptions
 
         self.fabric = fabric
@@ -88,7 +91,8 @@ class SimFabric:
         dp = fabric.dataplane
         self.devices = {
             name: Device(DeviceOptions(device_id=fabric.switches[name].device_id, clock="virtual",
-                                       priority_queues=dp.priority_queues, seed=seed + i),
+                                       priority_queues=dp.priority_queues, seed=seed + i,
+                                       backend=backend),
                          switch_factory=self._switch_factory(name))
             for i, name in enumerate(sorted(fabric.switches))
         }
@@ -218,12 +222,16 @@ class SimFabric:
         also when it is there already (a departure became due at its present instant)."""
         dev = self.devices[name]
         sw = dev.switch
-        if sw is not None and (t > sw.now_us or serve):
+        if sw is None:
+            return
+        now = sw.now_us
+        if t > now or serve:
             if self.servers:
-                dev.advance(t - sw.now_us)  # the device also hands digests to its P4Runtime server
+                dev.advance(t - now)  # the device also hands digests to its P4Runtime server
             else:
-                sw.advance(t - sw.now_us)
-                _drain_digests(dev, sw)
+                sw.advance(t - now)
+                if sw.ctx.digests:
+                    _drain_digests(dev, sw)
 
     def _reschedule(self, name: str) -> None:
         sw = self.devices[name].switch
@@ -240,21 +248,27 @@ class SimFabric:
     # ---------------------------------------------------------------- wiring of departures
     def _make_output_handler(self, name: str) -> Callable[[int, bytes], None]:
         dev = self.devices[name]
+        # port -> (PortRef, peer wiring or None, host wiring or None): the wiring is fixed at
+        # construction, so each port's is looked up once, not per frame (every frame of the
+        # fabric passes here, and hashing a PortRef is a Python call)
+        routes: dict[int, tuple] = {}
 
         def on_output(port: int, frame: bytes) -> None:
             t = dev.switch.now_us  # called during the switch's advance: the departure time
-            ref = PortRef(name, port)
-            if ref in self.down:
+            route = routes.get(port)
+            if route is None:
+                ref = PortRef(name, port)
+                route = routes[port] = (ref, self.peer.get(ref), self.host_port.get(ref))
+            ref, peer, host = route
+            if self.down and ref in self.down:
                 self.dropped_on_wire += 1
-            elif ref in self.loss and self._loss_rng.random() < self.loss[ref]:
+            elif self.loss and ref in self.loss and self._loss_rng.random() < self.loss[ref]:
                 self.dropped_gray += 1
-            elif ref in self.peer:
-                peer, delay = self.peer[ref]
+            elif peer is not None:
                 self.tx_packets[ref] = self.tx_packets.get(ref, 0) + 1
-                self._push(t + delay, _ARRIVE, (peer, frame))
-            elif ref in self.host_port:
-                host, delay = self.host_port[ref]
-                self._push(t + delay, _DELIVER, (host, frame))
+                self._push(t + peer[1], _ARRIVE, (peer[0], frame))
+            elif host is not None:
+                self._push(t + host[1], _DELIVER, (host[0], frame))
             else:
                 self.dropped_on_wire += 1  # an unwired port: the frame goes nowhere
 

@@ -199,12 +199,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for warning in args.warnings:
         print(warning, file=sys.stderr)
 
-    if args.backend:
-        # every pipeline this process loads (SetForwardingPipelineConfig builds a new Switch) takes it
-        os.environ["P4SIM_BACKEND"] = args.backend
+    # every pipeline the device loads (SetForwardingPipelineConfig builds a new Switch) takes it
     device = Device(DeviceOptions(device_id=args.device_id, clock=args.clock,
                                   priority_queues=args.priority_queues, drop_port=args.drop_port,
-                                  cpu_port=args.cpu_port, seed=args.seed))
+                                  cpu_port=args.cpu_port, seed=args.seed, backend=args.backend))
     ports = PortMap()
     try:
         for spec in args.interface:

@@ -304,7 +304,19 @@ class Switch:
             sm.enq_timestamp = int(now) & M32
             self._depart(now, port, prio, now, 0, pkt)
             return
-        depth = tm.enqueue(pkt, port, prio, now, len(pkt.orig), sm.ingress_port)  # DWRR charges bytes
+        self._queue(pkt, port, prio, now)
+
+    def enqueue_unicast(self, hdr: Any, meta: Any, sm: Any, payload: bytes, data: bytes, port: int, prio: int,
+                        now: float) -> None:
+        """A NORMAL packet whose ingress chose unicast to ``port`` (up, not the drop port) at a
+        valid priority ``prio``, for a queue that is not idle with an unlimited rate: the native
+        backend's ``fast_arrive`` has checked all of ``after_ingress``/``_enqueue``'s cases, so
+        the packet goes straight into its queue (every packet of a fabric run comes here)."""
+        self._queue(_InFlight(hdr, meta, sm, payload, data, None, 0), port, prio, now)
+
+    def _queue(self, pkt: _InFlight, port: int, prio: int, now: float) -> None:
+        sm = pkt.sm
+        depth = self.tm.enqueue(pkt, port, prio, now, len(pkt.orig), sm.ingress_port)  # DWRR charges bytes
         if depth < 0:
             self.stats["queue_full"] += 1
             return
@@ -315,6 +327,10 @@ class Switch:
         p, X = self.pipeline, self.ctx
         if port in self._down:
             self.stats["port_down"] += 1
+            return
+        fast = p.fast_depart  # the native backend: this whole method in one C call, else None
+        if fast is not None:
+            fast(self, t, port, enq_t, left, pkt)
             return
         sm, hdr, meta = pkt.sm, pkt.hdr, pkt.meta
         sm.egress_port = port

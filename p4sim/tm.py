@@ -293,6 +293,12 @@ class TrafficManager:
         """The earliest departure at or before ``limit_us``: (departure time, port, priority,
         enqueue time, packets left in that queue, packet); None if nothing is due.  Ties go to
         the lower port number, so runs are repeatable."""
+        heap = self._heap
+        if not heap or heap[0][0] > limit_us:
+            # Nothing due, decided without _top's clean-up of stale entries: the earliest entry,
+            # live or stale, bounds every live one.  Switches ask this on every event (most
+            # often with nothing due), so the early answer is most of its calls' cost.
+            return None
         e = self._top()
         if e is None or e[0] > limit_us:
             return None

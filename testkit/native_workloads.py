@@ -106,9 +106,19 @@ def traffic(frames: list[bytes], count: int, seed: int, ports: tuple[int, ...]) 
         yield rnd.choice(ports), f, rnd.choice((0.0, 0.0, 0.5, 3.0, 40.0, 400.0))
 
 
+def stellar_leaf_queued(backend: str) -> tuple[Any, list[bytes]]:
+    """The Stellar leaf with rate-limited, shallow queues: every packet departs from a queue (the
+    fabric's path: dequeue metadata, queue delay for ECN, tail drops), not the idle fast path."""
+    sw, frames = stellar_leaf(backend)
+    sw.set_queue_rate(5_000)  # 200 us per packet: longer than most of the traffic's gaps
+    sw.set_queue_depth(2)
+    return sw, frames
+
+
 BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
     "l3": (l3_switch, (0, 1, 2)),
     "stellar": (stellar_leaf, (1, 2, 3, 4)),
+    "stellar-queued": (stellar_leaf_queued, (1, 2, 3, 4)),
 }
 
 

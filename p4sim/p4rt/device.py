@@ -25,6 +25,9 @@ class DeviceOptions:
     drop_port: int = 511
     cpu_port: int | None = None
     seed: int = 0
+    # "python" | "native" | None ($P4SIM_BACKEND, else python): the backend of every pipeline
+    # this device builds (p4sim.runtime.pipeline.make_pipeline)
+    backend: str | None = None
 
 
 def default_program_loader(device_config: bytes) -> Any:
@@ -44,6 +47,7 @@ def default_switch_factory(program: Any, options: DeviceOptions) -> Any:
         drop_port=options.drop_port,
         cpu_port=options.cpu_port,
         seed=options.seed,
+        backend=options.backend,
     )
 
 

@@ -79,6 +79,7 @@ class Pipeline:
     table_class = Table
     backend = "python"
     fast_arrive = None  # the native backend runs a whole NORMAL arrival in one call
+    fast_depart = None  # ... and a queued packet's whole departure (egress to output bytes)
 
     def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
         comp, prog, ns, rf = self._load(code, ctx)
