@@ -31,6 +31,8 @@ Modes:
 * ``stellar``: adaptive path choice with drain detection, adaptive ECN, elephant/mouse queues,
   local failover at the failure instant (the dead port's entries in the ``failover.liveness0..7``
   tables written down), controller congestion levels.
+* ``stellar-jobs`` (congestion only): ``stellar`` plus the controller's job-aware allocation: the
+  fabric YAML's jobs get reserved path sets, within which the data plane adapts.
 * ``no-drain`` (negative control, congestion only): Stellar's adaptive choice with drain detection
   off and a 50 µs flowlet timeout (LetFlow's range) -- moving flows at gaps without the drain check.
 
@@ -90,6 +92,11 @@ def mode_fabric(fabric, mode: str):
         # already several µs, and with a smaller margin the leaves herd onto whichever spine looked
         # cheapest a poll ago (measured: job time 1581 µs vs 1279 µs at 12 messages).
         dp = replace(dp, path_mode="adaptive", reservations=False, elephant=elephant,
+                     flowlet=replace(dp.flowlet, hysteresis_us=20))
+    elif mode == "stellar-jobs":
+        # The controller's job-aware allocation: the YAML's jobs get reserved path sets (the
+        # congestion scenario runs the moe job's AlltoAll), the data plane adapts within them.
+        dp = replace(dp, path_mode="adaptive", reservations=True, elephant=elephant,
                      flowlet=replace(dp.flowlet, hysteresis_us=20))
     elif mode == "no-drain":
         dp = replace(dp, path_mode="adaptive", reservations=False, elephant=elephant,
@@ -489,7 +496,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     files = build_program(out, arch)
     results = []
     for scenario, runner, modes in (
-            ("congestion", run_congestion, ("ecmp", "stellar", "no-drain")),
+            ("congestion", run_congestion, ("ecmp", "stellar", "stellar-jobs", "no-drain")),
             ("together", lambda f, p, m, n, arch: run_congestion(f, p, m, n, together=True, arch=arch),
              ("ecmp", "stellar")),
             ("failure", run_failure, ("ecmp", "stellar"))):

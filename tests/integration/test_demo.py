@@ -86,3 +86,24 @@ def test_without_silence_detection_a_remote_failure_waits_for_the_controller(lab
     _silence_rule_off(monkeypatch)
     m = demo.run_failure(lab_fabric_full, stellar_files, "stellar", messages=2).metrics
     assert m["  longest stall entering leaf1, remote failure (us)"] >= demo.CONTROLLER_REACTION_US
+
+
+def _reservations(lab_fabric_full, stellar_files, mode: str) -> int:
+    lab = demo.Lab(lab_fabric_full, stellar_files, mode)
+    try:
+        return sum(len(lab.sim.switch(n).table_entries("StellarIngress.routing.reservation"))
+                   for n in lab.sim.devices)
+    finally:
+        lab.close()
+
+
+def test_the_jobs_mode_pushes_the_yaml_jobs_reservations_and_the_run_completes_in_order(
+        lab_fabric_full, stellar_files):
+    assert _reservations(lab_fabric_full, stellar_files, "stellar-jobs") > 0
+    m = demo.run_congestion(lab_fabric_full, stellar_files, "stellar-jobs", messages=2).metrics
+    assert _done(m)
+    assert m["PSN regressions at receivers"] == 0 == m["reorder events (switch counters)"]
+
+
+def test_control_plain_stellar_pushes_no_reservation(lab_fabric_full, stellar_files):
+    assert _reservations(lab_fabric_full, stellar_files, "stellar") == 0
