@@ -15,12 +15,18 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RUNTIME_H = HERE / "p4n_runtime.h"
 CFLAGS = ["-O2", "-w"]
+
+
+# One build at a time per process: cffi's compile changes the working directory while it runs,
+# and the switches of one fabric load the same program from several threads (P4Runtime servers).
+_BUILD_LOCK = threading.Lock()
 
 
 class NativeUnavailable(Exception):
@@ -54,24 +60,30 @@ def build(cdef: str, source: str) -> Any:
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     root = cache_dir() / "native"
     path = root / (name + suffix)
-    if not path.exists():
-        why = compiler_missing()
-        if why:
-            raise NativeUnavailable(why)
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=name + ".", dir=root)
+    with _BUILD_LOCK:
+        if not path.exists():
+            _compile(cffi, cdef, source, name, root, path)
+        return _load(name, path)
+
+
+def _compile(cffi: Any, cdef: str, source: str, name: str, root: Path, path: Path) -> None:
+    """Build the module in a private directory, then move it to ``path`` atomically."""
+    why = compiler_missing()
+    if why:
+        raise NativeUnavailable(why)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=name + ".", dir=root)
+    try:
+        ffi = cffi.FFI()
+        ffi.cdef(cdef)
+        ffi.set_source(name, source, include_dirs=[str(HERE)], extra_compile_args=CFLAGS)
         try:
-            ffi = cffi.FFI()
-            ffi.cdef(cdef)
-            ffi.set_source(name, source, include_dirs=[str(HERE)], extra_compile_args=CFLAGS)
-            try:
-                built = ffi.compile(tmpdir=tmp, verbose=False)
-            except Exception as exc:
-                raise NativeUnavailable(f"the C compiler failed: {type(exc).__name__}: {exc}") from None
-            os.replace(built, path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return _load(name, path)
+            built = ffi.compile(tmpdir=tmp, verbose=False)
+        except Exception as exc:
+            raise NativeUnavailable(f"the C compiler failed: {type(exc).__name__}: {exc}") from None
+        os.replace(built, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 _loaded: dict[str, Any] = {}

@@ -84,3 +84,25 @@ def test_the_cache_is_never_in_the_repository(monkeypatch):
     assert build.cache_dir() == Path.home() / ".cache" / "p4sim"
     assert Path(p4sim.__file__).resolve().parents[1] not in build.cache_dir().resolve().parents
 
+
+
+def test_threads_loading_one_program_into_a_cold_cache_all_run_natively(tmp_path, monkeypatch):
+    """The switches of one fabric load the same program from several threads (their P4Runtime
+    servers).  cffi's compile changes the working directory while it runs, so builds are
+    serialised per process: every thread gets the native pipeline, none falls back."""
+    import threading
+
+    monkeypatch.setenv("P4SIM_CACHE_DIR", str(tmp_path / "cache"))
+    programs = [p4sim.compile(str(L3_P4)) for _ in range(4)]
+    kinds: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NativeFallbackWarning)
+        threads = [threading.Thread(target=lambda p=p: kinds.append(
+            type(p4sim.Switch(p, backend="native").pipeline))) for p in programs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not [w for w in caught if issubclass(w.category, NativeFallbackWarning)]
+    assert len(kinds) == 4 and Pipeline not in kinds
+    assert len(list((tmp_path / "cache").rglob("*.so"))) == 1
