@@ -110,6 +110,8 @@ struct tna_egress_metadata_t {
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
+    bit<1>   bth_data;       /* a RoCE data packet (reorder.p4's opcode rows) */
+    bit<32>  flow_crc;       /* CRC-32 of (src, dst, dest QP): reorder.p4's slot and signature */
     /* a tag's (path_feedback.p4): its (destination leaf, path) index, for path_loss.p4 */
     bit<1>   fb_tag;
     bit<11>  fb_index;
