@@ -12,14 +12,22 @@ Controls: a leaf that keeps sending without answering (a cut path) silences it, 
 whose run before a pause covered the period; the negative controls compile the program without
 the run test (the paused leaf's first packets silence the path) or without the previous run
 (the covered period is found silent only once the new run is long enough).
+
+A flow routed by hash (its flow slot held by another active flow) leaves its hash member once
+that member's path is silent (failover.p4's `silent`, v1model's hash_key); control: with silence
+detection off it keeps feeding the dead path.
 """
 from __future__ import annotations
 
+import ipaddress
+import zlib
 from pathlib import Path
 from typing import Callable
 
+from scapy.contrib.roce import BTH
+from test_stellar_tna_path_feedback import unshim
 from test_stellar_tna_reorder import _variant
-from tna_leaf import EGR, TnaLeaf, roce
+from tna_leaf import CHANGE_FAILOVER, EGR, ING, TnaLeaf, roce
 
 SRC, DST, QP = "10.0.1.1", "10.0.2.9", 0x61
 SILENCE_NS = 300_000
@@ -30,12 +38,12 @@ NO_PREV_RUN = ("(proof != 0 && prev_after[31:31] == 0)", "false")
 Schedule = Callable[[int], bool]
 
 
-def _leaf(prog=None) -> TnaLeaf:
+def _leaf(prog=None, silence_ns: int = SILENCE_NS) -> TnaLeaf:
     """Leaf 1 of path feedback with silence on; leaf 2 is behind 10.0.2.0/24."""
     leaf = TnaLeaf(flowlet_timeout_ns=10_000_000, prog=prog)
     leaf.sw.set_default_action(f"{EGR}.path_feedback.params", f"{EGR}.path_feedback.set_params",
                                {"on": 1, "leaf": 1, "interval_ns": 2000, "max_age_ns": 500_000,
-                                "suspect_silence_ns": SILENCE_NS, "suspect_hold_ns": 2_000_000})
+                                "suspect_silence_ns": silence_ns, "suspect_hold_ns": 2_000_000})
     for index, port in enumerate((2, 3)):
         leaf.sw.insert_entry(f"{EGR}.path_feedback.port_kind", {"eg_intr_md.egress_port": port},
                              f"{EGR}.path_feedback.fabric_port", {"index": index})
@@ -117,3 +125,57 @@ def test_control_the_run_before_a_pause_proves_the_silence():
 
 def test_negative_control_without_the_previous_run_the_proof_waits_for_the_new_run(tmp_path_factory):
     assert _covered_then_paused(_variant(tmp_path_factory, NO_PREV_RUN, PATH_FEEDBACK_P4)) == []
+
+
+# ------------------------------------------------------------------ flows routed by hash
+def _colliding_qps() -> tuple[int, int]:
+    """(owner, other): two QPs in the same flow slot (flow_key.p4's CRC-32 [12:0]) with
+    different signatures; the other is routed by hash, to member CRC[2:0] % 2."""
+    key = ipaddress.IPv4Address(SRC).packed + ipaddress.IPv4Address(DST).packed + bytes([17, 0])
+    seen: dict[int, int] = {}
+    for qp in range(0x100, 1 << 20):
+        crc = zlib.crc32(key + qp.to_bytes(3, "big"))
+        slot = crc & 0x1FFF
+        if slot in seen:
+            return seen[slot], qp
+        seen[slot] = qp
+    raise AssertionError("no colliding pair")
+
+
+def _hashed_flow(silence_ns: int) -> dict:
+    """The owner and the other flow send every 4 us, so the other stays routed by hash, on P;
+    leaf 2 sends every 4 us, answering for both paths until t=100 and then only for Q (P's
+    remote link is cut).  Returns the other flow's ports."""
+    owner, other = _colliding_qps()
+    crc = zlib.crc32(ipaddress.IPv4Address(SRC).packed + ipaddress.IPv4Address(DST).packed
+                     + bytes([17, 0]) + other.to_bytes(3, "big"))
+    p_index = crc & 1
+    leaf = _leaf(silence_ns=silence_ns)
+    for index, port in enumerate((2, 3)):
+        leaf.sw.insert_entry(f"{EGR}.path_feedback.uplink_port", {"hdr.fb.fb_path": index},
+                             f"{EGR}.path_feedback.path_uplink", {"port": port})
+    ports = []
+    for t in range(800):
+        if t % 4 == 0:
+            leaf.send(roce(SRC, DST, owner, t // 4))
+            leaf.send(roce(SRC, DST, other, t // 4))
+            answer = p_index if (t < 100 and t % 8 == 0) else 1 - p_index
+            leaf.send(_from_leaf2(t, answer), port=2)
+        leaf.sw.advance(1)
+        ports += [p for p, f in leaf.out() if p in (2, 3) and unshim(f)[BTH].dqpn == other]
+    return {"P": 2 + p_index, "Q": 3 - p_index, "ports": ports,
+            "failovers": leaf.counter(f"{ING}.telemetry.path_changes", CHANGE_FAILOVER)}
+
+
+def test_a_flow_routed_by_hash_leaves_a_silent_member():
+    run = _hashed_flow(SILENCE_NS)
+    ports = run["ports"]
+    moved = ports.index(run["Q"])
+    assert 100 <= moved <= 110                                     # t = 400-440 us: cut + silence
+    assert set(ports[:moved]) == {run["P"]} and set(ports[moved:]) == {run["Q"]}
+    assert run["failovers"] >= len(ports) - moved                  # the fallback, per packet
+
+
+def test_control_without_silence_the_flow_routed_by_hash_stays_on_the_dead_path():
+    run = _hashed_flow(0)
+    assert set(run["ports"]) == {run["P"]}

@@ -55,6 +55,7 @@ struct tna_ingress_metadata_t {
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
+    bit<8>   silent;         /* bitmap of the group's members whose path went silent */
     bit<1>   chosen_alive;
     /* liveness of the candidates, tested before the flowlet decision
      * (failover.p4's Liveness), which copies the chosen one's into chosen_alive */
@@ -119,6 +120,7 @@ struct tna_egress_metadata_t {
     PortId_t report_port;
     bit<32>  report_delay_ns;
     bit<1>   report_remote;
+    bit<1>   report_silent;
     bit<16>  report_downstream_x2;
 }
 

@@ -462,6 +462,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     action report() {
         meta.report_delay_ns = metric32 << 10;
         meta.report_remote = 1;
+        meta.report_silent = 0;
         eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
         meta.mirror_session = MIRROR_SESSION_FEEDBACK;
         meta.mirror_pkt_type = PKT_FEEDBACK;
@@ -595,6 +596,11 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
             path_ns > meta.report_delay_ns) {
             meta.report_delay_ns = path_ns;
+        }
+        /* ... and says why, so that the hash choice skips the member until
+         * the path answers again (failover.p4: `silent`) */
+        if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK && silent == 1) {
+            meta.report_silent = 1;
         }
         /* ... and the drain margin's part (flowlet.p4): twice the path's
          * fresh congestion, ~us << 5 = 64 ns units x 2, capped at 0x3FFF
