@@ -15,7 +15,8 @@ the run test (the paused leaf's first packets silence the path) or without the p
 
 A flow routed by hash (its flow slot held by another active flow) leaves its hash member once
 that member's path is silent (failover.p4's `silent`, v1model's hash_key); control: with silence
-detection off it keeps feeding the dead path.
+detection off, or with the program that does not read the silent members, it keeps feeding the
+dead path.
 """
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def _colliding_qps() -> tuple[int, int]:
     raise AssertionError("no colliding pair")
 
 
-def _hashed_flow(silence_ns: int) -> dict:
+def _hashed_flow(silence_ns: int, prog=None) -> dict:
     """The owner and the other flow send every 4 us, so the other stays routed by hash, on P;
     leaf 2 sends every 4 us, answering for both paths until t=100 and then only for Q (P's
     remote link is cut).  Returns the other flow's ports."""
@@ -150,7 +151,7 @@ def _hashed_flow(silence_ns: int) -> dict:
     crc = zlib.crc32(ipaddress.IPv4Address(SRC).packed + ipaddress.IPv4Address(DST).packed
                      + bytes([17, 0]) + other.to_bytes(3, "big"))
     p_index = crc & 1
-    leaf = _leaf(silence_ns=silence_ns)
+    leaf = _leaf(prog, silence_ns=silence_ns)
     for index, port in enumerate((2, 3)):
         leaf.sw.insert_entry(f"{EGR}.path_feedback.uplink_port", {"hdr.fb.fb_path": index},
                              f"{EGR}.path_feedback.path_uplink", {"port": port})
@@ -178,4 +179,13 @@ def test_a_flow_routed_by_hash_leaves_a_silent_member():
 
 def test_control_without_silence_the_flow_routed_by_hash_stays_on_the_dead_path():
     run = _hashed_flow(0)
+    assert set(run["ports"]) == {run["P"]}
+
+
+NO_SILENT_READ = ("1w0 &&& 1w0): do_read_silent();", "1w0 &&& 1w0): no_silent();")
+
+
+def test_negative_control_without_the_silent_bitmap_the_flow_stays_on_its_hash_member(tmp_path_factory):
+    prog = _variant(tmp_path_factory, NO_SILENT_READ, Path("p4src/tna/include/control/failover.p4"))
+    run = _hashed_flow(SILENCE_NS, prog)
     assert set(run["ports"]) == {run["P"]}
