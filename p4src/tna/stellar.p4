@@ -46,10 +46,10 @@
 #include "include/control/feedback.p4"
 #include "include/control/feedback_packet.p4"
 #include "include/control/path_feedback.p4"
-#include "include/control/path_loss.p4"
 #include "include/control/queue_delay.p4"
 #include "include/control/ecn.p4"
 #include "include/control/reorder.p4"
+#include "include/control/path_loss.p4"   /* (after reorder.p4: its cell type) */
 #include "include/control/restart.p4"
 #include "include/control/rewrite.p4"
 #include "include/control/clock.p4"

@@ -12,7 +12,10 @@ the flow still leaves P with the default 2 ms hold, and stays with a hold of 0.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from test_stellar_tna_path_feedback import unshim
+from test_stellar_tna_reorder import _variant
 from test_stellar_tna_paths import _feedback
 from tna_leaf import CHANGE_DRAIN, EGR, GROUP, ING, TnaLeaf, roce
 
@@ -106,3 +109,77 @@ def test_negative_control_without_the_hold_the_path_is_lossy_only_within_its_win
     run = _run(quiet_us=QUIET_US, hold_ns=0)
     assert run["resends"] == 8 and run["lossy"] == 0
     assert set(run["after"]) == {run["P"]} and run["drain"] == 0
+
+
+# ------------------------------------------------------------------ resends after a move
+# A flow that fled a lossy path resends there what it had lost: those PSNs were first sent on
+# the path it left (path_loss.p4's move_psn), so they are not charged to the path it fled to.
+# If they were, that path turns lossy too and nothing is left to move to (v1model:
+# tests/stellar/test_suspect_moved.py).  Controls: a flow that has always been on that path,
+# and the moved flow's resends of PSNs first sent there, are charged; the program with the
+# rule taken out charges the moved flow's resends and makes the path lossy.
+NO_MOVE_RULE = ("(1, 1): do_earlier();", "(1, 1): do_resend();")
+STAYER_QP = 0x62
+GO_BACKS = 8          # the threshold: enough to make the path lossy if charged
+STAYER_GO_BACKS = 3   # charged, and below the threshold with the moved flow's one
+
+
+def _fled(leaf: TnaLeaf) -> dict:
+    """The flow leaves its lossy path P for Q (the first test's run), then its sender goes back
+    GO_BACKS times on Q to PSNs it first sent on P; a second flow starts on Q and goes back as
+    often; finally the moved flow goes back once to a PSN it first sent on Q."""
+    _tagging(leaf, threshold=GO_BACKS)
+    P = leaf.flow_port(QP, SRC, DST)
+    Q = 5 - P
+    top = resend_ranges(leaf, GO_BACKS)                    # P is lossy
+    leaf.sw.advance(5)
+    leaf.send(roce(SRC, DST, QP, top + 1))
+    leaf.sw.advance(10)
+    leaf.send(_feedback(Q, 0), port=68)                    # Q takes "best"
+    for psn in range(top + 2, top + 6):
+        leaf.sw.advance(20)
+        leaf.send(roce(SRC, DST, QP, psn))
+    moved = [p for p, _ in leaf.out()]
+    loss_on_q = (2 << 3) | {2: 0, 3: 1}[Q]
+    charged = lambda: leaf.counter(f"{EGR}.path_loss.retransmits", loss_on_q)
+    stayer = leaf.flow_port(STAYER_QP, SRC, DST)           # a new flow takes the best member
+    for go_back in range(GO_BACKS):                        # first sent on P (at or below top + 1)
+        for psn in range(top - 2 + go_back % 3, top + 6):
+            leaf.sw.advance(5)
+            leaf.send(roce(SRC, DST, QP, psn))
+    fled = charged()
+    for go_back in range(STAYER_GO_BACKS):                 # the flow that stayed on Q
+        for psn in (go_back + 1, go_back + 2, go_back + 1):
+            leaf.sw.advance(5)
+            leaf.send(roce(SRC, DST, STAYER_QP, psn))
+    stayed = charged() - fled
+    for psn in (top + 6, top + 7, top + 6):                # first sent on Q
+        leaf.sw.advance(5)
+        leaf.send(roce(SRC, DST, QP, psn))
+    on_q = charged() - fled - stayed
+    leaf.sw.advance(10)
+    leaf.out()
+    lossy_before = leaf.counter(EVENTS, 1)
+    leaf.send(roce(SRC, DST, QP, top + 8))                 # a tag of Q: is Q lossy?
+    leaf.sw.advance(10)
+    leaf.out()
+    return {"P": P, "Q": Q, "moved": moved, "stayer": stayer, "fled": fled, "stayed": stayed,
+            "on_q": on_q, "earlier": leaf.counter(EVENTS, 2),
+            "q_lossy": leaf.counter(EVENTS, 1) - lossy_before}
+
+
+def test_resends_after_leaving_a_lossy_path_are_not_charged_to_the_path_fled_to():
+    run = _fled(TnaLeaf(flowlet_timeout_ns=10_000_000, drain_any=True))
+    assert run["moved"][-1] == run["Q"] and run["stayer"] == run["Q"]
+    assert run["fled"] == 0 and run["earlier"] == GO_BACKS
+    assert run["stayed"] == STAYER_GO_BACKS                # control: a flow that stayed is charged
+    assert run["on_q"] == 1                                # control: a PSN first sent on Q is charged
+    assert run["q_lossy"] == 0
+
+
+def test_negative_control_without_the_rule_the_path_fled_to_turns_lossy(tmp_path_factory):
+    prog = _variant(tmp_path_factory, NO_MOVE_RULE, Path("p4src/tna/include/control/path_loss.p4"))
+    run = _fled(TnaLeaf(flowlet_timeout_ns=10_000_000, drain_any=True, prog=prog))
+    assert run["moved"][-1] == run["Q"]
+    assert run["fled"] == GO_BACKS and run["earlier"] == 0
+    assert run["q_lossy"] == 1                             # the path fled to reports saturated

@@ -28,15 +28,16 @@ QP_ONLY_KEY = ("{hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp}", "{hdr.
 _VARIANTS: dict[tuple[str, str], p4sim.Program] = {}
 
 
-def _variant(tmp_path_factory, change: tuple[str, str]) -> p4sim.Program:
-    """The Tofino-1 program with reorder.p4's ``change[0]`` replaced by ``change[1]``."""
+def _variant(tmp_path_factory, change: tuple[str, str], path: Path = REORDER_P4) -> p4sim.Program:
+    """The Tofino-1 program with ``change[0]`` in ``path`` (reorder.p4 unless said) replaced by
+    ``change[1]``."""
     if change not in _VARIANTS:
         root = tmp_path_factory.mktemp("p4src")
         for part in ("tna", "include"):
             shutil.copytree(REPO / "p4src" / part, root / "p4src" / part)
-        source = root / REORDER_P4
+        source = root / path
         text = source.read_text()
-        assert text.count(change[0]) == 1, f"{change[0]!r} is not in reorder.p4 once"
+        assert text.count(change[0]) == 1, f"{change[0]!r} is not in {path.name} once"
         source.write_text(text.replace(change[0], change[1]))
         _VARIANTS[change] = p4sim.compile(str(root / "p4src/tna/stellar.p4"),
                                           defines={"__TARGET_TOFINO__": "1"})

@@ -32,7 +32,9 @@ header bridged_h {
 /* Egress mirror header of the feedback copy: which port, how much delay. */
 header feedback_mirror_h {
     bit<8>   pkt_type;       /* PKT_FEEDBACK */
-    bit<6>   _pad0;
+    bit<5>   _pad0;
+    bit<1>   silent;         /* a tag's report of a silent path (path_feedback.p4): the
+                              * hash choice skips the member (failover.p4) */
     bit<1>   remote;         /* a path's congestion another leaf returned (path_feedback.p4):
                               * no departure to record */
     PortId_t port;
@@ -47,7 +49,8 @@ header feedback_mirror_h {
 /* The feedback packet as it re-enters ingress on the recirculation port:
  * Ethernet (EtherType ETHERTYPE_STELLAR_FEEDBACK) then this. */
 header feedback_h {
-    bit<6>   _pad0;
+    bit<5>   _pad0;
+    bit<1>   silent;         /* as feedback_mirror_h's */
     bit<1>   remote;         /* as feedback_mirror_h's */
     PortId_t port;
     bit<32>  qdelay_ns;

@@ -55,6 +55,7 @@ struct tna_ingress_metadata_t {
     bit<16>  best_raw;       /* path_choice.group_best's member field: the member, or bit 8 = none */
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
+    bit<8>   silent;         /* bitmap of the group's members whose path went silent */
     bit<1>   chosen_alive;
     /* liveness of the candidates, tested before the flowlet decision
      * (failover.p4's Liveness), which copies the chosen one's into chosen_alive */
@@ -110,6 +111,8 @@ struct tna_egress_metadata_t {
     bit<16>  rand;
     bit<16>  mark_gap;       /* mark_prob |-| rand (non-zero iff rand < mark_prob), 1 for a row of 0xFFFF */
     bit<1>   regressed;
+    bit<1>   bth_data;       /* a RoCE data packet (reorder.p4's opcode rows) */
+    bit<32>  flow_crc;       /* CRC-32 of (src, dst, dest QP): reorder.p4's slot and signature */
     /* a tag's (path_feedback.p4): its (destination leaf, path) index, for path_loss.p4 */
     bit<1>   fb_tag;
     bit<11>  fb_index;
@@ -117,6 +120,7 @@ struct tna_egress_metadata_t {
     PortId_t report_port;
     bit<32>  report_delay_ns;
     bit<1>   report_remote;
+    bit<1>   report_silent;
     bit<16>  report_downstream_x2;
 }
 

@@ -278,7 +278,7 @@ control StellarEgressDeparser(packet_out pkt,
             /* session and type from metadata: bf-p4c takes no non-zero
              * constants in a mirror field list */
             feedback.emit<feedback_mirror_h>(meta.mirror_session,
-                {meta.mirror_pkt_type, 6w0, meta.report_remote, meta.report_port, meta.report_delay_ns,
+                {meta.mirror_pkt_type, 5w0, meta.report_silent, meta.report_remote, meta.report_port, meta.report_delay_ns,
                  meta.ingress_ts, (bit<8>) eg_intr_md.egress_qid, meta.report_downstream_x2});
         }
         if (meta.ipv4_options == 1) {

@@ -17,6 +17,17 @@
  * so the choice is remade per packet until the flow's next gap, always the
  * same for the same state: no reordering.  The controller sets a bit back
  * (register write) when the port comes up.
+ *
+ * Silent members: a flow routed by hash (its slot held by another flow) is
+ * sent to its hash member unless that member's path went silent while
+ * another member is live (v1model's hash_key): what goes to a silent path
+ * is lost, so leaving it cannot reorder.  Silence is found in egress per
+ * (destination leaf, path) (path_feedback.p4); a tag's feedback copy says so
+ * (`feedback_h.silent`), and `silent` keeps it per (group, member) until the
+ * path answers again (a returned entry's copy, `remote`).  The hash member
+ * then counts as down (`hashed_up` reads both bitmaps), and the fallback
+ * below takes the best member.  A group serving several leaves marks the
+ * member for all of them, as `group_best` does.
  */
 /* A const table: is bit `m` of bitmap `a` set (member m up; flowlet.p4 also
  * tests the `measured` bitmap with it)?  Eight fixed ternary rows (no
@@ -44,6 +55,10 @@
 control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     /* Per group: bit i = member i is up.  Size: 256 groups. */
     Register<bit<8>, group_t>(256, 8w0xFF) alive;
+    /* Per group: bit i = member i's path is silent.  Size: 256 groups. */
+    Register<bit<8>, group_t>(256, 0) silent;
+    bit<8> member_bit;     /* a feedback packet's member as a bit */
+    bit<8> member_clear;   /* all ones but that bit */
     bit<8> down_mask;   /* all ones but the member that went down */
     /* The port-down packet's group, in its own field rather than meta.group:
      * later blocks read meta.group (the data packets' group), and bf-p4c
@@ -60,6 +75,52 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
             rv = v;
         }
     };
+    RegisterAction<bit<8>, group_t, bit<8>>(silent) mark_silent = {
+        void apply(inout bit<8> v) { v = v | member_bit; }
+    };
+    RegisterAction<bit<8>, group_t, bit<8>>(silent) mark_answered = {
+        void apply(inout bit<8> v) { v = v & member_clear; }
+    };
+    RegisterAction<bit<8>, group_t, bit<8>>(silent) read_silent = {
+        void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
+    };
+    action bits(bit<8> set, bit<8> clear) { member_bit = set; member_clear = clear; }
+    /* A feedback packet's member as masks (no run-time shift).  Rows: 8 const. */
+    table member_bits {
+        key = { meta.fb_member: exact; }
+        actions = { bits; }
+        const default_action = bits(0, 0xFF);
+        const entries = {
+            0: bits(0x01, 0xFE);
+            1: bits(0x02, 0xFD);
+            2: bits(0x04, 0xFB);
+            3: bits(0x08, 0xF7);
+            4: bits(0x10, 0xEF);
+            5: bits(0x20, 0xDF);
+            6: bits(0x40, 0xBF);
+            7: bits(0x80, 0x7F);
+        }
+        size = 8;
+    }
+    /* The register's three uses in one table: a silent tag's report marks
+     * its member, an answer (remote) clears it, a data packet reads the
+     * group's bitmap.  Rows: 3 const. */
+    action do_mark_silent() { mark_silent.execute(meta.fb_group); }
+    action do_mark_answered() { mark_answered.execute(meta.fb_group); }
+    action do_read_silent() { meta.silent = read_silent.execute(meta.group); }
+    action no_silent() { meta.silent = 0; }
+    table silent_at {
+        key = { meta.kind: exact; meta.fb_hit: ternary; hdr.feedback.silent: ternary;
+                hdr.feedback.remote: ternary; }
+        actions = { do_mark_silent; do_mark_answered; do_read_silent; no_silent; }
+        const default_action = no_silent();
+        const entries = {
+            (KIND_FEEDBACK, 1w1 &&& 1w1, 1w1 &&& 1w1, 1w0 &&& 1w1): do_mark_silent();
+            (KIND_FEEDBACK, 1w1 &&& 1w1, 1w0 &&& 1w1, 1w1 &&& 1w1): do_mark_answered();
+            (KIND_DATA, 1w0 &&& 1w0, 1w0 &&& 1w0, 1w0 &&& 1w0): do_read_silent();
+        }
+        size = 3;
+    }
     action set_member(group_t group, member_t member, bit<8> clear_mask) {
         down_group = group;     /* (`member` is in the mask: ~(1 << member)) */
         down_mask = clear_mask;
@@ -75,7 +136,25 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     }
     /* The candidates a flow may be sent to, each into its own flag. */
     MEMBER_UP_TABLE(best_up, meta.alive, meta.best, meta.best_alive)
-    MEMBER_UP_TABLE(hashed_up, meta.alive, meta.hashed, meta.hashed_alive)
+    /* The hash member: up, and not silent (failover.p4's header). */
+    action hashed_up_up() { meta.hashed_alive = 1; }
+    action hashed_up_down() { meta.hashed_alive = 0; }
+    table hashed_up {
+        key = { meta.alive: ternary; meta.silent: ternary; meta.hashed: exact; }
+        actions = { hashed_up_up; hashed_up_down; }
+        default_action = hashed_up_down();
+        const entries = {
+            (8w0x01 &&& 8w0x01, 8w0x00 &&& 8w0x01, 0): hashed_up_up();
+            (8w0x02 &&& 8w0x02, 8w0x00 &&& 8w0x02, 1): hashed_up_up();
+            (8w0x04 &&& 8w0x04, 8w0x00 &&& 8w0x04, 2): hashed_up_up();
+            (8w0x08 &&& 8w0x08, 8w0x00 &&& 8w0x08, 3): hashed_up_up();
+            (8w0x10 &&& 8w0x10, 8w0x00 &&& 8w0x10, 4): hashed_up_up();
+            (8w0x20 &&& 8w0x20, 8w0x00 &&& 8w0x20, 5): hashed_up_up();
+            (8w0x40 &&& 8w0x40, 8w0x00 &&& 8w0x40, 6): hashed_up_up();
+            (8w0x80 &&& 8w0x80, 8w0x00 &&& 8w0x80, 7): hashed_up_up();
+        }
+        size = 8;
+    }
     MEMBER_UP_TABLE(cur_up, meta.alive, meta.resub.cur, meta.cur_alive)
     action first(member_t member) { meta.first_member = member; meta.first_alive = 1; }
     action none_up() { meta.first_alive = 0; }
@@ -142,6 +221,10 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);
         }
+        if (meta.kind == KIND_FEEDBACK && meta.fb_hit == 1) {
+            member_bits.apply();
+        }
+        silent_at.apply();
         best_up.apply();
         hashed_up.apply();
         if (meta.resub.isValid()) {

@@ -73,6 +73,7 @@ control Feedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t met
             meta.report_port = eg_intr_md.egress_port;
             meta.report_delay_ns = meta.qdelay_ns;
             meta.report_remote = 0;
+            meta.report_silent = 0;          /* path_feedback.p4: a tag of a silent path */
             meta.report_downstream_x2 = 0;   /* path_feedback.p4: a tag's fresh path */
         }
         /* a packet of a host pair under pressure (CNPs, pressure.p4): its

@@ -21,6 +21,7 @@ control FeedbackPacket(inout tna_egress_headers_t hdr, inout tna_egress_metadata
             hdr.ethernet.ether_type = ETHERTYPE_STELLAR_FEEDBACK;
             hdr.feedback.setValid();
             hdr.feedback._pad0 = 0;
+            hdr.feedback.silent = hdr.fb_mirror.silent;
             hdr.feedback.remote = hdr.fb_mirror.remote;
             hdr.feedback.port = hdr.fb_mirror.port;
             hdr.feedback.qdelay_ns = hdr.fb_mirror.qdelay_ns;

@@ -38,10 +38,14 @@
  * for `silence` (a remote link died) is silent (`silence`), and its tags'
  * local reports saturate: the path loses "best" and its flows leave it at
  * their next drain point, without the controller.  Only while that leaf
- * keeps sending here (`heard`, as v1model's fb_heard): it must have sent a
- * shimmed packet here at least half the silence after the unanswered period
- * began, so it had the means to answer.  One-way traffic (nothing comes
- * back to carry an answer) is never silent.  `suspect_hold` after it went
+ * keeps sending here (`heard`, as v1model's fb_heard): a run of its
+ * shimmed packets here (no pause longer than half the silence: `run_since`
+ * its start) must have covered at least half the silence after the
+ * unanswered period began, so it had the means to answer.  The run before
+ * the current one counts too (`prev_proof`, kept when a pause ends).  One-way
+ * traffic (nothing comes back to carry an answer) is never silent, nor is a
+ * path whose destination leaf has just resumed after a pause (v1model's
+ * fb_heard_since, fb_prev_since, fb_prev_heard).  `suspect_hold` after it went
  * silent (silence + hold after its period began) the path is probed again:
  * the next tag on it starts a new period, as the v1model program's hold.
  *
@@ -54,7 +58,8 @@
  * stripped, never both): from_leaf (store: strip; fetch: tag, one table),
  * return_ptr (tag), to_leaf (receive: strip; read: tag, one table),
  * silence (answer: strip; sent_on: tag, one table), heard (hear: strip;
- * read_heard: tag, one table).  No multiply; the shifts are by constants.
+ * read_heard: tag, one table), run_since and prev_proof (a strip that ends
+ * a pause writes, a tag reads: one table each).  No multiply; the shifts are by constants.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -99,6 +104,17 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
      * path to that leaf is silent only while it keeps sending here).
      * Size: 256 leaves. */
     Register<bit<32>, bit<8>>(256, 0) heard;
+    /* Per source leaf: when the current run of its shims began (the first
+     * after a pause of more than half the silence), ns.  Size: 256 leaves. */
+    Register<bit<32>, bit<8>>(256, 0) run_since;
+    /* Per source leaf: the run before the current one as a proof time, its
+     * last arrival less half the silence (a period that began by then was
+     * covered), 0 when that run was shorter than half the silence (it
+     * proves nothing).  One value for v1model's two (fb_prev_since,
+     * fb_prev_heard): the stateful ALU compares one register half with one
+     * PHV input, so the run's length is tested once, when the run ends.
+     * Size: 256 leaves. */
+    Register<bit<32>, bit<8>>(256, 0) prev_proof;
     /* Silent tags (the path's reports saturated). */
     Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
     /* Shims added (0) and removed (1); entries returned (0) and received
@@ -121,8 +137,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<32> hold_ns;        /* suspect_hold */
     bit<32> probe_limit;    /* silence_limit - hold: a period begun before it is probed anew */
     bit<32> period;         /* a tag's unanswered period's start (0: none) */
-    bit<32> heard_stamp;    /* a tag's: when its destination leaf was last heard */
+    bit<32> heard_stamp;    /* a tag's: when its destination leaf was last heard;
+                             * a strip's: when its source leaf was heard before it */
     bit<32> heard_limit;    /* heard_stamp - silence / 2 */
+    bit<32> pause_limit;    /* now - silence / 2 */
+    bit<32> pause_gap;      /* heard_stamp - pause_limit: >= 2^31, a strip ends a pause */
+    bit<32> run_start;      /* the current run's start (a strip's: of the run it ends) */
+    bit<32> since_after;    /* heard_limit - run_start: < 2^31, the run is long enough */
+    bit<32> proof;          /* a tag's: prev_proof */
+    bit<32> prev_after;     /* proof - period: < 2^31, the previous run covered the period */
     bit<32> period_age;     /* silence_limit - period: < 2^31 and not 0, the period is older */
     bit<32> heard_after;    /* heard_limit - period: < 2^31, heard long enough after it began */
     bit<8>  leaf_index;     /* heard's index: a strip's source leaf, a tag's destination */
@@ -199,7 +222,29 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         }
     };
     RegisterAction<bit<32>, bit<8>, bit<32>>(heard) hear = {
-        void apply(inout bit<32> v) { v = now; }
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            v = now;
+        }
+    };
+    /* a pause ended: a new run, and the start of the one that ended */
+    RegisterAction<bit<32>, bit<8>, bit<32>>(run_since) start_run = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            v = now;
+        }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(run_since) read_run = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(prev_proof) keep_proof = {
+        void apply(inout bit<32> v) { v = heard_limit; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(prev_proof) no_proof = {
+        void apply(inout bit<32> v) { v = 0; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(prev_proof) read_proof = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
     RegisterAction<bit<32>, bit<8>, bit<32>>(heard) read_heard = {
         void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
@@ -348,7 +393,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         size = 2;
     }
     /* the heard register's two accesses in one table.  Size: 2 const rows. */
-    action do_hear() { hear.execute(leaf_index); }
+    action do_hear() { heard_stamp = hear.execute(leaf_index); }
     action do_read_heard() { heard_stamp = read_heard.execute(leaf_index); }
     table heard_at {
         key = { role: exact; }
@@ -360,27 +405,64 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         }
         size = 2;
     }
+    /* the run registers: a strip that ends a pause (pause_gap's sign) writes,
+     * a tag reads.  Size: 3 const rows each. */
+    action do_start_run() { run_start = start_run.execute(leaf_index); }
+    action do_read_run() { run_start = read_run.execute(leaf_index); }
+    table run_at {
+        key = { role: exact; pause_gap[31:31]: ternary; }
+        actions = { do_start_run; do_read_run; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1w1 &&& 1w1): do_start_run();
+            (FB_ROLE_TAG, 1w0 &&& 1w0): do_read_run();
+        }
+        size = 2;
+    }
+    /* the run that ended is kept as a proof if it lasted half the silence */
+    action do_keep_proof() { keep_proof.execute(leaf_index); }
+    action do_no_proof() { no_proof.execute(leaf_index); }
+    action do_read_proof() { proof = read_proof.execute(leaf_index); }
+    table proof_at {
+        key = { role: exact; pause_gap[31:31]: ternary; since_after[31:31]: ternary; }
+        actions = { do_keep_proof; do_no_proof; do_read_proof; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1w1 &&& 1w1, 1w0 &&& 1w1): do_keep_proof();
+            (FB_ROLE_STRIP, 1w1 &&& 1w1, 1w1 &&& 1w1): do_no_proof();
+            (FB_ROLE_TAG, 1w0 &&& 1w0, 1w0 &&& 1w0): do_read_proof();
+        }
+        size = 3;
+    }
     action take_limit() {
         limit = now - interval;
         age_limit = now - max_age;
         silence_limit = now - silence_ns;
+        pause_limit = now - (silence_ns >> 1);
     }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
     action take_probe_limit() { probe_limit = silence_limit - hold_ns; }
     table probe_limit_of { actions = { take_probe_limit; } const default_action = take_probe_limit(); size = 1; }
-    action take_heard_limit() { heard_limit = heard_stamp - (silence_ns >> 1); }
+    action take_heard_limit() {
+        heard_limit = heard_stamp - (silence_ns >> 1);
+        pause_gap = heard_stamp - pause_limit;
+    }
     table heard_limit_of { actions = { take_heard_limit; } const default_action = take_heard_limit(); size = 1; }
     action take_period_tests() {
         period_age = silence_limit - period;
         heard_after = heard_limit - period;
+        prev_after = proof - period;
     }
     table period_tests { actions = { take_period_tests; } const default_action = take_period_tests(); size = 1; }
+    action take_run_test() { since_after = heard_limit - run_start; }
+    table run_test { actions = { take_run_test; } const default_action = take_run_test(); size = 1; }
     action take_metric() { metric32 = (bit<32>) hdr.fb.fb_metric; }
     table received_metric { actions = { take_metric; } const default_action = take_metric(); size = 1; }
     /* the copy for ingress: the remote path's congestion as a delay, ns */
     action report() {
         meta.report_delay_ns = metric32 << 10;
         meta.report_remote = 1;
+        meta.report_silent = 0;
         eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
         meta.mirror_session = MIRROR_SESSION_FEEDBACK;
         meta.mirror_pkt_type = PKT_FEEDBACK;
@@ -405,6 +487,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         silent = 0;
         period = 0;
         heard_stamp = 0;
+        run_start = 0;
+        proof = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -474,13 +558,24 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (silence_ns != 0) {
             silence_at.apply();
         }
-        /* silent: an unanswered period older than the silence, and the
-         * destination leaf heard here at least half the silence after it
-         * began (two sign tests) */
+        /* silent: an unanswered period older than the silence, and a run of
+         * the destination leaf's shims covered half the silence after it
+         * began: the current run (heard that long after both the period's
+         * and the run's start) or the one before it (its proof time at or
+         * after the period's start).  A strip that ends a pause starts a new
+         * run and keeps the one that ended as the proof. */
         heard_limit_of.apply();
+        if (silence_ns != 0) {
+            run_at.apply();
+        }
+        run_test.apply();
+        if (silence_ns != 0) {
+            proof_at.apply();
+        }
         period_tests.apply();
-        if (period != 0 && heard_stamp != 0 && period_age != 0 && period_age[31:31] == 0 &&
-            heard_after[31:31] == 0) {
+        if (period != 0 && period_age != 0 && period_age[31:31] == 0 &&
+            ((heard_stamp != 0 && heard_after[31:31] == 0 && since_after[31:31] == 0) ||
+             (proof != 0 && prev_after[31:31] == 0))) {
             silent = 1;
         }
         if (role == FB_ROLE_STRIP && returned == 1) {
@@ -501,6 +596,11 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK &&
             path_ns > meta.report_delay_ns) {
             meta.report_delay_ns = path_ns;
+        }
+        /* ... and says why, so that the hash choice skips the member until
+         * the path answers again (failover.p4: `silent`) */
+        if (role == FB_ROLE_TAG && eg_dprsr_md.mirror_type == MIRROR_TYPE_FEEDBACK && silent == 1) {
+            meta.report_silent = 1;
         }
         /* ... and the drain margin's part (flowlet.p4): twice the path's
          * fresh congestion, ~us << 5 = 64 ns units x 2, capped at 0x3FFF

@@ -58,7 +58,10 @@ control Reorder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta
             v.psn = psn;
         }
     };
-    action track() { meta.regressed = check.execute(crc[12:0]); }
+    action track() {
+        meta.regressed = check.execute(crc[12:0]);
+        meta.bth_data = 1;
+    }
     action not_data() { }
     /* bth_is_data as ternary rows: bits 7:6 zero and bit 5 free (transport
      * RC 0b000 or UC 0b001), then 0x00-0x0B (SEND, WRITE) or 0x0D-0x10 (READ
@@ -81,6 +84,8 @@ control Reorder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta
         psn = hdr.bth.psn ++ 8w0;
         crc = flow_crc.get({hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp});
         sig = 15w0 ++ 1w1 ++ crc[31:16];
+        meta.flow_crc = crc;   /* path_loss.p4's flow slot and signature */
+        meta.bth_data = 0;
         if (hdr.bth.isValid()) {
             data_opcode.apply();
         }
