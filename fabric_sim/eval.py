@@ -99,7 +99,10 @@ class Matrix:
 HEADLINE = (("train-a2a", "deg40"), ("websearch-50", "deg40"))
 # Transports (RunSpec fields): PFC alone, as a large operator runs its RoCE training fabric, and
 # PFC with DCQCN at NVIDIA's ConnectX defaults; lossy (shared buffer, drops) with DCQCN as the
-# second mode.  See docs/study-v3.md for why the two lossless ones differ.
+# second mode.  See docs/study-v3.md for why the two lossless ones differ at 1 MB per rank; at the
+# quick matrix's 8.5 KB messages DCQCN changed no ECMP, WCMP or Stellar iteration (0.0 % per
+# seed, ~150-260 CE marks per run: a message is done before its CNPs cut the rate), so the quick
+# matrix's two lossless cases agree and --full's 4 MB jobs are where they part.
 PFC_ONLY = settings(buffer="lossless", dcqcn="off")
 PFC_DCQCN = settings(buffer="lossless", dcqcn="nvidia")
 LOSSY = settings(buffer="lossy", dcqcn="nvidia")
@@ -136,7 +139,7 @@ QUICK = Matrix(
              "spraying, Stellar without drain detection and with static ECN; the failure under the NICs' "
              "default 67 ms timeout (every mode waits it out: docs/study-v3.md) and under DCQCN; lossy "
              "beyond one case, and lossy with the default timeout (tail drops then wait 67 ms: no mode "
-             "finishes its 3 iterations in 200 ms); the ConWeave reference setup (all in --full, except the ConWeave setup's "
+             "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the ConWeave setup's "
              "cost here: REFERENCE_COST)")
 
 # CPU seconds per run at the quick matrix's sizes: one process under nice on this shared 2-core
@@ -163,6 +166,7 @@ def estimate_s(specs: Iterable[RunSpec], workers: int = 2) -> float:
     """The wall time ``specs`` take on ``workers`` local processes of this machine, from the
     measured run costs, the shared machine's contention and the fixed part."""
     return sum(run_cost_s(s) for s in specs) * CONTENTION / workers + FIXED_S
+
 
 _FULL_SCEN = (tuple((w, t) for w in ("a2a", "a2a-jit", "ring", "perm", "incast")
                     for t in ("sym", "deg70", "deg40", "deg10", "fail", "gray"))

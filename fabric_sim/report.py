@@ -348,18 +348,51 @@ def win_table(rows: list[dict]) -> list[str]:
 
 
 def losses(rows: list[dict]) -> list[str]:
-    """Every (case, baseline) where the baseline's median paired ratio to Stellar is below 1 on
-    the case's primary metric, with its statistics: what the study must not hide."""
-    out = []
+    """Every (case, baseline) where Stellar does not win: the baseline's median paired ratio to
+    Stellar is below 1 (a loss), or its interval reaches below 1 or the test is not significant
+    (no shown win), with the statistics: what the study must not hide."""
+    lost, even = [], []
     for fabric in dict.fromkeys(r.get("fabric") for r in rows if "scenario" in r):
         for case in cases_of(rows, fabric):
             metric = primary_metric(case)
             for b in [m for m in modes_of(rows, case, fabric) if is_baseline(m)]:
                 p = vs(rows, case, b, metric, STELLAR, fabric)
+                line = f"- {fabric} {case}: {b} / Stellar on `{metric}` {p.text()}"
                 if p.ratio is not None and p.ratio < 1:
-                    out.append(f"- {fabric} {case}: {b} / Stellar on `{metric}` {p.text()}"
-                               + (" (significant)" if p.significant else ""))
-    return (out or ["- nowhere: no baseline's median paired ratio is below 1"]) + [""]
+                    lost.append(line + (" (significant)" if p.significant else ""))
+                elif p.ratio is not None and (p.lo < 1 or not p.significant):
+                    even.append(line)
+    return (["Stellar slower (median paired ratio below 1):", ""] + (lost or ["- nowhere"])
+            + ["", "No shown win (the interval reaches below 1, or p >= 0.05 / too few seeds to test):", ""]
+            + (even or ["- nowhere"]) + [""])
+
+
+def transport_notes(rows: list[dict]) -> list[str]:
+    """Where two transports ran the same scenario, how far the congestion control moved each
+    mode's primary metric (per seed), and how many CE marks it had to act on: a DCQCN that never
+    changes a run is a finding about the sizes, not about the load balancers."""
+    out = []
+    scen = dict.fromkeys((r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless")
+                         for r in rows if "scenario" in r and r.get("mode") != ORACLE)
+    for fabric, sc, buf in scen:
+        same = [r for r in rows if (r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless") == (fabric, sc, buf)
+                and r.get("timeout_exp") is None and r.get("mode") != ORACLE]
+        off = [case_of(r) for r in same if r.get("dcqcn") == "off"]
+        on = [case_of(r) for r in same if (r.get("dcqcn") or "nvidia") != "off"]
+        if not off or not on:
+            continue
+        a, b = off[0], on[0]
+        metric = primary_metric(a)
+        cells = []
+        for m in [m for m in modes_of(rows, a, fabric) if m != ORACLE]:
+            x, y = by_seed(rows, fabric, a, m, metric), by_seed(rows, fabric, b, m, metric)
+            d = [abs(y[k] / x[k] - 1) for k in x if k in y and x[k] and y[k] is not None]
+            ce = median([v for v in by_seed(rows, fabric, b, m, "ce_marks").values() if v is not None])
+            if d:
+                cells.append(f"{m} {max(d):.1%}" + (f" ({ce:.0f} CE marks/run)" if ce is not None else ""))
+        out.append(f"- {fabric} {sc} ({buf}): largest per-seed change of `{metric}` from {a.split(' [')[1][:-1]} to "
+                   f"{b.split(' [')[1][:-1]}: " + ", ".join(cells))
+    return (["## What the congestion control changed", ""] + out + [""]) if out else []
 
 
 def write_report(rows: list[dict], path: Path, header: list[str], model: list[str],
@@ -374,7 +407,7 @@ def write_report(rows: list[dict], path: Path, header: list[str], model: list[st
     for c in claims(rows):
         lines.append(f"| {c.claim} | {c.transport} | {c.measured} | {c.verdict} | {c.reason} |")
     lines += ["", "## Stellar's wins per baseline (share of seeds, primary metric)", ""] + win_table(rows)
-    lines += ["## Where Stellar loses", ""] + losses(rows)
+    lines += ["## Where Stellar loses or does not win", ""] + losses(rows) + transport_notes(rows)
     lines += ["## Per scenario and transport", ""]
     for fabric, case in dict.fromkeys((r.get("fabric"), case_of(r)) for r in rows if "scenario" in r):
         lines += scenario_table(rows, fabric, case)

@@ -196,6 +196,17 @@ def test_claims_are_judged_per_transport_and_training_jobs_on_their_iteration_ti
     assert "[PFC + DCQCN]" not in got[(a2a, "PFC only")].measured  # never paired across transports
 
 
+def test_the_report_lists_where_stellar_loses_and_where_it_shows_no_win():
+    from fabric_sim.report import losses
+
+    lost = "\n".join(losses(_rows(120.0, 100.0)))
+    assert "a2a/deg40 [PFC + DCQCN]: ecmp / Stellar" in lost.split("No shown win")[0]
+    few = "\n".join(losses(_rows(100.0, 140.0, seeds=(1, 2, 3))))  # faster, but 3 seeds: no test
+    assert "- nowhere" in few.split("No shown win")[0] and "ecmp / Stellar" in few.split("No shown win")[1]
+    clear = "\n".join(losses(_rows(100.0, 140.0)))  # negative control: a significant win is in neither list
+    assert "ecmp / Stellar" not in clear
+
+
 def test_a_case_carries_its_settings_into_every_run_and_letflow_at_the_best_timeout_runs_once():
     m = ev.Matrix(cases=(ev.Case((("train-a2a", "deg40"),), ("ecmp", ev.LETFLOW_BEST), (1, 2, 3),
                                  settings=ev.PFC_ONLY + ev.settings(nbytes=4096, iterations=2)),
