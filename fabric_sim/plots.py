@@ -89,7 +89,9 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
     if not panels:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(5, 4.2 * len(panels)) + 2, 4.4), squeeze=False)
+    widths = [max(2, len(ss)) for _, ss in panels]  # room for each case's two-line label
+    fig, axes = plt.subplots(1, len(panels), figsize=(2 + 1.9 * sum(widths), 4.4), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
     drawn = {}
     for ax, (kind, ss) in zip(axes[0], panels):
         modes = [m for m in dict.fromkeys(m for s in ss for m in modes_of(rows, s, fabric)) if m != "ecmp"]
@@ -115,6 +117,8 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
                     notes.append(f"{s}: {_label(group)}")
         ax.axhline(1, color="k", ls="--", lw=0.8)
         _plain_log(ax)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(min(lo, 0.5), max(hi, 2.0))  # a ratio of 0.98 must not fill the panel
         ax.set_xlim(-0.6, len(ss) - 0.4)
         ax.set_xticks(np.arange(len(ss)))
         ax.set_xticklabels([s.replace(" [", "\n[") for s in ss], fontsize=7)
