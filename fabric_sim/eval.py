@@ -139,8 +139,8 @@ QUICK = Matrix(
              "spraying, Stellar without drain detection and with static ECN; the failure under the NICs' "
              "default 67 ms timeout (every mode waits it out: docs/study-v3.md) and under DCQCN; lossy "
              "beyond one case, and lossy with the default timeout (tail drops then wait 67 ms: no mode "
-             "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the ConWeave setup's "
-             "cost here: REFERENCE_COST)")
+             "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the "
+             "ConWeave setup's cost here: REFERENCE_COST)")
 
 # CPU seconds per run at the quick matrix's sizes: one process under nice on this shared 2-core
 # machine, programs already compiled (2026-12-07; the wall time was 1-6x this under the other

@@ -132,7 +132,9 @@ def program(path: Path):
 
 @dataclass(frozen=True)
 class RunSpec:
-    workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
+    # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
+    # | train-{a2a,ring,tree,moe}
+    workload: str
     topo: str  # sym | deg70 | deg40 | deg10 | fail | gray
     mode: str
     seed: int

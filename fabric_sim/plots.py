@@ -128,8 +128,8 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
             ax.text(0.0, -0.12, "\n".join(notes), transform=ax.transAxes, fontsize=6.5, va="top")
     handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=m) for m, c in drawn.items()]
     fig.legend(handles=handles, loc="center right", fontsize=8, title="mode (ECMP = 1)", title_fontsize=8)
-    fig.suptitle("Each mode against ECMP per case: iteration time (training), completion time (collectives, failures) or "
-                 "short-flow p99 slowdown (flow sizes)", fontsize=9)
+    fig.suptitle("Each mode against ECMP per case: iteration time (training), completion time (collectives, "
+                 "failures) or short-flow p99 slowdown (flow sizes)", fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 0.88, 0.95))
     path = out / "headline_ratio_to_ecmp.png"
     fig.savefig(path, dpi=110)

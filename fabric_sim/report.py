@@ -282,7 +282,8 @@ def _why_a2a(rows: list[dict], scenarios: list[str], stellar: str, ecmp: str) ->
         bits = []
         metric = primary_metric(s)
         if by_seed(rows, "lab", s, STATIC_ECN, metric):
-            bits.append(f"routing alone (Stellar with static ECN vs ECMP) {_gain(vs(rows, s, ecmp, metric, STATIC_ECN))}, "
+            bits.append("routing alone (Stellar with static ECN vs ECMP) "
+                        f"{_gain(vs(rows, s, ecmp, metric, STATIC_ECN))}, "
                         f"ECN alone (adaptive vs static, both Stellar routing) "
                         f"{_gain(vs(rows, s, STATIC_ECN, metric, stellar))}")
         imb = [f"{m} {med(s, m, 'uplink_imbalance'):.2f}" for m in (ecmp, stellar)
@@ -375,7 +376,8 @@ def transport_notes(rows: list[dict]) -> list[str]:
     scen = dict.fromkeys((r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless")
                          for r in rows if "scenario" in r and r.get("mode") != ORACLE)
     for fabric, sc, buf in scen:
-        same = [r for r in rows if (r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless") == (fabric, sc, buf)
+        same = [r for r in rows
+                if (r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless") == (fabric, sc, buf)
                 and r.get("timeout_exp") is None and r.get("mode") != ORACLE]
         off = [case_of(r) for r in same if r.get("dcqcn") == "off"]
         on = [case_of(r) for r in same if (r.get("dcqcn") or "nvidia") != "off"]
