@@ -91,7 +91,8 @@ ROW_KEYS: dict[str, str] = {
     "fct_slowdown_p99": "p99 FCT slowdown over every completed transfer",
     "short_fct_p99_us": "p99 FCT of short transfers", "short_fcts": "every short FCT (CDFs; not in the CSV)",
     "latency_p50_us": "median one-way latency of first transmissions", "latency_p99_us": "its p99",
-    "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers",
+    "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers (train-*: among "
+                     "every message of the measured iterations)",
     "retransmits": "go-back-N retransmitted packets", "reorders": "first transmissions that arrived "
                    "behind a later PSN at the responder", "naks": "NAKs sent", "timeouts": "RTO expiries",
     "ce_marks": "CE-marked data packets received", "cnps": "CNPs sent",
@@ -424,13 +425,15 @@ def training_metrics(spec: RunSpec, job, net, fabric, fb: int, capacity: dict, n
     running = [t for t in net.transfers if t.tag == f"{kind}{job.warmup + done}" and t.started_us is not None]
     if done < spec.iterations and len(job.records) >= job.warmup and running:
         its = its + [now_us - min(t.started_us for t in running)]
-    ratios, ideals = [], []
+    ratios, ideals, tput = [], [], []
     for i, took in enumerate(its, start=job.warmup):
         ts = [t for t in net.transfers if t.tag == f"{kind}{i}"]
         if ts:
             ideal = fluid_bound(fabric, ts, fb, capacity)
             ideals.append(ideal)
             ratios.append(took / ideal)
+        tput += [t.packets / (t.done_us - t.started_us) for t in ts
+                 if t.done_us is not None and t.started_us is not None and t.done_us > t.started_us]
     ranks = len(job.ranks)
     # nccl-tests' size: the AllReduce buffer, or every peer's slice of an AlltoAll (own included)
     size = spec.nbytes * ranks / (ranks - 1) if _TRAIN_COLLECTIVE[kind] == "alltoall" else spec.nbytes
@@ -439,7 +442,10 @@ def training_metrics(spec: RunSpec, job, net, fabric, fb: int, capacity: dict, n
             "iteration_us_max": max(its) if its else None,
             "ideal_us": statistics.median(ideals) if ideals else None,
             "completion_over_ideal": statistics.median(ratios) if ratios else None,
-            "busbw_gbps": busbw_gbps(_TRAIN_COLLECTIVE[kind], ranks, size, p50 / 1e6) if p50 else None}
+            "busbw_gbps": busbw_gbps(_TRAIN_COLLECTIVE[kind], ranks, size, p50 / 1e6) if p50 else None,
+            # every message of the measured iterations, whatever its size: a training job's
+            # messages are its QPs' per-iteration shares, short or not
+            "throughput_cv": statistics.pstdev(tput) / statistics.fmean(tput) if len(tput) > 1 else None}
 
 
 def _tail_drops(sim) -> int:
