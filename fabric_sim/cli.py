@@ -55,7 +55,9 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m fabric_sim run",
                                  description="One run of the fabric study: prints its metrics row.")
     ap.add_argument("--workload", required=True,
-                    help="a2a, a2a-jit, ring, perm, incast, websearch-<load%%>, datamining-<load%%>, tenants")
+                    help="a2a, a2a-jit, ring, perm, incast, websearch-<load%%>, datamining-<load%%>, tenants, "
+                         "train-a2a, train-ring, train-tree, train-moe (a training job: --set channels=, "
+                         "iterations=, warmup=, gap_us=, ...)")
     ap.add_argument("--topo", default="sym", help="sym, deg70, deg40, deg10, fail, gray (default sym)")
     ap.add_argument("--mode", required=True,
                     help="stellar, stellar-static-ecn, stellar-nodrain-<us>, ecmp, wcmp, ecmp-em, spray, "

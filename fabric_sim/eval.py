@@ -37,20 +37,45 @@ from fabric_sim.experiment import REACTION_US, ROOT, STATIC_ECN, RunSpec, run
 
 LETFLOW_QUICK = (10, 50, 200)
 LETFLOW_FULL = (10, 20, 50, 100, 200)
-LETFLOW, NODRAIN = "letflow", "nodrain"  # mode tokens: the LetFlow sweep; Stellar at its best timeout
+# mode tokens: the LetFlow sweep (every timeout); after it, LetFlow and Stellar without drain
+# detection at the best timeout
+LETFLOW, LETFLOW_BEST, NODRAIN = "letflow", "letflow-best", "nodrain"
+AFTER_SWEEP = (LETFLOW_BEST, NODRAIN)
 ADAPTIVE_BASELINES = ("ecmp", "wcmp", "least", "conga", "drill")
 ALL_BASELINES = ADAPTIVE_BASELINES + ("ecmp-em", "spray", LETFLOW)
 
 
+def settings(**kw) -> tuple[tuple[str, object], ...]:
+    """RunSpec fields a case sets (transport, sizes), hashable for a frozen ``Case``."""
+    from dataclasses import fields
+
+    known = {f.name for f in fields(RunSpec)}
+    bad = sorted(set(kw) - known)
+    if bad:
+        raise ValueError(f"not RunSpec fields: {', '.join(bad)}")
+    return tuple(sorted(kw.items()))
+
+
 @dataclass(frozen=True)
 class Case:
-    """Scenarios x modes x seeds.  Modes may hold the tokens ``letflow`` (every swept timeout)
-    and ``nodrain`` (``stellar-nodrain-<best LetFlow timeout>``, run after the sweep)."""
+    """Scenarios x modes x seeds under one setting.  Modes may hold the tokens ``letflow``
+    (every swept timeout), ``letflow-best`` and ``nodrain`` (LetFlow, and Stellar without drain
+    detection, at the best swept timeout: run after the sweep)."""
     scenarios: tuple[tuple[str, str], ...]
     modes: tuple[str, ...]
     seeds: tuple[int, ...]
     fabrics: tuple[str, ...] = ()  # () = the matrix's fabrics
     duration_us: Optional[float] = None  # None = the matrix's arrival window
+    settings: tuple[tuple[str, object], ...] = ()  # RunSpec fields (``settings()``): transport, sizes
+
+    def describe(self) -> str:
+        what = ", ".join(f"{k}={_size(v) if k in ('nbytes', 'slice_bytes') else v}" for k, v in self.settings)
+        return (f"{', '.join(f'{w}/{t}' for w, t in self.scenarios)} x {', '.join(self.modes)} x "
+                f"{len(self.seeds)} seeds" + (f" ({what})" if what else ""))
+
+
+def _size(n) -> str:
+    return f"{n >> 20} MB" if n >= 1 << 20 and not n % (1 << 20) else f"{n >> 10} KB" if not n % 1024 else f"{n} B"
 
 
 @dataclass(frozen=True)
@@ -71,24 +96,77 @@ class Matrix:
         return tuple(sorted({s for c in self.cases for s in c.seeds}))
 
 
-HEADLINE = (("a2a", "deg40"), ("websearch-50", "deg40"))
-# The quick matrix (<= 10 min on 2 cores).  Measured per run at 32 KB per QP on the lab, one
-# process on a shared, loaded 2-core machine: a2a/deg40 3-10 s (ecmp 4.5, wcmp 3.2, least 3.0,
-# conga 3.8, drill 6.1, stellar 9.6), websearch-50/deg40 5-14 s (drill 13.7: its per-packet
-# spraying sets off go-back-N), a2a/sym 2-6 s, a link failure 7-20 s (the 4.9 ms reaction and
-# retransmission timeouts): about 1100 s of runs in all, ~9-10 min on 2 workers.
+HEADLINE = (("train-a2a", "deg40"), ("websearch-50", "deg40"))
+# Transports (RunSpec fields): PFC alone, as a large operator runs its RoCE training fabric, and
+# PFC with DCQCN at NVIDIA's ConnectX defaults; lossy (shared buffer, drops) with DCQCN as the
+# second mode.  See docs/study-v3.md for why the two lossless ones differ at 1 MB per rank; at the
+# quick matrix's 8.5 KB messages DCQCN changed no ECMP, WCMP or Stellar iteration (0.0 % per
+# seed, ~150-260 CE marks per run: a message is done before its CNPs cut the rate), so the quick
+# matrix's two lossless cases agree and --full's 4 MB jobs are where they part.
+PFC_ONLY = settings(buffer="lossless", dcqcn="off")
+PFC_DCQCN = settings(buffer="lossless", dcqcn="nvidia")
+LOSSY = settings(buffer="lossy", dcqcn="nvidia")
+# The quick matrix's training job: 256 KB per rank (AlltoAll: 8.5 KB per peer and channel),
+# 2 channels of persistent QPs, 1 warm-up + 2 measured iterations, 20 us of compute between
+# them, 5 us of launch skew.  Each AlltoAll iteration lasts 80-140 us on the degraded lab, a job
+# ~0.3-0.45 ms: the data plane's loops (flowlets, drain points, path feedback, DRE) act within
+# it, the controller's 1 ms poll does not.  A run's cost is mostly per message (ACKs, completions)
+# plus ~1.5 s of set-up, so a third measured iteration costs ~12% more per run (3+1: ECMP 2.6-3.0
+# s, Stellar 6.4 s): it is what pushed the estimate past the budget.
+TRAIN_QUICK = settings(nbytes=256 << 10, channels=2, slice_bytes=1 << 20, iterations=2, warmup=1,
+                       gap_us=20.0, skew_us=5.0)
+QUICK_BASELINES = ("ecmp", "wcmp", "least", "conga", "drill", LETFLOW_BEST)
+# 6 seeds is the fewest on which a two-sided Wilcoxon signed-rank test can reach p < 0.05
+SEEDS10, SEEDS6, SEEDS3 = tuple(range(1, 11)), tuple(range(1, 7)), (1, 2, 3)
 QUICK = Matrix(
-    cases=(Case(HEADLINE, ADAPTIVE_BASELINES + ("stellar",), tuple(range(1, 11))),
-           Case(HEADLINE[1:], ("ecmp-em",), tuple(range(1, 11))),
-           Case(HEADLINE[:1], (LETFLOW, NODRAIN, STATIC_ECN), (1, 2, 3)),
-           Case((("a2a", "sym"), ("ring", "deg40")), ("ecmp", "wcmp", "least", "conga", "stellar"), (1, 2, 3)),
-           Case((("a2a", "fail"),), ("ecmp", "conga", "stellar"), (1, 2, 3)),
-           Case((("a2a", "sym"),), ("spray", "ecmp-em", "drill"), (1, 2, 3))),
+    cases=(Case(HEADLINE[:1], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_ONLY + TRAIN_QUICK),
+           Case(HEADLINE[:1], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN + TRAIN_QUICK),
+           Case(HEADLINE[1:], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN),
+           Case(HEADLINE[:1], (LETFLOW,), SEEDS3, settings=PFC_ONLY + TRAIN_QUICK),
+           Case((("train-ring", "deg40"),), ("ecmp", "wcmp", "conga", "stellar"), SEEDS6,
+                settings=PFC_ONLY + TRAIN_QUICK),
+           Case((("train-a2a", "sym"),), ("ecmp", "conga", "stellar"), SEEDS6, settings=PFC_ONLY + TRAIN_QUICK),
+           Case((("train-a2a", "fail"),), ("ecmp", "conga", "stellar"), SEEDS3,
+                settings=PFC_ONLY + TRAIN_QUICK + settings(timeout_exp=7)),
+           Case(HEADLINE[:1], ("ecmp", "conga", "stellar"), SEEDS6,
+                settings=LOSSY + TRAIN_QUICK + settings(timeout_exp=7))),
     letflow=LETFLOW_QUICK, nbytes=32768, duration_us=120.0,
-    left_out="the pod fabric; gray failures; deg70/deg10; incast, permutation, data mining, tenants; "
-             "web search at 90% load; 30 seeds; LetFlow beyond a2a/deg40; WCMP, least-loaded and DRILL "
-             "on the failure; spraying beyond a2a/sym; messages of MBs (all in --full, except MB "
-             "messages, which need the persistent-QP workloads)")
+    left_out="training jobs of MBs per rank and 5+ measured iterations (here 256 KB, 2 measured); "
+             "tree AllReduce, MoE AlltoAllv, several jobs at once; the pod fabric; gray failures; deg70/deg10; "
+             "incast, permutation, data mining, tenants, one-shot collectives; web search at 30/70/90% "
+             "load and under PFC alone; 30 seeds (10 in the headline cases, 6 or 3 elsewhere); "
+             "least-loaded, DRILL and LetFlow beyond the headline cases; ECMP with elephant/mouse queues, "
+             "spraying, Stellar without drain detection and with static ECN; the failure under the NICs' "
+             "default 67 ms timeout (every mode waits it out: docs/study-v3.md) and under DCQCN; lossy "
+             "beyond one case, and lossy with the default timeout (tail drops then wait 67 ms: no mode "
+             "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the "
+             "ConWeave setup's cost here: REFERENCE_COST)")
+
+# CPU seconds per run at the quick matrix's sizes: one process under nice on this shared 2-core
+# machine, programs already compiled (2026-12-07; the wall time was 1-6x this under the other
+# engineers' load).  train-a2a/deg40 (256 KB, 2 channels, 2+1 iterations): ECMP 2.5, least 2.5,
+# CONGA 2.4, DRILL 2.6, LetFlow 2.2, Stellar 5.7; /sym Stellar 5.4; train-ring/deg40 CONGA 1.6,
+# Stellar 3.9; the link failure (RTO 524 us, 3+1 iterations) ECMP 3.1, CONGA 2.3, Stellar 4.8.
+# websearch-50/deg40 (120 us of arrivals): ECMP 1.1, Stellar 2.8, DRILL 6.1 (its per-packet
+# choice sets off go-back-N).  Each figure is rounded up.
+RUN_COST_S = {("train", "stellar"): 6.0, ("train", "*"): 2.6,
+              ("websearch", "stellar"): 3.0, ("websearch", "drill"): 6.5, ("websearch", "*"): 1.4}
+UNKNOWN_COST_S = 10.0  # a run of a kind not measured above
+CONTENTION = 1.25  # the machine is shared: a run's wall time on a busy worker over its CPU time
+FIXED_S = 45.0  # compiling the programs in each worker, the flow-level section (8.8 s CPU), plots and the report
+
+
+def run_cost_s(spec: RunSpec) -> float:
+    """The measured CPU seconds of one run like ``spec`` (``RUN_COST_S``)."""
+    kind = "train" if spec.workload.startswith("train-") else spec.workload.split("-")[0]
+    return RUN_COST_S.get((kind, spec.mode), RUN_COST_S.get((kind, "*"), UNKNOWN_COST_S))
+
+
+def estimate_s(specs: Iterable[RunSpec], workers: int = 2) -> float:
+    """The wall time ``specs`` take on ``workers`` local processes of this machine, from the
+    measured run costs, the shared machine's contention and the fixed part."""
+    return sum(run_cost_s(s) for s in specs) * CONTENTION / workers + FIXED_S
+
 
 _FULL_SCEN = (tuple((w, t) for w in ("a2a", "a2a-jit", "ring", "perm", "incast")
                     for t in ("sym", "deg70", "deg40", "deg10", "fail", "gray"))
@@ -104,31 +182,52 @@ _FULL_SCEN = (tuple((w, t) for w in ("a2a", "a2a-jit", "ring", "perm", "incast")
 CONWEAVE_WINDOW_US = 1000.0
 CONWEAVE_SCEN = tuple((f"{d}-{load}", "sym") for d in ("alistorage", "fbhdp") for load in (50, 80))
 CONWEAVE_MODES = ("ecmp", "letflow-100", "conga", "drill", "stellar")
+# Training jobs at the sizes the issue asks for: 4 MB per rank over 4 channels in 1 MB slices,
+# 1 warm-up + 5 measured iterations, 50 us of compute between them.
+TRAIN_FULL = settings(nbytes=4 << 20, channels=4, slice_bytes=1 << 20, iterations=5, warmup=1,
+                      gap_us=50.0, skew_us=5.0)
+_TRAIN_SCEN = tuple((f"train-{c}", t) for c in ("a2a", "ring", "tree", "moe")
+                    for t in ("sym", "deg70", "deg40", "deg10", "fail", "gray"))
+_FULL_MODES = ALL_BASELINES + ("stellar", NODRAIN, STATIC_ECN)
+SEEDS30 = tuple(range(1, 31))
 FULL = Matrix(
-    cases=(Case(_FULL_SCEN, ALL_BASELINES + ("stellar", NODRAIN, STATIC_ECN), tuple(range(1, 31))),
-           Case(CONWEAVE_SCEN, CONWEAVE_MODES, tuple(range(1, 31)), ("conweave",), CONWEAVE_WINDOW_US)),
+    cases=tuple(Case(_TRAIN_SCEN, _FULL_MODES, SEEDS30, settings=tr + TRAIN_FULL) for tr in (PFC_ONLY, PFC_DCQCN))
+    + tuple(Case(tuple(sc for sc in _TRAIN_SCEN if sc[1] in ("deg40", "fail")), _FULL_MODES, SEEDS30,
+                 settings=tr + TRAIN_FULL + settings(timeout_exp=7)) for tr in (PFC_ONLY, LOSSY))
+    + (Case(tuple(sc for sc in _TRAIN_SCEN if sc[1] == "deg40"), _FULL_MODES, SEEDS30, settings=LOSSY + TRAIN_FULL),)
+    + tuple(Case(_FULL_SCEN, _FULL_MODES, SEEDS30, settings=tr) for tr in (PFC_DCQCN, PFC_ONLY))
+    + (Case(CONWEAVE_SCEN, CONWEAVE_MODES, SEEDS30, ("conweave",), CONWEAVE_WINDOW_US),),
     letflow=LETFLOW_FULL, nbytes=131072, duration_us=400.0, fabrics=("lab", "pod"))
 
 
 def _expand(mode: str, letflow: tuple[int, ...], best_t: Optional[int]) -> list[str]:
     if mode == LETFLOW:
         return [f"letflow-{t}" for t in letflow]
+    if mode == LETFLOW_BEST:
+        return [f"letflow-{best_t}"] if best_t is not None else []
     if mode == NODRAIN:
         return [f"stellar-nodrain-{best_t}"] if best_t is not None else []
     return [mode]
 
 
 def specs_for(m: Matrix, phase: str = "first", best_t: Optional[int] = None) -> list[RunSpec]:
-    """The runs of one phase: "first" (everything but ``nodrain``), "nodrain" (after the sweep)."""
+    """The runs of one phase: "first" (everything but the ``AFTER_SWEEP`` tokens), or (any
+    other phase, e.g. ``NODRAIN``) the runs at the best LetFlow timeout ``best_t``, less those the
+    sweep already ran."""
     out = []
     for c in m.cases:
         for fabric in c.fabrics or m.fabrics:
-            modes = [x for mode in c.modes if (mode == NODRAIN) == (phase == NODRAIN)
+            modes = [x for mode in c.modes if (mode in AFTER_SWEEP) == (phase != "first")
                      for x in _expand(mode, m.letflow, best_t)]
-            out += [RunSpec(w, t, mode, seed, fabric, m.nbytes, c.duration_us or m.duration_us)
+            base = dict(nbytes=m.nbytes, duration_us=c.duration_us or m.duration_us) | dict(c.settings)
+            out += [RunSpec(w, t, mode, seed, fabric, **base)
                     for (w, t) in c.scenarios for mode in modes for seed in c.seeds
-                    if not (fabric == "pod" and not w.startswith(("a2a", "websearch")))]
-    return list(dict.fromkeys(out))
+                    if not (fabric == "pod" and not w.startswith(("a2a", "websearch", "train-")))]
+    out = list(dict.fromkeys(out))
+    if phase != "first":
+        done = set(specs_for(m, "first"))
+        out = [s for s in out if s not in done]
+    return out
 
 
 # ------------------------------------------------------------------------------ running
@@ -186,7 +285,7 @@ def sweep(specs: list[RunSpec], workers: int = 2, ray_address: Optional[str] = N
 
 def best_letflow(rows: list[dict], timeouts: Iterable[int]) -> int:
     """The LetFlow timeout with the lowest median completion/ideal over the collective runs
-    (ties: the shorter timeout)."""
+    (training jobs: per iteration; ties: the shorter timeout)."""
     from fabric_sim.stats import median
 
     best, score = None, None
@@ -215,18 +314,21 @@ def summarise(rows: list[dict]) -> list[dict]:
     """Per (fabric, scenario, mode): median and 95% BCa interval of the metrics."""
     from fabric_sim.stats import bootstrap_ci, median
 
-    metrics = ("completion_over_ideal", "completion_us", "iteration_us_p50", "busbw_gbps",
+    metrics = ("completion_over_ideal", "completion_us", "iteration_us_p50", "iteration_us_max", "busbw_gbps",
                "fct_slowdown_short_p50", "fct_slowdown_short_p99", "fct_slowdown_medium_p99",
                "fct_slowdown_long_p99", "short_fct_p99_us", "latency_p50_us", "latency_p99_us",
                "throughput_cv", "retransmits", "reorders", "ce_marks", "link_util_max", "link_util_mean",
                "uplink_imbalance", "failover_us", "moves_gap", "moves_drain", "moves_explore",
-               "moves_suspect", "moves_restart", "incomplete")
+               "moves_suspect", "moves_restart", "moves_failover", "timeouts", "pause_us_total",
+               "pause_us_max_port", "drops_buffer", "incomplete")
+    from fabric_sim.report import transport
+
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r.get("fabric"), r.get("scenario"), r.get("mode")), []).append(r)
+        groups.setdefault((r.get("fabric"), r.get("scenario"), transport(r), r.get("mode")), []).append(r)
     out = []
-    for (fabric, scenario, mode), rs in groups.items():
-        s = {"fabric": fabric, "scenario": scenario, "mode": mode, "runs": len(rs),
+    for (fabric, scenario, tr, mode), rs in groups.items():
+        s = {"fabric": fabric, "scenario": scenario, "transport": tr, "mode": mode, "runs": len(rs),
              "errors": sum(1 for r in rs if r.get("error"))}
         for m in metrics:
             vals = [r.get(m) for r in rs if r.get(m) is not None]
@@ -260,12 +362,12 @@ def write_report(rows: list[dict], path: Path, matrix: Matrix, best_t: int, wall
                  extra: Optional[list[str]] = None) -> None:
     from fabric_sim.report import ORACLE, write_report as write
 
-    cases = "; ".join(f"{', '.join(f'{w}/{t}' for w, t in c.scenarios)} x "
-                      f"{', '.join(c.modes)} x {len(c.seeds)} seeds" for c in matrix.cases)
     runs = [r for r in rows if r.get("mode") != ORACLE]
-    header = [f"Matrix: fabrics {', '.join(matrix.fabrics)}; {cases}; {matrix.nbytes} B per QP for collectives; "
-              f"Poisson arrivals over {matrix.duration_us:.0f} µs. {len(runs)} runs, "
-              f"{sum(1 for r in runs if r.get('error'))} failed, {wall_s / 60:.1f} min."]
+    header = [f"Matrix (fabrics {', '.join(matrix.fabrics)}; unless a case says otherwise: {matrix.nbytes} B per QP "
+              f"for one-shot collectives, Poisson arrivals over {matrix.duration_us:.0f} µs, RunSpec's defaults "
+              f"(lossless PFC shared buffer, DCQCN with NVIDIA's defaults)). {len(runs)} runs, "
+              f"{sum(1 for r in runs if r.get('error'))} failed, {wall_s / 60:.1f} min:", ""]
+    header += [f"- {c.describe()}" for c in matrix.cases]
     if matrix.left_out:
         header.append(f"Left out of this matrix: {matrix.left_out}.")
     write(rows, path, header, model_notes(matrix, best_t), extra)
@@ -274,7 +376,10 @@ def write_report(rows: list[dict], path: Path, matrix: Matrix, best_t: int, wall
 def plots(rows: list[dict], out: Path) -> list[Path]:
     from fabric_sim import plots as P
 
-    written = [P.headline(rows, out), P.ratio_cdfs(rows, out, [f"{w}/{t}" for w, t in HEADLINE])]
+    from fabric_sim.report import case_of
+
+    heads = [c for c in dict.fromkeys(case_of(r) for r in rows if (r.get("workload"), r.get("topo")) in HEADLINE)]
+    written = [P.headline(rows, out), P.ratio_cdfs(rows, out, heads)]
     return [p for p in written if p is not None] + P.short_fct_cdfs(rows, out)
 
 
@@ -396,7 +501,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     first = specs_for(m)
-    print(f"fabric study: {len(first)} runs, then Stellar without drain at the best LetFlow timeout", flush=True)
+    if args.ray is None:
+        est = estimate_s(first + specs_for(m, NODRAIN, max(m.letflow)), args.workers)
+        print(f"estimated {est / 60:.1f} min on {args.workers} local workers (measured run costs, RUN_COST_S)",
+              flush=True)
+    print(f"fabric study: {len(first)} runs, then LetFlow / Stellar without drain at the best LetFlow timeout",
+          flush=True)
     rows = sweep(first, args.workers, args.ray, not args.no_progress)
     best_t = best_letflow(rows, m.letflow)
     rows += sweep(specs_for(m, NODRAIN, best_t), args.workers, args.ray, not args.no_progress)

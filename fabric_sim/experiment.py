@@ -86,19 +86,24 @@ ROW_KEYS: dict[str, str] = {
     "scenario": "workload/topo",
     "transfers": "RDMA messages (QPs) in the run", "incomplete": "transfers not done at the horizon",
     "completion_us": "the collective's last completion minus its first start (None if unfinished)",
-    "ideal_us": "fluid lower bound of the collective (perfect balancing, real link rates)",
-    "completion_over_ideal": "completion_us / ideal_us (the oracle: 1.0)",
-    "iterations": "measured iterations of the collective (warm-up excluded; 1 without iterations)",
-    "iteration_us_p50": "median per-iteration time", "iteration_us_max": "slowest iteration",
+    "ideal_us": "fluid lower bound of the collective (perfect balancing, real link rates; train-*: "
+                "of one iteration, median over the measured ones)",
+    "completion_over_ideal": "completion_us / ideal_us (the oracle: 1.0; train-*: median over the "
+                             "measured iterations of iteration time / that iteration's fluid bound)",
+    "iterations": "measured iterations of the collective that completed (warm-up excluded; 1 without "
+                  "iterations)",
+    "iteration_us_p50": "median per-iteration time (train-*: an iteration unfinished at the horizon "
+                        "counts until the horizon)", "iteration_us_max": "slowest iteration",
     "busbw_gbps": "NCCL bus bandwidth at the median iteration time (AllReduce algbw*2(n-1)/n, "
-                  "AlltoAll algbw*(n-1)/n)",
+                  "AlltoAll algbw*(n-1)/n; train-*: of the job's collective, warm-up excluded)",
     **{f"fct_slowdown_{b}_{q}": f"{q} FCT slowdown of {b} transfers" for b in ("short", "medium", "long")
        for q in ("p50", "p99")},
     "fct_slowdown_mean": "mean FCT slowdown over every completed transfer (ConWeave's average)",
     "fct_slowdown_p99": "p99 FCT slowdown over every completed transfer",
     "short_fct_p99_us": "p99 FCT of short transfers", "short_fcts": "every short FCT (CDFs; not in the CSV)",
     "latency_p50_us": "median one-way latency of first transmissions", "latency_p99_us": "its p99",
-    "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers",
+    "throughput_cv": "std-dev / mean of per-transfer throughput among the bulk transfers (train-*: among "
+                     "every message of the measured iterations)",
     "retransmits": "go-back-N retransmitted packets", "reorders": "first transmissions that arrived "
                    "behind a later PSN at the responder", "naks": "NAKs sent", "timeouts": "RTO expiries",
     "ce_marks": "CE-marked data packets received", "cnps": "CNPs sent",
@@ -107,7 +112,8 @@ ROW_KEYS: dict[str, str] = {
                      "[first start, last completion] / the window (<= 1)",
     "link_util_mean": "mean of the same over the switch-to-switch ports",
     "uplink_imbalance": "worst leaf's (max - min) / mean of its uplinks' utilisation",
-    "failover_us": "failure to the last affected flow's recovery (fail topology only)",
+    "failover_us": "failure to the last affected flow's recovery: the longest in-order delivery pause "
+                   "of a transfer in flight at the failure or started after it (fail topology only)",
     "moves_gap": "path changes at a flowlet gap (Stellar, LetFlow, CONGA)",
     "moves_drain": "Stellar path changes at a drain point", "moves_failover": "Stellar path changes by failover",
     "moves_membership": "Stellar path changes because its path set's members changed",
@@ -157,7 +163,9 @@ _fabrics: dict[tuple[str, int], object] = {}
 
 @dataclass(frozen=True)
 class RunSpec:
-    workload: str  # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
+    # a2a | a2a-jit | ring | perm | incast | websearch-L | datamining-L | alistorage-L | fbhdp-L | tenants
+    # | train-{a2a,ring,tree,moe}
+    workload: str
     topo: str  # sym | deg70 | deg40 | deg10 | fail | gray
     mode: str
     seed: int
@@ -415,6 +423,8 @@ def run(spec: RunSpec, keep: Optional[dict] = None, backend: Optional[str] = Non
         keep.update(sim=sim, net=net, fabric=fabric, salt=bf.salt if bf is not None else None, frame_bytes=fb)
     row = metrics(spec, net, sim, fabric, base, capacity, fb, meter)
     row.update(transport_metrics(sim, net, job))
+    if job is not None:
+        row.update(training_metrics(spec, job, net, fabric, fb, capacity, sim.now_us))
     if stellar:
         # flowlet.path_changes is indexed by define.p4's CHANGE_* reason (0 = a new flow's placement)
         for index, key in enumerate(STELLAR_MOVE_KEYS, start=1):
@@ -458,8 +468,7 @@ def _queue_depth(spec: RunSpec) -> int:
 
 
 def transport_metrics(sim, net, job) -> dict:
-    """PFC pause time (switch ports and host NICs), buffer drops, and a training job's
-    iterations (fabric_sim.workloads.Training)."""
+    """PFC pause time (switch ports and host NICs) and buffer drops."""
     ports = sim.pause_us()
     hosts = net.pause_us(sim.now_us)
     bufs = [dev.switch.tm.buffer for dev in sim.devices.values() if dev.switch.tm.buffer is not None]
@@ -472,15 +481,49 @@ def transport_metrics(sim, net, job) -> dict:
         "drops_buffer": sum(b.drops for b in bufs),
         "drops_headroom": sum(b.headroom_drops for b in bufs),
     }
-    if job is not None:
-        # the job's own iteration records (it starts each iteration after the last one's end
-        # plus the compute gap) replace metrics()' reading of the transfers' iteration tags
-        its = job.measured()
-        row["iter_us"] = [round(x, 3) for x in its]
-        row["iterations"] = len(its)
-        row["iteration_us_p50"] = statistics.median(its) if its else None
-        row["iteration_us_max"] = max(its) if its else None
     return row
+
+
+# a training collective's NCCL name (fabric_sim.metrics.BUSBW_FACTOR)
+_TRAIN_COLLECTIVE = {"a2a": "alltoall", "moe": "alltoall", "ring": "allreduce", "tree": "allreduce"}
+
+
+def training_metrics(spec: RunSpec, job, net, fabric, fb: int, capacity: dict, now_us: float) -> dict:
+    """A training job's keys from its own iteration records (it starts each iteration after
+    the last one's end plus the compute gap): per-iteration times, the fluid optimum of one
+    iteration, and NCCL's bus bandwidth.  They replace ``metrics()``' whole-run reading, whose
+    completion spans warm-up and compute gaps.  A measured iteration still running at the
+    horizon counts as lasting until ``now_us`` (a lower bound: a mode whose job stalls is not
+    judged on its finished iterations alone)."""
+    from fabric_sim.metrics import busbw_gbps
+
+    its = job.measured()
+    kind = job.collective.kind
+    done = len(its)
+    running = [t for t in net.transfers if t.tag == f"{kind}{job.warmup + done}" and t.started_us is not None]
+    if done < spec.iterations and len(job.records) >= job.warmup and running:
+        its = its + [now_us - min(t.started_us for t in running)]
+    ratios, ideals, tput = [], [], []
+    for i, took in enumerate(its, start=job.warmup):
+        ts = [t for t in net.transfers if t.tag == f"{kind}{i}"]
+        if ts:
+            ideal = fluid_bound(fabric, ts, fb, capacity)
+            ideals.append(ideal)
+            ratios.append(took / ideal)
+        tput += [t.packets / (t.done_us - t.started_us) for t in ts
+                 if t.done_us is not None and t.started_us is not None and t.done_us > t.started_us]
+    ranks = len(job.ranks)
+    # nccl-tests' size: the AllReduce buffer, or every peer's slice of an AlltoAll (own included)
+    size = spec.nbytes * ranks / (ranks - 1) if _TRAIN_COLLECTIVE[kind] == "alltoall" else spec.nbytes
+    p50 = statistics.median(its) if its else None
+    return {"iter_us": [round(x, 3) for x in its], "iterations": done, "iteration_us_p50": p50,
+            "iteration_us_max": max(its) if its else None,
+            "ideal_us": statistics.median(ideals) if ideals else None,
+            "completion_over_ideal": statistics.median(ratios) if ratios else None,
+            "busbw_gbps": busbw_gbps(_TRAIN_COLLECTIVE[kind], ranks, size, p50 / 1e6) if p50 else None,
+            # every message of the measured iterations, whatever its size: a training job's
+            # messages are its QPs' per-iteration shares, short or not
+            "throughput_cv": statistics.pstdev(tput) / statistics.fmean(tput) if len(tput) > 1 else None}
 
 
 def _tail_drops(sim) -> int:
@@ -632,15 +675,17 @@ def _busbw(spec: RunSpec, jobs, iters: list[float]) -> Optional[float]:
 
 def _failover_us(ts) -> Optional[float]:
     """From the failure to the last affected flow's recovery: for every transfer in flight at
-    the failure, the longest pause in its in-order delivery after the failure; the maximum over
+    the failure or started after it (a training job's next messages meet the stale routes too),
+    the longest pause in its in-order delivery after the failure or its start; the maximum over
     transfers (None if one never completed)."""
     worst = 0.0
     for t in ts:
-        if t.started_us is None or t.started_us > FAIL_AT_US or (t.done_us is not None and t.done_us < FAIL_AT_US):
+        if t.started_us is None or (t.done_us is not None and t.done_us < FAIL_AT_US):
             continue
         if t.done_us is None:
             return None
-        times = [FAIL_AT_US] + [x for x in t.delivery_times if x > FAIL_AT_US]
+        t0 = max(FAIL_AT_US, t.started_us)
+        times = [t0] + [x for x in t.delivery_times if x > t0]
         gap = max((b - a for a, b in zip(times, times[1:])), default=0.0)
         worst = max(worst, gap)
     return worst

@@ -18,9 +18,14 @@ STELLAR_COLOUR = "#d62728"
 _FIXED = {"ecmp": "#000000", "stellar": STELLAR_COLOUR, "wcmp": "#1f77b4", "least": "#2ca02c",
           "conga": "#9467bd", "drill": "#ff7f0e", "spray": "#8c564b", "ecmp-em": "#7f7f7f", "oracle": "#b0b0b0"}
 _OTHERS = ("#17becf", "#bcbd22", "#e377c2", "#393b79", "#637939", "#8c6d31", "#aec7e8")  # 7: LetFlow 10..200 differ
-KINDS = (("collectives", lambda s: not s.startswith(("websearch", "datamining")) and not s.endswith(("/fail", "/gray"))),
+def _topo(case: str) -> str:
+    return case.split(" [")[0].partition("/")[2]
+
+
+# panels of the headline picture, by case ("train-a2a/deg40 [PFC only]", fabric_sim.report.case_of)
+KINDS = (("collectives", lambda s: not s.startswith(("websearch", "datamining")) and _topo(s) not in ("fail", "gray")),
          ("flow-size distributions", lambda s: s.startswith(("websearch", "datamining"))),
-         ("failures", lambda s: s.endswith(("/fail", "/gray"))))
+         ("failures", lambda s: _topo(s) in ("fail", "gray")))
 
 
 def colour(mode: str) -> str:
@@ -75,16 +80,18 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
     the scenario's primary metric; one panel per kind of scenario; log axis."""
     import numpy as np
 
-    from fabric_sim.report import by_seed, modes_of, primary_metric
+    from fabric_sim.report import by_seed, cases_of, modes_of, primary_metric
     from fabric_sim.stats import paired
 
-    scen = list(dict.fromkeys(r["scenario"] for r in rows if r.get("fabric") == fabric and not r.get("error")))
+    scen = cases_of([r for r in rows if not r.get("error")], fabric)
     panels = [(k, [s for s in scen if f(s)]) for k, f in KINDS]
     panels = [(k, ss) for k, ss in panels if ss]
     if not panels:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(5, 4.2 * len(panels)) + 2, 4.4), squeeze=False)
+    widths = [max(2, len(ss)) for _, ss in panels]  # room for each case's two-line label
+    fig, axes = plt.subplots(1, len(panels), figsize=(2 + 1.9 * sum(widths), 4.4), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
     drawn = {}
     for ax, (kind, ss) in zip(axes[0], panels):
         modes = [m for m in dict.fromkeys(m for s in ss for m in modes_of(rows, s, fabric)) if m != "ecmp"]
@@ -110,17 +117,19 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
                     notes.append(f"{s}: {_label(group)}")
         ax.axhline(1, color="k", ls="--", lw=0.8)
         _plain_log(ax)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(min(lo, 0.5), max(hi, 2.0))  # a ratio of 0.98 must not fill the panel
         ax.set_xlim(-0.6, len(ss) - 0.4)
         ax.set_xticks(np.arange(len(ss)))
-        ax.set_xticklabels(ss, fontsize=8)
+        ax.set_xticklabels([s.replace(" [", "\n[") for s in ss], fontsize=7)
         ax.set_title(kind, fontsize=10)
         ax.set_ylabel("ratio to ECMP (median, 95% CI)\nlower is better", fontsize=8)
         if notes:
             ax.text(0.0, -0.12, "\n".join(notes), transform=ax.transAxes, fontsize=6.5, va="top")
     handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=m) for m, c in drawn.items()]
     fig.legend(handles=handles, loc="center right", fontsize=8, title="mode (ECMP = 1)", title_fontsize=8)
-    fig.suptitle("Each mode against ECMP per scenario: completion time (collectives, failures) or "
-                 "short-flow p99 slowdown (flow sizes)", fontsize=9)
+    fig.suptitle("Each mode against ECMP per case: iteration time (training), completion time (collectives, "
+                 "failures) or short-flow p99 slowdown (flow sizes)", fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 0.88, 0.95))
     path = out / "headline_ratio_to_ecmp.png"
     fig.savefig(path, dpi=110)
@@ -129,7 +138,8 @@ def headline(rows: list[dict], out: Path, fabric: str = "lab") -> Optional[Path]
 
 
 def ratio_cdfs(rows: list[dict], out: Path, scenarios: Sequence[str], fabric: str = "lab") -> Optional[Path]:
-    """CDF over seeds of baseline / Stellar on each headline scenario (> 1: Stellar better)."""
+    """CDF over seeds of baseline / Stellar on each headline case (``fabric_sim.report.case_of``;
+    > 1: Stellar better)."""
     from fabric_sim.report import by_seed, is_baseline, modes_of, primary_metric
     from fabric_sim.stats import ratio_per_seed
 
@@ -215,12 +225,13 @@ def ratio_panels(panels: list[tuple[str, dict[str, dict[str, float]]]], path: Pa
 def short_fct_cdfs(rows: list[dict], out: Path) -> list[Path]:
     """CDF of short-flow FCTs under the flow-size workloads, pooled over seeds; identical
     distributions are drawn once and named together."""
+    from fabric_sim.report import case_of, cases_of
+
     written = []
-    scen = [s for s in dict.fromkeys(r.get("scenario") for r in rows) if s and s.startswith(("websearch", "datamining"))]
-    for s in scen:
+    for s in [c for c in cases_of(rows, None) if c.startswith(("websearch", "datamining"))]:
         series = {}
         for r in rows:
-            if r.get("scenario") == s and r.get("short_fcts"):
+            if case_of(r) == s and r.get("short_fcts"):
                 series.setdefault(r["mode"], []).extend(r["short_fcts"])
         series = {m: sorted(v) for m, v in series.items()}
         if not series:
@@ -237,7 +248,7 @@ def short_fct_cdfs(rows: list[dict], out: Path) -> list[Path]:
         ax.set_title(s)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = out / f"cdf_short_fct_{s.replace('/', '_')}.png"
+        path = out / f"cdf_short_fct_{''.join(c if c.isalnum() or c in '-_' else '_' for c in s).strip('_')}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)

@@ -7,6 +7,10 @@ salt, QP numbers, skew and arrivals), as the ratio baseline / Stellar of a lower
 (> 1: Stellar better), with its median, a BCa 95% interval, the Wilcoxon signed-rank p-value and
 the fraction of seeds Stellar wins.  A claim counts as shown only where the difference is
 significant (p < 0.05).
+
+A *case* is a scenario under one transport (``case_of``: "train-a2a/deg40 [PFC only]"): the
+same workload under PFC alone and under DCQCN puts the bottleneck in different places, so rows
+are only ever paired within a case, and every claim is judged per transport.
 """
 from __future__ import annotations
 
@@ -20,6 +24,31 @@ from fabric_sim.stats import Paired, median, paired
 STELLAR = "stellar"
 ECMP = "ecmp"
 POISSON = ("websearch", "datamining")
+A2A = ("a2a", "a2a-jit", "train-a2a")
+FAILURES = ("fail", "gray")
+_CC = {"off": "no CC", "nvidia": "DCQCN", "paper": "DCQCN (paper)"}
+
+
+def transport(r: dict) -> str:
+    """A row's switch buffer, congestion control and (when set) retransmission timeout as one
+    label (RunSpec's defaults when the row does not say): "PFC only", "PFC + DCQCN",
+    "lossy, DCQCN", "PFC only, RTO 524 us", ..."""
+    buf, cc = r.get("buffer") or "lossless", r.get("dcqcn") or "nvidia"
+    label = ("PFC only" if cc == "off" else f"PFC + {_CC.get(cc, cc)}") if buf == "lossless" \
+        else f"{buf}, {_CC.get(cc, cc)}"
+    t = r.get("timeout_exp")
+    return label if t is None else f"{label}, RTO {4.096 * 2 ** int(t):.0f} us"
+
+
+def case_of(r: dict) -> str:
+    """The row's scenario under its transport: what rows are paired and tabled by."""
+    return f"{r.get('scenario')} [{transport(r)}]"
+
+
+def parts_of(case: str) -> tuple[str, str]:
+    """(workload, topo) of a case (or of a bare scenario)."""
+    w, _, t = case.split(" [")[0].partition("/")
+    return w, t
 
 
 @dataclass
@@ -28,16 +57,22 @@ class Claim:
     measured: str
     verdict: str
     reason: str
+    transport: str = ""
 
 
-def by_seed(rows, fabric, scenario, mode, metric) -> dict[int, float]:
+def by_seed(rows, fabric, case, mode, metric) -> dict[int, float]:
+    """seed -> ``metric`` of ``mode``'s runs of ``case`` (``case_of``)."""
     return {r["seed"]: r.get(metric) for r in rows
-            if r.get("fabric") == fabric and r.get("scenario") == scenario and r.get("mode") == mode
-            and not r.get("error")}
+            if r.get("fabric") == fabric and r.get("mode") == mode and case_of(r) == case and not r.get("error")}
 
 
-def modes_of(rows, scenario: str, fabric: str = "lab") -> list[str]:
-    return list(dict.fromkeys(r["mode"] for r in rows if r.get("scenario") == scenario and r.get("fabric") == fabric))
+def modes_of(rows, case: str, fabric: str = "lab") -> list[str]:
+    return list(dict.fromkeys(r["mode"] for r in rows if r.get("fabric") == fabric and case_of(r) == case))
+
+
+def cases_of(rows, fabric: Optional[str] = "lab") -> list[str]:
+    """Every case of ``fabric`` (None: of every fabric) in row order."""
+    return list(dict.fromkeys(case_of(r) for r in rows if "scenario" in r and fabric in (None, r.get("fabric"))))
 
 
 ORACLE = "oracle"
@@ -53,15 +88,26 @@ def oracle_rows(rows: list[dict], reference: str = ECMP) -> list[dict]:
     out = []
     for r in rows:
         if r.get("mode") == reference and r.get("ideal_us") and not r.get("error"):
-            out.append({k: r[k] for k in ("workload", "topo", "seed", "fabric", "nbytes", "duration_us", "scenario")
-                        if k in r} | {"mode": ORACLE, "completion_us": r["ideal_us"], "ideal_us": r["ideal_us"],
-                                      "completion_over_ideal": 1.0})
+            # a training job's ideal is one iteration's: the oracle has an iteration time only
+            train = str(r.get("workload", "")).startswith("train-")
+            out.append({k: r[k] for k in ("workload", "topo", "seed", "fabric", "nbytes", "duration_us", "scenario",
+                                          "buffer", "dcqcn", "timeout_exp") if k in r}
+                       | {"mode": ORACLE, "ideal_us": r["ideal_us"], "completion_over_ideal": 1.0,
+                          "completion_us": None if train else r["ideal_us"],
+                          "iteration_us_p50": r["ideal_us"] if train else None})
     return out
 
 
-def primary_metric(scenario: str) -> str:
-    """What a scenario is judged on: a collective's completion, or short flows' p99 slowdown."""
-    return "fct_slowdown_short_p99" if scenario.startswith(POISSON) else "completion_us"
+def primary_metric(case: str) -> str:
+    """What a case is judged on: short flows' p99 slowdown (flow-size workloads), a training
+    job's median iteration time (warm-up excluded), or a collective's completion; under a
+    failure always the whole job's completion (the failure, at ``FAIL_AT_US``, may hit the
+    warm-up, which the iteration times leave out)."""
+    if case.startswith(POISSON):
+        return "fct_slowdown_short_p99"
+    if case.startswith("train-") and parts_of(case)[1] not in FAILURES:
+        return "iteration_us_p50"
+    return "completion_us"
 
 
 def best_baseline(rows, scenario: str, metric: str, fabric: str = "lab") -> Optional[str]:
@@ -106,19 +152,31 @@ def _gain(p: Paired) -> str:
 
 
 def claims(rows: list[dict], stellar: str = STELLAR, ecmp: str = ECMP) -> list[Claim]:
-    """The design's claims, each against what the sweep measured (lab fabric)."""
-    scen = sorted({r["scenario"] for r in rows if r.get("fabric") == "lab"})
+    """The design's claims, each against what the sweep measured (lab fabric), judged per
+    transport (``transport``): a claim holds under PFC alone and fails under DCQCN, or the other
+    way round, and the table says which."""
     out: list[Claim] = []
-    a2a = [s for s in scen if s.startswith("a2a") and not s.endswith(("fail", "gray"))]
-    # 1. AlltoAll throughput (completion ECMP / Stellar = throughput gain)
+    for tr in dict.fromkeys(transport(r) for r in rows if r.get("fabric") == "lab" and "scenario" in r):
+        sub = [r for r in rows if transport(r) == tr]
+        out += [Claim(c.claim, c.measured, c.verdict, c.reason, tr) for c in _claims(sub, stellar, ecmp)]
+    return out
+
+
+def _claims(rows: list[dict], stellar: str, ecmp: str) -> list[Claim]:
+    """The claims on rows of one transport."""
+    scen = sorted(cases_of(rows))
+    out: list[Claim] = []
+    a2a = [s for s in scen if parts_of(s)[0] in A2A and parts_of(s)[1] not in FAILURES]
+    # 1. AlltoAll throughput (completion, or iteration time, ECMP / Stellar = throughput gain)
     pairs, parts = [], []
     for s in a2a:
-        p = vs(rows, s, ecmp, "completion_us", stellar)
+        metric = primary_metric(s)
+        p = vs(rows, s, ecmp, metric, stellar)
         if p.ratio is None:
             continue
         pairs.append(p)
-        best = best_baseline(rows, s, "completion_us")
-        bp = vs(rows, s, best, "completion_us", stellar) if best and best != ecmp else None
+        best = best_baseline(rows, s, metric)
+        bp = vs(rows, s, best, metric, stellar) if best and best != ecmp else None
         parts.append(f"{s}: vs ECMP {_gain(p)}" + (f"; vs best baseline {best} {_gain(bp)}" if bp else ""))
     if pairs:
         verdict, why = _verdict(pairs, 1.30, 1.05)
@@ -160,14 +218,14 @@ def claims(rows: list[dict], stellar: str = STELLAR, ecmp: str = ECMP) -> list[C
                 else "; not significantly lower than ECMP's everywhere")
         out.append(Claim("throughput std-dev 34% -> 6%", "; ".join(parts), verdict,
                          why + " (per-QP throughput coefficient of variation within the AlltoAll)"))
-    out += _failover_claims(rows, scen, stellar, ecmp)
+    out += _failover_claims(rows, [s for s in scen if parts_of(s)[1] == "fail"], stellar, ecmp)
     out.append(_reorder_claim(rows, stellar))
     return out
 
 
 def _failover_claims(rows, scen, stellar, ecmp) -> list[Claim]:
     out = []
-    for s in [x for x in scen if x.endswith("/fail")]:
+    for s in scen:
         med = {m: median([v for v in by_seed(rows, "lab", s, m, "failover_us").values() if v is not None])
                for m in modes_of(rows, s)}
         st = med.get(stellar)
@@ -195,7 +253,7 @@ def _failover_claims(rows, scen, stellar, ecmp) -> list[Claim]:
 def _reorder_claim(rows, stellar) -> Claim:
     st_rows = [r for r in rows if r.get("mode") == stellar and r.get("fabric") == "lab" and not r.get("error")]
     reorders = sum(r.get("reorders") or 0 for r in st_rows)
-    bad = sorted({r["scenario"] for r in st_rows if r.get("reorders")})
+    bad = sorted({case_of(r) for r in st_rows if r.get("reorders")})
     nodrain = [r for r in rows if str(r.get("mode", "")).startswith("stellar-nodrain")]
     nd = sum(r.get("reorders") or 0 for r in nodrain)
     why = "a reorder event = a first transmission arriving behind a later PSN at the responder"
@@ -222,10 +280,12 @@ def _why_a2a(rows: list[dict], scenarios: list[str], stellar: str, ecmp: str) ->
     parts = []
     for s in scenarios:
         bits = []
-        if by_seed(rows, "lab", s, STATIC_ECN, "completion_us"):
-            bits.append(f"routing alone (Stellar with static ECN vs ECMP) {_gain(vs(rows, s, ecmp, 'completion_us', STATIC_ECN))}, "
+        metric = primary_metric(s)
+        if by_seed(rows, "lab", s, STATIC_ECN, metric):
+            bits.append("routing alone (Stellar with static ECN vs ECMP) "
+                        f"{_gain(vs(rows, s, ecmp, metric, STATIC_ECN))}, "
                         f"ECN alone (adaptive vs static, both Stellar routing) "
-                        f"{_gain(vs(rows, s, STATIC_ECN, 'completion_us', stellar))}")
+                        f"{_gain(vs(rows, s, STATIC_ECN, metric, stellar))}")
         imb = [f"{m} {med(s, m, 'uplink_imbalance'):.2f}" for m in (ecmp, stellar)
                if med(s, m, "uplink_imbalance") is not None]
         if imb:
@@ -243,34 +303,42 @@ def _f(v, nd=1) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
 
 
-def scenario_table(rows: list[dict], fabric: str, scenario: str) -> list[str]:
-    """Every mode of one scenario: its median primary metric, completion over the fluid optimum
-    (the oracle), and Stellar against it, paired by seed."""
-    metric = primary_metric(scenario)
-    best = best_baseline(rows, scenario, metric, fabric)
-    lines = [f"### {fabric} {scenario}", "",
+# Moves by reason (``fabric_sim.experiment.STELLAR_MOVE_KEYS``; LetFlow and CONGA count gap moves)
+MOVE_COLUMNS = (("moves_gap", "gap"), ("moves_drain", "drain"), ("moves_explore", "explore"),
+                ("moves_suspect", "silent"), ("moves_restart", "restart"), ("moves_failover", "failover"))
+
+
+def scenario_table(rows: list[dict], fabric: str, case: str) -> list[str]:
+    """Every mode of one case: its median primary metric, completion over the fluid optimum
+    (the oracle), Stellar against it paired by seed, NCCL bus bandwidth, and what the transport
+    and the path changes cost (retransmissions, reorders, PFC pause time, moves by reason)."""
+    metric = primary_metric(case)
+    best = best_baseline(rows, case, metric, fabric)
+    lines = [f"### {fabric} {case}", "",
              f"Judged on `{metric}` (lower is better). Best baseline: {best or 'n/a'}. "
-             "Oracle = the fluid optimum (`ideal_us`): completion/ideal is the distance to it.", "",
+             "Oracle = the fluid optimum (`ideal_us`): completion/ideal is the distance to it "
+             "(training jobs: per iteration). Medians over seeds; moves: median per run by reason.", "",
              f"| mode | seeds | {metric} median | completion/ideal | mode / Stellar [BCa 95%], p, Stellar wins "
-             "| retx | reorders | util max | uplink imbalance | busbw Gb/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for mode in modes_of(rows, scenario, fabric):
+             "| busbw Gb/s | retx | reorders | pause µs | moves | util max | uplink imbalance |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for mode in modes_of(rows, case, fabric):
         def med(m):
-            return median([v for v in by_seed(rows, fabric, scenario, mode, m).values() if v is not None])
-        p = vs(rows, scenario, mode, metric, STELLAR, fabric) if mode != STELLAR else None
+            return median([v for v in by_seed(rows, fabric, case, mode, m).values() if v is not None])
+        p = vs(rows, case, mode, metric, STELLAR, fabric) if mode != STELLAR else None
+        moves = ", ".join(f"{label} {med(key):.0f}" for key, label in MOVE_COLUMNS if med(key)) or "-"
         lines.append(f"| {mode}{' (best baseline)' if mode == best else ''} | "
-                     f"{len(by_seed(rows, fabric, scenario, mode, metric))} | {_f(med(metric), 2)} | "
-                     f"{_f(med('completion_over_ideal'), 2)} | {p.text() if p else '-'} | {_f(med('retransmits'), 0)} | "
-                     f"{_f(med('reorders'), 0)} | {_f(med('link_util_max'), 2)} | {_f(med('uplink_imbalance'), 2)} | "
-                     f"{_f(med('busbw_gbps'), 1)} |")
+                     f"{len(by_seed(rows, fabric, case, mode, metric))} | {_f(med(metric), 2)} | "
+                     f"{_f(med('completion_over_ideal'), 2)} | {p.text() if p else '-'} | {_f(med('busbw_gbps'), 1)} | "
+                     f"{_f(med('retransmits'), 0)} | {_f(med('reorders'), 0)} | {_f(med('pause_us_total'), 0)} | "
+                     f"{moves} | {_f(med('link_util_max'), 2)} | {_f(med('uplink_imbalance'), 2)} |")
     return lines + [""]
 
 
 def win_table(rows: list[dict]) -> list[str]:
-    """The fraction of seeds on which Stellar wins against each baseline, per scenario."""
-    scen = list(dict.fromkeys(r["scenario"] for r in rows if r.get("fabric") == "lab"))
+    """The fraction of seeds on which Stellar wins against each baseline, per case."""
+    scen = cases_of(rows)
     base = list(dict.fromkeys(r["mode"] for r in rows if is_baseline(r.get("mode", ""))))
-    lines = ["| scenario | " + " | ".join(base) + " |", "| --- |" + " --- |" * len(base)]
+    lines = ["| case | " + " | ".join(base) + " |", "| --- |" + " --- |" * len(base)]
     for s in scen:
         cells = []
         for b in base:
@@ -278,6 +346,55 @@ def win_table(rows: list[dict]) -> list[str]:
             cells.append("-" if p.wins is None else f"{p.wins:.0%}" + ("*" if p.significant else ""))
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return lines + ["", "(* = the paired difference is significant, Wilcoxon p < 0.05; either direction.)", ""]
+
+
+def losses(rows: list[dict]) -> list[str]:
+    """Every (case, baseline) where Stellar does not win: the baseline's median paired ratio to
+    Stellar is below 1 (a loss), or its interval reaches below 1 or the test is not significant
+    (no shown win), with the statistics: what the study must not hide."""
+    lost, even = [], []
+    for fabric in dict.fromkeys(r.get("fabric") for r in rows if "scenario" in r):
+        for case in cases_of(rows, fabric):
+            metric = primary_metric(case)
+            for b in [m for m in modes_of(rows, case, fabric) if is_baseline(m)]:
+                p = vs(rows, case, b, metric, STELLAR, fabric)
+                line = f"- {fabric} {case}: {b} / Stellar on `{metric}` {p.text()}"
+                if p.ratio is not None and p.ratio < 1:
+                    lost.append(line + (" (significant)" if p.significant else ""))
+                elif p.ratio is not None and (p.lo < 1 or not p.significant):
+                    even.append(line)
+    return (["Stellar slower (median paired ratio below 1):", ""] + (lost or ["- nowhere"])
+            + ["", "No shown win (the interval reaches below 1, or p >= 0.05 / too few seeds to test):", ""]
+            + (even or ["- nowhere"]) + [""])
+
+
+def transport_notes(rows: list[dict]) -> list[str]:
+    """Where two transports ran the same scenario, how far the congestion control moved each
+    mode's primary metric (per seed), and how many CE marks it had to act on: a DCQCN that never
+    changes a run is a finding about the sizes, not about the load balancers."""
+    out = []
+    scen = dict.fromkeys((r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless")
+                         for r in rows if "scenario" in r and r.get("mode") != ORACLE)
+    for fabric, sc, buf in scen:
+        same = [r for r in rows
+                if (r.get("fabric"), r.get("scenario"), r.get("buffer") or "lossless") == (fabric, sc, buf)
+                and r.get("timeout_exp") is None and r.get("mode") != ORACLE]
+        off = [case_of(r) for r in same if r.get("dcqcn") == "off"]
+        on = [case_of(r) for r in same if (r.get("dcqcn") or "nvidia") != "off"]
+        if not off or not on:
+            continue
+        a, b = off[0], on[0]
+        metric = primary_metric(a)
+        cells = []
+        for m in [m for m in modes_of(rows, a, fabric) if m != ORACLE]:
+            x, y = by_seed(rows, fabric, a, m, metric), by_seed(rows, fabric, b, m, metric)
+            d = [abs(y[k] / x[k] - 1) for k in x if k in y and x[k] and y[k] is not None]
+            ce = median([v for v in by_seed(rows, fabric, b, m, "ce_marks").values() if v is not None])
+            if d:
+                cells.append(f"{m} {max(d):.1%}" + (f" ({ce:.0f} CE marks/run)" if ce is not None else ""))
+        out.append(f"- {fabric} {sc} ({buf}): largest per-seed change of `{metric}` from {a.split(' [')[1][:-1]} to "
+                   f"{b.split(' [')[1][:-1]}: " + ", ".join(cells))
+    return (["## What the congestion control changed", ""] + out + [""]) if out else []
 
 
 def write_report(rows: list[dict], path: Path, header: list[str], model: list[str],
@@ -288,17 +405,18 @@ def write_report(rows: list[dict], path: Path, header: list[str], model: list[st
         "", "## Design claims against measured figures", "",
         "Ratios are baseline / Stellar per seed (> 1: Stellar better): median [BCa 95% interval], "
         "Wilcoxon signed-rank p, the share of seeds Stellar wins.", "",
-        "| claim | measured | verdict | reason |", "| --- | --- | --- | --- |"]
+        "| claim | transport | measured | verdict | reason |", "| --- | --- | --- | --- | --- |"]
     for c in claims(rows):
-        lines.append(f"| {c.claim} | {c.measured} | {c.verdict} | {c.reason} |")
+        lines.append(f"| {c.claim} | {c.transport} | {c.measured} | {c.verdict} | {c.reason} |")
     lines += ["", "## Stellar's wins per baseline (share of seeds, primary metric)", ""] + win_table(rows)
-    lines += ["## Per scenario", ""]
-    for fabric, sc in dict.fromkeys((r.get("fabric"), r["scenario"]) for r in rows if "scenario" in r):
-        lines += scenario_table(rows, fabric, sc)
+    lines += ["## Where Stellar loses or does not win", ""] + losses(rows) + transport_notes(rows)
+    lines += ["## Per scenario and transport", ""]
+    for fabric, case in dict.fromkeys((r.get("fabric"), case_of(r)) for r in rows if "scenario" in r):
+        lines += scenario_table(rows, fabric, case)
     lines += list(extra or [])
     errors = [r for r in rows if r.get("error")]
     if errors:
-        lines += ["## Failed runs", ""] + [f"- {r['scenario']} {r['mode']} seed {r['seed']}: {r['error']}"
+        lines += ["## Failed runs", ""] + [f"- {case_of(r)} {r['mode']} seed {r['seed']}: {r['error']}"
                                             for r in errors[:20]] + [""]
     lines += ["## Model (what the figures mean)", ""] + model + [""]
     path.write_text("\n".join(lines) + "\n")

@@ -82,3 +82,31 @@ def test_every_mode_is_told_a_degraded_links_rate_through_the_fabric_model():
              for e in rendered.documents[ends[0].switch]["entries"] if e["action"].endswith("placement.set_rate")}
     assert rates[ends[0].port] == 200  # 40G: 200 ps per byte (100G: 80)
     assert sorted(rates.values()).count(80) == len(rates) - 1
+
+
+def test_a_training_job_is_measured_per_iteration_without_its_warmup():
+    spec = RunSpec("train-a2a", "sym", "ecmp", 1, nbytes=1 << 17, channels=1, iterations=2, warmup=1, gap_us=50.0)
+    row = run(spec)
+    assert row["incomplete"] == 0 and row["iterations"] == 2 and len(row["iter_us"]) == 2
+    # the whole run spans the warm-up, two gaps and two measured iterations: more than their sum
+    assert row["completion_us"] > sum(row["iter_us"]) + 2 * spec.gap_us
+    assert row["iteration_us_p50"] == pytest.approx(sum(row["iter_us"]) / 2)
+    # completion over ideal per iteration: near 1 for one iteration, not the whole run's ~3x
+    assert 1.0 <= row["completion_over_ideal"] < row["completion_us"] / row["ideal_us"] / 2
+    # NCCL's AlltoAll busbw: every peer's slice / time x (n-1)/n = the bytes a rank sends / time
+    assert row["busbw_gbps"] == pytest.approx(spec.nbytes * 8 / row["iteration_us_p50"] / 1e3)
+    # the messages (2-3 packets each, short by size) still give the per-QP throughput spread
+    assert row["throughput_cv"] is not None and row["throughput_cv"] > 0
+
+
+def test_an_iteration_still_running_at_the_horizon_counts_until_the_horizon(monkeypatch):
+    import fabric_sim.experiment as E
+
+    spec = RunSpec("train-a2a", "sym", "ecmp", 1, nbytes=1 << 17, channels=1, iterations=2, warmup=1)
+    whole = run(spec)
+    cut = whole["completion_us"] - whole["iter_us"][1] / 2  # the horizon falls in the last iteration
+    monkeypatch.setattr(E, "HORIZON_US", cut)
+    row = run(spec)
+    assert row["incomplete"] > 0 and row["iterations"] == 1
+    assert len(row["iter_us"]) == 2 and row["iter_us"][0] == whole["iter_us"][0]
+    assert row["iter_us"][1] == pytest.approx(whole["iter_us"][1] / 2, rel=0.05)
