@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from fabric_sim.baselines import CONGA_TIMEOUT_US, DRE_SHIFT
-from fabric_sim.experiment import REACTION_US, ROOT, STATIC_ECN, RunSpec, run
+from fabric_sim.experiment import JOBS, REACTION_US, ROOT, STATIC_ECN, RunSpec, run
 
 LETFLOW_QUICK = (10, 50, 200)
 LETFLOW_FULL = (10, 20, 50, 100, 200)
@@ -119,11 +119,11 @@ QUICK_BASELINES = ("ecmp", "wcmp", "least", "conga", "drill", LETFLOW_BEST)
 # 6 seeds is the fewest on which a two-sided Wilcoxon signed-rank test can reach p < 0.05
 SEEDS10, SEEDS6, SEEDS3 = tuple(range(1, 11)), tuple(range(1, 7)), (1, 2, 3)
 QUICK = Matrix(
-    cases=(Case(HEADLINE[:1], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_ONLY + TRAIN_QUICK),
+    cases=(Case(HEADLINE[:1], QUICK_BASELINES + ("stellar", JOBS), SEEDS10, settings=PFC_ONLY + TRAIN_QUICK),
            Case(HEADLINE[:1], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN + TRAIN_QUICK),
            Case(HEADLINE[1:], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN),
            Case(HEADLINE[:1], (LETFLOW,), SEEDS3, settings=PFC_ONLY + TRAIN_QUICK),
-           Case((("train-ring", "deg40"),), ("ecmp", "wcmp", "conga", "stellar"), SEEDS6,
+           Case((("train-ring", "deg40"),), ("ecmp", "wcmp", "conga", "stellar", JOBS), SEEDS6,
                 settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-a2a", "sym"),), ("ecmp", "conga", "stellar"), SEEDS6, settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-a2a", "fail"),), ("ecmp", "conga", "stellar"), SEEDS3,
@@ -142,15 +142,14 @@ QUICK = Matrix(
              "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the "
              "ConWeave setup's cost here: REFERENCE_COST)")
 
-# CPU seconds per run at the quick matrix's sizes: one process under nice on this shared 2-core
-# machine, programs already compiled (2026-12-07; the wall time was 1-6x this under the other
-# engineers' load).  train-a2a/deg40 (256 KB, 2 channels, 2+1 iterations): ECMP 2.5, least 2.5,
-# CONGA 2.4, DRILL 2.6, LetFlow 2.2, Stellar 5.7; /sym Stellar 5.4; train-ring/deg40 CONGA 1.6,
-# Stellar 3.9; the link failure (RTO 524 us, 3+1 iterations) ECMP 3.1, CONGA 2.3, Stellar 4.8.
-# websearch-50/deg40 (120 us of arrivals): ECMP 1.1, Stellar 2.8, DRILL 6.1 (its per-packet
-# choice sets off go-back-N).  Each figure is rounded up.
-RUN_COST_S = {("train", "stellar"): 6.0, ("train", "*"): 2.6,
-              ("websearch", "stellar"): 3.0, ("websearch", "drill"): 6.5, ("websearch", "*"): 1.4}
+# CPU seconds per run at the quick matrix's sizes, on the native backend (the study's default):
+# one process under nice on this shared 2-core machine, programs already compiled (2026-12-07).
+# train-a2a/deg40 (256 KB, 2 channels, 2+1 iterations): ECMP 0.71, Stellar 1.01, stellar-jobs
+# 1.00; train-ring/deg40 stellar-jobs 0.80; the link failure (RTO 524 us) ECMP 1.08, Stellar 0.93;
+# lossy Stellar 1.01; websearch-50/deg40 (120 us of arrivals): ECMP 0.39, Stellar 0.46, DRILL 2.15
+# (its per-packet choice sets off go-back-N).  Each figure is rounded up.  On the reference
+# backend (--backend python) the same runs cost 2.5-6x as much (Stellar 5.7, ECMP 2.5, DRILL 6.1).
+RUN_COST_S = {("train", "*"): 1.2, ("websearch", "drill"): 2.5, ("websearch", "*"): 0.6}
 UNKNOWN_COST_S = 10.0  # a run of a kind not measured above
 CONTENTION = 1.25  # the machine is shared: a run's wall time on a busy worker over its CPU time
 FIXED_S = 45.0  # compiling the programs in each worker, the flow-level section (8.8 s CPU), plots and the report
