@@ -78,6 +78,7 @@ struct talk_t {
     timestamp_t since;
     timestamp_t prev_heard;
     timestamp_t prev_since;
+    timestamp_t answered;       /* its last answer for any of this leaf's paths */
 }
 
 /* Routing result: the path set and its members. */

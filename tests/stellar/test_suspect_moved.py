@@ -185,3 +185,36 @@ def test_control_a_leaf_that_keeps_sending_without_answering_silences_the_path(s
     assert ports[:25] == [3] * 25                   # on the path that is cut at t=100
     assert f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_SUSPECT) == 1
     assert set(ports[-50:]) == {4}
+
+
+def _qp_with_rotation(r: int) -> int:
+    return next(qp for qp in range(0x100, 0x1000) if zlib.crc32(_key(qp)) % 65521 % 2 == r)
+
+
+def test_a_leaf_that_answers_another_path_after_a_pause_silences_the_dead_one(stellar_program):
+    """A sends on both paths throughout; spine 1's downlink to B is cut at t=90 while B's host
+    is quiet (t=100..500).  When B resumes it answers A's path over spine 2 but never the one
+    over spine 1: that proves the silence at once, without waiting for a run of B's packets
+    (with the run alone, the flow on the dead path moved 150 us after B resumed, at t=650)."""
+    import p4sim
+
+    f = Fabric2(p4sim, stellar_program)
+    dead, live = _qp_with_rotation(0), _qp_with_rotation(1)
+    moved_at = None
+    for t in range(800):
+        if t == 90:
+            _silent(f)
+        if t % 4 == 0:
+            for qp in (dead, live):
+                f.send("A", roce(A_HOST, B_HOST, qp, t // 4))
+            if t < 100 or t >= 500:
+                f.send("B", roce(B_HOST, A_HOST, 0x3000, t // 4))
+        f.delivered["B"].clear()
+        f.step(1)
+        if moved_at is None and f.sw["A"].counter("StellarIngress.flowlet.path_changes", CHANGE_SUSPECT):
+            moved_at = t
+    ports = {qp: [p for n, p, fr in f.on_wire if n == "A" and Ether(unshim(fr))[BTH].dqpn == qp]
+             for qp in (dead, live)}
+    assert ports[dead][0] == 3 and set(ports[live]) == {4}
+    assert moved_at is not None and 500 <= moved_at < 540, moved_at
+    assert set(ports[dead][-50:]) == {4}

@@ -83,6 +83,11 @@ register<timestamp_t>(LEAF_SLOTS) fb_heard;
 register<timestamp_t>(LEAF_SLOTS) fb_heard_since;
 register<timestamp_t>(LEAF_SLOTS) fb_prev_since;
 register<timestamp_t>(LEAF_SLOTS) fb_prev_heard;
+/* Per other leaf: when its last answer (a returned entry, any path) arrived.
+ * An answer after this leaf's unanswered send on a path shows the other leaf
+ * is answering, only not for that path (feedback.p4 path_silent).
+ * Size: LEAF_SLOTS. */
+register<timestamp_t>(LEAF_SLOTS) fb_answered;
 register<bit<32>>(FB_SLOTS) fb_to_metric;
 register<timestamp_t>(FB_SLOTS) fb_to_stamp;
 register<timestamp_t>(FB_SLOTS) fb_sent_since;

@@ -60,15 +60,18 @@ bool talked_after(in timestamp_t sent, in timestamp_t since, in timestamp_t last
  * (and not yet past the hold, after which the path is probed again), while
  * the destination leaf kept sending to this one, without a pause, for at
  * least half the silence after that send (its current run of packets or the
- * one before): it had the means to answer and did not.  One-way traffic (no
- * reverse packets to carry feedback) is never silent, nor is a path whose
- * destination leaf has just resumed after a pause. */
+ * one before), or it kept sending that long and answered another of this
+ * leaf's paths after that send: it had the means to answer and did not.
+ * One-way traffic (no reverse packets to carry feedback) is never silent,
+ * nor is a path whose destination leaf has just resumed after a pause and
+ * answered nothing yet (its first answer may sit behind its own queue). */
 bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in talk_t talk,
                  in timestamp_t now, in bit<32> silence_us, in bit<32> hold_us) {
     bool silent = false;
     if (silence_us != 0 && sent != 0 && sent > fb_stamp &&
         (talked_after(sent, talk.since, talk.heard, silence_us) ||
-         talked_after(sent, talk.prev_since, talk.prev_heard, silence_us)) &&
+         talked_after(sent, talk.prev_since, talk.prev_heard, silence_us) ||
+         (talk.answered > sent && talked_after(sent, 0, talk.heard, silence_us))) &&
         now - sent > (timestamp_t)silence_us &&
         now - sent <= (timestamp_t)(silence_us + hold_us)) {
         silent = true;
@@ -198,6 +201,7 @@ control FeedbackLookup(inout headers_t hdr,
             fb_heard_since.read(talk.since, (bit<32>)meta.fb.dest_leaf);
             fb_prev_heard.read(talk.prev_heard, (bit<32>)meta.fb.dest_leaf);
             fb_prev_since.read(talk.prev_since, (bit<32>)meta.fb.dest_leaf);
+            fb_answered.read(talk.answered, (bit<32>)meta.fb.dest_leaf);
             bit<32> fi;
             bit<32> metric;
             timestamp_t stamp;
@@ -438,6 +442,7 @@ control FeedbackTag(inout headers_t hdr,
                     bit<32> ti = ((bit<32>)hdr.fb.src_leaf << 3) | (bit<32>)hdr.fb.fb_path;
                     fb_to_metric.write(ti, (bit<32>)hdr.fb.fb_metric);
                     fb_to_stamp.write(ti, now);
+                    fb_answered.write((bit<32>)hdr.fb.src_leaf, now);
                     shims.count(3);
                 }
                 hdr.ethernet.ether_type = hdr.fb.next_type;
