@@ -415,8 +415,8 @@ def verdict(results: list[ModeResult]) -> str:
         return next((r for r in results if r.scenario == scenario and r.mode == mode), None)
 
     lines = ["Verdict (Stellar / ECMP; below 1 is better for Stellar):"]
-    for scenario, keys in PLOT_METRICS.items():
-        ecmp, stellar = pick(scenario, "ecmp"), pick(scenario, "stellar")
+    for scenario, keys, mode in [(sc, k, m) for sc, k in PLOT_METRICS.items() for m in VERDICT_MODES]:
+        ecmp, stellar = pick(scenario, "ecmp"), pick(scenario, mode)
         if ecmp is None or stellar is None:
             continue
         parts, behind = [], []
@@ -435,7 +435,8 @@ def verdict(results: list[ModeResult]) -> str:
                 behind.append(name)
         moved = stellar.metrics.get("path changes gap/drain/failover", "")
         explored = stellar.metrics.get("path changes explore/suspect/restart", "")
-        lines.append(f"- {scenario}: " + ", ".join(parts)
+        label = scenario if mode == "stellar" else f"{scenario}, {mode}"
+        lines.append(f"- {label}: " + ", ".join(parts)
                      + (f"; Stellar is BEHIND ECMP on {', '.join(behind)}" if behind else "; Stellar is not behind")
                      + (f" (moves gap/drain/failover {moved}, explore/suspect/restart {explored})" if moved else ""))
     if any(r.mode == "stellar" and r.metrics.get("path changes gap/drain/failover", "0/0/0").split("/")[:2] == ["0", "0"]
@@ -453,6 +454,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
+# The modes the verdict compares with ECMP, each on its own line.
+VERDICT_MODES = ("stellar", "stellar-jobs")
 # What each scenario's panel shows (lower is better for all of them), by the report's keys.
 PLOT_METRICS = {
     "congestion": ("job completion (us)", "mice p50 FCT (us)", "mice p99 FCT (us)",
