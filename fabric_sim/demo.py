@@ -436,8 +436,9 @@ def verdict(results: list[ModeResult]) -> str:
         moved = stellar.metrics.get("path changes gap/drain/failover", "")
         explored = stellar.metrics.get("path changes explore/suspect/restart", "")
         label = scenario if mode == "stellar" else f"{scenario}, {mode}"
+        who = "Stellar" if mode == "stellar" else mode
         lines.append(f"- {label}: " + ", ".join(parts)
-                     + (f"; Stellar is BEHIND ECMP on {', '.join(behind)}" if behind else "; Stellar is not behind")
+                     + (f"; {who} is BEHIND ECMP on {', '.join(behind)}" if behind else f"; {who} is not behind")
                      + (f" (moves gap/drain/failover {moved}, explore/suspect/restart {explored})" if moved else ""))
     if any(r.mode == "stellar" and r.metrics.get("path changes gap/drain/failover", "0/0/0").split("/")[:2] == ["0", "0"]
            and r.scenario != "failure" for r in results):
