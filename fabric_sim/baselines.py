@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 MODE_ECMP, MODE_FLOWLET, MODE_SPRAY, MODE_DRILL, MODE_LEAST, MODE_CONGA = 0, 1, 2, 3, 4, 5
-ADAPTIVE = (MODE_DRILL, MODE_LEAST, MODE_CONGA)  # members come with the group entry (<= 4)
-ADAPTIVE_MEMBERS = 4
+ADAPTIVE = (MODE_DRILL, MODE_LEAST, MODE_CONGA)  # members come with the group entry (<= 8)
+ADAPTIVE_MEMBERS = 8  # set_group8's p0..p7
+NARROW_MEMBERS = 4  # set_group's p0..p3: every group of at most this many members uses it
 MAX_SLOTS = 16
 CONGA_TIMEOUT_US = 100  # the flowlet timeout ConWeave's evaluation runs LetFlow at
 DRE_SHIFT = 7  # DRE half-life 2^7 = 128 µs (CONGA: a time constant of about 160 µs)
@@ -166,7 +167,7 @@ class BaselineFabric:
         if self.spec.mode in ADAPTIVE:
             params["count"] = len(members)
         (sw.insert_entry if insert else sw.modify_entry)("LbIngress.group", {"meta.group": gid},
-                                                          "LbIngress.set_group", params)
+                                                          group_action(params), params)
         for slot in range(MAX_SLOTS):
             match = {"meta.group": gid, "meta.slot": slot}
             if slot < len(slots):
@@ -206,18 +207,26 @@ class BaselineFabric:
 
 
 def _adaptive_params(members: list[tuple[int, float, float]], mode: int) -> dict:
-    """The group entry's own member list (p0..p3) and rate scales (s0..s3) for the adaptive
-    modes: CONGA scales its local DRE by the port's rate (the path's far links report through
-    feedback), least-loaded by the whole path's capacity (what WCMP weighs by)."""
+    """The group entry's own member list (p0..p3 for ``set_group``, p0..p7 for ``set_group8``
+    when an adaptive group has more than ``NARROW_MEMBERS``) and rate scales (s0..s3 / s0..s7)
+    for the adaptive modes: CONGA scales its local DRE by the port's rate (the path's far links
+    report through feedback), least-loaded by the whole path's capacity (what WCMP weighs by)."""
     if mode in ADAPTIVE and len(members) > ADAPTIVE_MEMBERS:
         raise ValueError(f"adaptive baselines take at most {ADAPTIVE_MEMBERS} members, got {len(members)}")
+    wide = mode in ADAPTIVE and len(members) > NARROW_MEMBERS
     out = {}
-    for i in range(ADAPTIVE_MEMBERS):
+    for i in range(ADAPTIVE_MEMBERS if wide else NARROW_MEMBERS):
         port, here, path = members[i] if i < len(members) and mode in ADAPTIVE else (0, 0.0, 0.0)
         gbps = here if mode == MODE_CONGA else path
         out[f"p{i}"] = port
         out[f"s{i}"] = round(65536 * SCALE_REF_GBPS / gbps) if gbps > 0 else 0
     return out
+
+
+def group_action(params: dict) -> str:
+    """The group table's action for ``params``: ``set_group8`` when they name members past the
+    fourth, else ``set_group`` (so every group of at most 4 members is written as it always was)."""
+    return "LbIngress.set_group8" if "p4" in params else "LbIngress.set_group"
 
 
 def salt_for(seed: int) -> int:

@@ -28,9 +28,11 @@
  *                > timeout_us) the member with the least congested path to the
  *                destination leaf, max(local DRE, the path's metric fed back by
  *                that leaf), from leaf-to-leaf feedback in a shim header (below).
- * DRILL, LEAST and CONGA take their (at most 4) distinct members from the
- * group entry itself (p0..p3), with each member's rate scale s0..s3, so that
- * one packet can compare them.
+ * DRILL, LEAST and CONGA take their (at most 8) distinct members from the
+ * group entry itself (p0..p7), with each member's rate scale s0..s7, so that
+ * one packet can compare them: `set_group` carries up to 4 (the lab and pod
+ * fabrics' leaves), `set_group8` up to 8 (the 8-spine conweave and cluster512
+ * fabrics); a group of 4 or fewer reads no state for members 4..7.
  *
  * Load and capacity (the same for every scheme): a DRE per port, bytes
  * assigned to the port at ingress (so flows starting together see each other),
@@ -141,28 +143,43 @@ struct lb_metadata_t {
     bit<8>  leaf_id;        /* this switch's leaf id (0: a spine) */
     bit<8>  dst_leaf;       /* the group's destination leaf */
     bit<32> now;
-    bit<32> p0; bit<32> p1; bit<32> p2; bit<32> p3;        /* adaptive members' ports */
-    bit<32> s0; bit<32> s1; bit<32> s2; bit<32> s3;        /* their rate scales */
-    bit<32> l0; bit<32> l1; bit<32> l2; bit<32> l3;        /* their load metric */
-    bit<32> q0; bit<32> q1; bit<32> q2; bit<32> q3;        /* their queues (packets) */
-    bit<32> c0; bit<32> c1; bit<32> c2; bit<32> c3;        /* their CONGA path score */
+    /* The adaptive members 0..7: */
+    bit<32> p0; bit<32> p1; bit<32> p2; bit<32> p3;        /* ports */
+    bit<32> p4; bit<32> p5; bit<32> p6; bit<32> p7;
+    bit<32> s0; bit<32> s1; bit<32> s2; bit<32> s3;        /* rate scales */
+    bit<32> s4; bit<32> s5; bit<32> s6; bit<32> s7;
+    bit<32> l0; bit<32> l1; bit<32> l2; bit<32> l3;        /* load metrics */
+    bit<32> l4; bit<32> l5; bit<32> l6; bit<32> l7;
+    bit<32> q0; bit<32> q1; bit<32> q2; bit<32> q3;        /* queues (packets) */
+    bit<32> q4; bit<32> q5; bit<32> q6; bit<32> q7;
+    bit<32> c0; bit<32> c1; bit<32> c2; bit<32> c3;        /* CONGA path scores */
+    bit<32> c4; bit<32> c5; bit<32> c6; bit<32> c7;
 }
 
-/* One of four values by index (member index -> its port, scale or score). */
-bit<32> pick4(in bit<8> i, in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3) {
-    return i == 0 ? v0 : (i == 1 ? v1 : (i == 2 ? v2 : v3));
+/* One of eight values by index (member index -> its port, queue, load or
+ * score); an index past 7 gives v7. */
+bit<32> pick8(in bit<8> i, in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3,
+              in bit<32> v4, in bit<32> v5, in bit<32> v6, in bit<32> v7) {
+    return i < 4 ? (i == 0 ? v0 : (i == 1 ? v1 : (i == 2 ? v2 : v3)))
+                 : (i == 4 ? v4 : (i == 5 ? v5 : (i == 6 ? v6 : v7)));
 }
 
 /* The index of the lowest of the first `count` values; `first` wins ties
- * (the flow's hash member, so equal loads leave it where ECMP would put it). */
-bit<8> argmin4(in bit<8> first, in bit<8> count,
-               in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3) {
+ * (the flow's hash member, so equal loads leave it where ECMP would put it),
+ * then the lowest index. */
+bit<8> argmin8(in bit<8> first, in bit<8> count,
+               in bit<32> v0, in bit<32> v1, in bit<32> v2, in bit<32> v3,
+               in bit<32> v4, in bit<32> v5, in bit<32> v6, in bit<32> v7) {
     bit<8> at = first;
-    bit<32> best = pick4(first, v0, v1, v2, v3);
+    bit<32> best = pick8(first, v0, v1, v2, v3, v4, v5, v6, v7);
     if (count > 0 && v0 < best) { at = 0; best = v0; }
     if (count > 1 && v1 < best) { at = 1; best = v1; }
     if (count > 2 && v2 < best) { at = 2; best = v2; }
-    if (count > 3 && v3 < best) { at = 3; }
+    if (count > 3 && v3 < best) { at = 3; best = v3; }
+    if (count > 4 && v4 < best) { at = 4; best = v4; }
+    if (count > 5 && v5 < best) { at = 5; best = v5; }
+    if (count > 6 && v6 < best) { at = 6; best = v6; }
+    if (count > 7 && v7 < best) { at = 7; }
     return at;
 }
 
@@ -238,7 +255,8 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
     register<bit<8>>(LB_GROUPS) drill_best;
     /* CONGA: congestion from each source leaf per path (filled as packets
      * arrive), congestion to each destination leaf per own path (filled by
-     * feedback), and the next path to feed back per destination leaf. */
+     * feedback), and the next path to feed back per destination leaf; 16
+     * path cells per leaf id (CONGA_PATHS; members 0..7 use the first 8). */
     register<bit<8>>(LB_LEAVES * 16) conga_from_leaf;
     register<bit<8>>(LB_LEAVES * 16) conga_to_leaf;
     register<bit<8>>(LB_LEAVES) conga_fb_next;
@@ -297,13 +315,24 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
         meta.p0 = p0; meta.p1 = p1; meta.p2 = p2; meta.p3 = p3;
         meta.s0 = s0; meta.s1 = s1; meta.s2 = s2; meta.s3 = s3;
     }
+    /* set_group for an adaptive group of 5 to 8 members (members 4..7 too). */
+    action set_group8(bit<8> mode, bit<8> count, bit<32> salt, bit<32> timeout_us,
+                      bit<8> dst_leaf, bit<32> p0, bit<32> p1, bit<32> p2, bit<32> p3,
+                      bit<32> p4, bit<32> p5, bit<32> p6, bit<32> p7,
+                      bit<32> s0, bit<32> s1, bit<32> s2, bit<32> s3,
+                      bit<32> s4, bit<32> s5, bit<32> s6, bit<32> s7) {
+        set_group(mode, count, salt, timeout_us, dst_leaf, p0, p1, p2, p3, s0, s1, s2, s3);
+        meta.p4 = p4; meta.p5 = p5; meta.p6 = p6; meta.p7 = p7;
+        meta.s4 = s4; meta.s5 = s5; meta.s6 = s6; meta.s7 = s7;
+    }
     /* Group -> how a member is chosen, how many member slots it has, its
      * destination leaf and (adaptive modes) its distinct members with their
-     * rate scales.  One entry per group; rewritten when a next hop dies or a
-     * rate is learned. */
+     * rate scales (set_group: up to 4, set_group8: up to 8).  One entry per
+     * group, LB_GROUPS (one per destination leaf on a leaf); rewritten when a
+     * next hop dies or a rate is learned. */
     table group {
         key = { meta.group: exact; }
-        actions = { set_group; drop; }
+        actions = { set_group; set_group8; drop; }
         default_action = drop(3);
         size = LB_GROUPS;
     }
@@ -423,6 +452,12 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                 member_state(meta.p1, meta.s1, 1, meta.l1, meta.q1, meta.c1);
                 member_state(meta.p2, meta.s2, 2, meta.l2, meta.q2, meta.c2);
                 member_state(meta.p3, meta.s3, 3, meta.l3, meta.q3, meta.c3);
+                if (meta.count > 4) {
+                    member_state(meta.p4, meta.s4, 4, meta.l4, meta.q4, meta.c4);
+                    member_state(meta.p5, meta.s5, 5, meta.l5, meta.q5, meta.c5);
+                    member_state(meta.p6, meta.s6, 6, meta.l6, meta.q6, meta.c6);
+                    member_state(meta.p7, meta.s7, 7, meta.l7, meta.q7, meta.c7);
+                }
             }
             if (meta.mode == MODE_SPRAY) {
                 random(meta.slot, 8w0, meta.count - 1);
@@ -438,12 +473,17 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                 if (best >= meta.count) {
                     best = r1;
                 }
-                bit<32> q = pick4(best, meta.q0, meta.q1, meta.q2, meta.q3);
-                if (pick4(r1, meta.q0, meta.q1, meta.q2, meta.q3) < q) {
+                bit<32> q = pick8(best, meta.q0, meta.q1, meta.q2, meta.q3,
+                                   meta.q4, meta.q5, meta.q6, meta.q7);
+                bit<32> q1 = pick8(r1, meta.q0, meta.q1, meta.q2, meta.q3,
+                                   meta.q4, meta.q5, meta.q6, meta.q7);
+                bit<32> q2 = pick8(r2, meta.q0, meta.q1, meta.q2, meta.q3,
+                                   meta.q4, meta.q5, meta.q6, meta.q7);
+                if (q1 < q) {
                     best = r1;
-                    q = pick4(r1, meta.q0, meta.q1, meta.q2, meta.q3);
+                    q = q1;
                 }
-                if (pick4(r2, meta.q0, meta.q1, meta.q2, meta.q3) < q) {
+                if (q2 < q) {
                     best = r2;
                 }
                 drill_best.write((bit<32>)meta.group, best);
@@ -462,9 +502,11 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                     if (meta.mode == MODE_FLOWLET) {
                         random(fresh, 8w0, meta.count - 1);
                     } else if (meta.mode == MODE_CONGA) {
-                        fresh = argmin4(hslot, meta.count, meta.c0, meta.c1, meta.c2, meta.c3);
+                        fresh = argmin8(hslot, meta.count, meta.c0, meta.c1, meta.c2, meta.c3,
+                                        meta.c4, meta.c5, meta.c6, meta.c7);
                     } else {
-                        fresh = argmin4(hslot, meta.count, meta.l0, meta.l1, meta.l2, meta.l3);
+                        fresh = argmin8(hslot, meta.count, meta.l0, meta.l1, meta.l2, meta.l3,
+                                        meta.l4, meta.l5, meta.l6, meta.l7);
                     }
                     if (last != 0 && fresh != slot) {
                         flowlet_moves.count(0);
@@ -476,7 +518,8 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
                 meta.slot = slot;
             }
             if (meta.mode >= MODE_DRILL) {
-                sm.egress_spec = (port_t)pick4(meta.slot, meta.p0, meta.p1, meta.p2, meta.p3);
+                sm.egress_spec = (port_t)pick8(meta.slot, meta.p0, meta.p1, meta.p2, meta.p3,
+                                               meta.p4, meta.p5, meta.p6, meta.p7);
             } else {
                 member.apply();
             }
@@ -490,15 +533,17 @@ control LbIngress(inout lb_headers_t hdr, inout lb_metadata_t meta,
             dre_bytes.write(port, (bytes >> (bit<8>)(periods > 31 ? 32w31 : periods)) + sm.packet_length);
             dre_stamp_us.write(port, stamp + (periods << meta.dre_shift));
             if (meta.mode == MODE_CONGA) {
-                bit<32> load = pick4(meta.slot, meta.l0, meta.l1, meta.l2, meta.l3);
+                bit<32> load = pick8(meta.slot, meta.l0, meta.l1, meta.l2, meta.l3,
+                                     meta.l4, meta.l5, meta.l6, meta.l7);
                 if (!hdr.conga.isValid()) {
                     /* source leaf: the shim, with one feedback value for the
-                     * destination leaf (its paths round robin) */
+                     * destination leaf (its paths round robin: 0..3, or 0..7
+                     * for a group of more than 4 members) */
                     bit<8> k;
                     bit<8> fb;
                     conga_fb_next.read(k, (bit<32>)meta.dst_leaf);
                     conga_from_leaf.read(fb, (bit<32>)meta.dst_leaf * 16 + (bit<32>)k);
-                    conga_fb_next.write((bit<32>)meta.dst_leaf, (k + 1) & 3);
+                    conga_fb_next.write((bit<32>)meta.dst_leaf, (k + 1) & (meta.count > 4 ? 8w7 : 8w3));
                     hdr.conga.setValid();
                     hdr.conga.src_leaf = meta.leaf_id;
                     hdr.conga.path = meta.slot;

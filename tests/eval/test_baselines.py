@@ -217,3 +217,42 @@ def test_conga_hops_raise_the_congestion_field_to_their_port_load():
     assert len(ces) == 12
     assert ces[0] == 0  # negative control: an idle port leaves CE as the packet brought it
     assert ces[-1] > 0 and ces == sorted(ces)  # the load builds up, and CE with it
+
+
+def wide_leaf(mode: int, n: int) -> p4sim.Switch:
+    """``leaf`` with its group rewritten to ``n`` uplinks, ports 9..8+n, entries as the study
+    writes them (``set_group8`` past 4 members)."""
+    sw = leaf(mode)
+    params = {"mode": mode, "count": n, "salt": 1, "timeout_us": 100, "dst_leaf": 2,
+              **B._adaptive_params([(UP_A + i, 100.0, 100.0) for i in range(n)], mode)}
+    sw.modify_entry("LbIngress.group", {"meta.group": 1}, B.group_action(params), params)
+    return sw
+
+
+def test_adaptive_groups_take_eight_members_and_choose_past_the_fourth():
+    """ConWeave's fabric gives a leaf 8 uplinks: CONGA must see all 8 paths, DRILL spray over
+    all 8.  Negative control: a 4-member entry never reaches a member past the fourth, whatever
+    the feedback, and more than 8 members are refused."""
+    uplinks = range(UP_A, UP_A + 8)
+    for n, expected in ((8, {UP_A + 7}), (4, set(range(UP_A, UP_A + 4)))):
+        sw = wide_leaf(B.MODE_CONGA, n)
+        for path in range(7):  # leaf 2 reports every path but the last congested
+            sw.send(UP_B, _conga_from_leaf2(fb_path=path, fb_metric=200, sport=50000 + path))
+        sw.advance(10_000)
+        sw.take_output()
+        chosen = set()
+        for sport in range(49152, 49160):
+            sw.send(HOST_PORT, frame(sport))
+            sw.advance(10_000)
+            chosen |= {(p, out[15]) for p, out in sw.take_output() if p in uplinks}
+        assert {p for p, _ in chosen} <= expected and len(chosen) >= 1, (n, chosen)
+        assert all(path == p - UP_A for p, path in chosen)  # the shim names the member index
+    for n, expected in ((8, set(uplinks)), (4, set(range(UP_A, UP_A + 4)))):
+        sw = wide_leaf(B.MODE_DRILL, n)
+        for psn in range(64):
+            sw.send(HOST_PORT, frame(49152, psn=psn))
+        sw.advance(1_000_000)
+        assert {p for p, _ in sw.take_output()} == expected, n
+    assert B.group_action(B._adaptive_params([(9, 100.0, 100.0)] * 4, B.MODE_CONGA)) == "LbIngress.set_group"
+    with pytest.raises(ValueError, match="at most 8 members, got 9"):
+        B._adaptive_params([(9, 100.0, 100.0)] * 9, B.MODE_DRILL)
