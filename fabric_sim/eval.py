@@ -437,12 +437,12 @@ def flow_level(seeds: Iterable[int]) -> tuple[list[dict], list[str]]:
 # alistorage-50 ECMP 14.2 s / Stellar 34.9 s, fbhdp-80 ECMP 16.1 s / Stellar 44.8 s, ~3 s of
 # each being setup (5 µs of alistorage-50 under ECMP: 6.1 s).
 REFERENCE_COST = (
-    "Cost of the reference setup here (one process on the shared 2-core machine, measured with 20 µs of "
-    "arrivals and extrapolated): 0.5-0.65 s per µs of arrivals under ECMP and 1.5-2 s under Stellar "
-    "(alistorage-50, fbhdp-80), plus ~3 s of setup. One run of "
-    f"{CONWEAVE_WINDOW_US / 1000:g} ms of arrivals: ~9-11 min (ECMP) to ~25-35 min (Stellar); the 600 runs "
-    "(4 workloads x 5 modes x 30 seeds): ~150 CPU-hours, so `--full` runs on a Ray cluster (`--ray "
-    "ADDRESS`), not in a session here; ConWeave's 0.1 s of arrivals would cost 100 times as much per run.")
+    "Cost of the reference setup here (one process on the shared 2-core machine, native backend, "
+    f"{CONWEAVE_WINDOW_US / 1000:g} ms of arrivals, measured 2026-12-07): ECMP 40 s CPU (alistorage-50; "
+    "49-181 s wall under load), LetFlow 48-158 s wall, Stellar 58-188 s, CONGA 71-103 s, DRILL 484 s (its "
+    "per-packet spraying sets off go-back-N). The 600 runs of `--full` (4 workloads x 5 modes x 30 seeds) "
+    "are ~20-25 CPU-hours: a Ray cluster (`--ray ADDRESS`) or a long local run, not a session here; "
+    "ConWeave's 0.1 s of arrivals would cost 100 times as much per run.")
 CONWEAVE_PUBLISHED = {"mean": 0.423, "p99": 0.668}  # ConWeave's reduction of FCT slowdown vs ECMP
 
 
