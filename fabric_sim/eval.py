@@ -119,7 +119,8 @@ QUICK_BASELINES = ("ecmp", "wcmp", "least", "conga", "drill", LETFLOW_BEST)
 # 6 seeds is the fewest on which a two-sided Wilcoxon signed-rank test can reach p < 0.05
 SEEDS10, SEEDS6, SEEDS3 = tuple(range(1, 11)), tuple(range(1, 7)), (1, 2, 3)
 QUICK = Matrix(
-    cases=(Case(HEADLINE[:1], QUICK_BASELINES + ("stellar", JOBS), SEEDS10, settings=PFC_ONLY + TRAIN_QUICK),
+    cases=(Case(HEADLINE[:1], QUICK_BASELINES + ("ecmp-em", "spray", "stellar", JOBS), SEEDS10,
+                settings=PFC_ONLY + TRAIN_QUICK),
            Case(HEADLINE[:1], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN + TRAIN_QUICK),
            Case(HEADLINE[1:], QUICK_BASELINES + ("stellar",), SEEDS10, settings=PFC_DCQCN),
            Case(HEADLINE[:1], (LETFLOW,), SEEDS3, settings=PFC_ONLY + TRAIN_QUICK),
@@ -128,15 +129,15 @@ QUICK = Matrix(
            Case((("train-a2a", "sym"),), ("ecmp", "conga", "stellar"), SEEDS6, settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-a2a", "fail"),), ("ecmp", "conga", "stellar"), SEEDS3,
                 settings=PFC_ONLY + TRAIN_QUICK + settings(timeout_exp=7)),
-           Case(HEADLINE[:1], ("ecmp", "conga", "stellar"), SEEDS6,
+           Case(HEADLINE[:1], QUICK_BASELINES + ("ecmp-em", "spray", "stellar"), SEEDS6,
                 settings=LOSSY + TRAIN_QUICK + settings(timeout_exp=7))),
     letflow=LETFLOW_QUICK, nbytes=32768, duration_us=120.0,
     left_out="training jobs of MBs per rank and 5+ measured iterations (here 256 KB, 2 measured); "
              "tree AllReduce, MoE AlltoAllv, several jobs at once; the pod fabric; gray failures; deg70/deg10; "
              "incast, permutation, data mining, tenants, one-shot collectives; web search at 30/70/90% "
              "load and under PFC alone; 30 seeds (10 in the headline cases, 6 or 3 elsewhere); "
-             "least-loaded, DRILL and LetFlow beyond the headline cases; ECMP with elephant/mouse queues, "
-             "spraying, Stellar without drain detection and with static ECN; the failure under the NICs' "
+             "least-loaded, DRILL, LetFlow, ECMP with elephant/mouse queues and spraying beyond the "
+             "degraded training AlltoAll; Stellar without drain detection and with static ECN; the failure under the NICs' "
              "default 67 ms timeout (every mode waits it out: docs/study-v3.md) and under DCQCN; lossy "
              "beyond one case, and lossy with the default timeout (tail drops then wait 67 ms: no mode "
              "finishes its iterations in 200 ms); the ConWeave reference setup (all in --full, except the "
