@@ -62,6 +62,8 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
+from fabric_sim.roce import ipv4_offset
+
 
 @dataclass
 class Topo:
@@ -480,21 +482,6 @@ def lb_ecmp_spine(fabric, leaf: str, src_ip: str, dst_ip: str, sport: int, dport
     return ups[crc16(mixed.to_bytes(4, "big")) % len(ups)].peer_switch
 
 
-ETHERTYPE_IPV4, ETHERTYPE_STELLAR_FB = b"\x08\x00", b"\x88\xb5"
-
-
-def _ipv4_offset(frame: bytes) -> Optional[int]:
-    """Where the IPv4 header starts in a frame on a fabric link: after Ethernet, or after
-    Stellar's 8-byte path-feedback shim (p4src/include/header.p4 ``stellar_fb_h``, whose first
-    field is the EtherType it displaced), which every Stellar packet between leaves carries."""
-    kind = frame[12:14]
-    if kind == ETHERTYPE_IPV4:
-        return 14
-    if kind == ETHERTYPE_STELLAR_FB and frame[14:16] == ETHERTYPE_IPV4:
-        return 22
-    return None
-
-
 @contextmanager
 def recorded_paths() -> Iterator[dict]:
     """While active, every packet-level ``SimFabric`` counts the data frames each spine receives
@@ -510,7 +497,7 @@ def recorded_paths() -> Iterator[dict]:
     def push(self, t: float, kind: int, payload) -> None:
         if isinstance(payload, tuple) and len(payload) == 2 and isinstance(payload[1], (bytes, bytearray)):
             ref, frame = payload
-            ip = _ipv4_offset(frame) if getattr(ref, "switch", "").startswith("spine") else None
+            ip = ipv4_offset(frame) if getattr(ref, "switch", "").startswith("spine") else None
             if ip is not None:
                 bth = ip + (frame[ip] & 0x0F) * 4 + 8
                 if frame[bth] == OP_WRITE_ONLY:

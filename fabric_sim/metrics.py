@@ -16,6 +16,8 @@ import bisect
 from array import array
 from typing import Optional, Sequence
 
+from fabric_sim.roce import ipv4_offset
+
 # NCCL's bus-bandwidth factors (nccl-tests, doc/PERFORMANCE.md): busbw = algbw x factor(n).
 BUSBW_FACTOR = {
     "allreduce": lambda n: 2 * (n - 1) / n,
@@ -115,7 +117,9 @@ class DeadPathResends:
         return transmit
 
     def _see(self, frame: bytes, to_spine: bool, now: float) -> None:
-        ip = 14 + (8 if frame[12:14] == b"\x88\xb5" else 0)  # after the feedback shim, if any
+        ip = ipv4_offset(frame)
+        if ip is None:
+            return
         bth = ip + 28
         if len(frame) < bth + 12 or frame[ip + 9] != 17 or frame[ip + 22:ip + 24] != b"\x12\xb7":
             return

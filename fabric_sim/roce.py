@@ -43,6 +43,21 @@ def icrc(ip_udp_bth_payload: bytes) -> int:
     return zlib.crc32(b"\xff" * 8 + bytes(b)) & 0xFFFFFFFF
 
 
+ETHERTYPE_IPV4, ETHERTYPE_STELLAR_FB = b"\x08\x00", b"\x88\xb5"
+
+
+def ipv4_offset(frame: bytes) -> Optional[int]:
+    """Where the IPv4 header starts in a frame on a fabric link: after Ethernet, or after
+    Stellar's 8-byte path-feedback shim (p4src/include/header.p4 ``stellar_fb_h``, whose first
+    field is the EtherType it displaced), which every Stellar packet between leaves carries."""
+    kind = frame[12:14]
+    if kind == ETHERTYPE_IPV4:
+        return 14
+    if kind == ETHERTYPE_STELLAR_FB and frame[14:16] == ETHERTYPE_IPV4:
+        return 22
+    return None
+
+
 @dataclass(frozen=True)
 class RoceFields:
     """What a receiver needs from a RoCEv2 packet."""
