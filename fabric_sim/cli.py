@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
                                  description="One run of the fabric study: prints its metrics row.")
     ap.add_argument("--workload", required=True,
                     help="a2a, a2a-jit, ring, perm, incast, websearch-<load%%>, datamining-<load%%>, tenants, "
-                         "train-a2a, train-ring, train-tree, train-moe (a training job: --set channels=, "
+                         "train-a2a, train-ring, train-tree, train-moe, train-perm (a training job: --set channels=, "
                          "iterations=, warmup=, gap_us=, ...)")
     ap.add_argument("--topo", default="sym", help="sym, deg70, deg40, deg10, fail, gray (default sym)")
     ap.add_argument("--mode", required=True,

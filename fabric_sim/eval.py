@@ -126,6 +126,8 @@ QUICK = Matrix(
            Case(HEADLINE[:1], (LETFLOW,), SEEDS3, settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-ring", "deg40"),), ("ecmp", "wcmp", "conga", "stellar", JOBS), SEEDS6,
                 settings=PFC_ONLY + TRAIN_QUICK),
+           Case((("train-perm", "deg40"),), ("ecmp", "wcmp", "least", "conga", "stellar"), SEEDS10,
+                settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-a2a", "sym"),), ("ecmp", "conga", "stellar"), SEEDS6, settings=PFC_ONLY + TRAIN_QUICK),
            Case((("train-a2a", "fail"),), ("ecmp", "conga", "stellar"), SEEDS3,
                 settings=PFC_ONLY + TRAIN_QUICK + settings(timeout_exp=7)),
@@ -134,7 +136,7 @@ QUICK = Matrix(
     letflow=LETFLOW_QUICK, nbytes=32768, duration_us=120.0,
     left_out="training jobs of MBs per rank and 5+ measured iterations (here 256 KB, 2 measured); "
              "tree AllReduce, MoE AlltoAllv, several jobs at once; the pod fabric; gray failures; deg70/deg10; "
-             "incast, permutation, data mining, tenants, one-shot collectives; web search at 30/70/90% "
+             "incast, one-shot permutation, data mining, tenants, one-shot collectives; web search at 30/70/90% "
              "load and under PFC alone; 30 seeds (10 in the headline cases, 6 or 3 elsewhere); "
              "least-loaded, DRILL, LetFlow, ECMP with elephant/mouse queues and spraying beyond the "
              "degraded training AlltoAll; Stellar without drain detection and with static ECN; the failure under the NICs' "
@@ -186,7 +188,7 @@ CONWEAVE_MODES = ("ecmp", "letflow-100", "conga", "drill", "stellar")
 # 1 warm-up + 5 measured iterations, 50 us of compute between them.
 TRAIN_FULL = settings(nbytes=4 << 20, channels=4, slice_bytes=1 << 20, iterations=5, warmup=1,
                       gap_us=50.0, skew_us=5.0)
-_TRAIN_SCEN = tuple((f"train-{c}", t) for c in ("a2a", "ring", "tree", "moe")
+_TRAIN_SCEN = tuple((f"train-{c}", t) for c in ("a2a", "ring", "tree", "moe", "perm")
                     for t in ("sym", "deg70", "deg40", "deg10", "fail", "gray"))
 _FULL_MODES = ALL_BASELINES + ("stellar", NODRAIN, STATIC_ECN)
 SEEDS30 = tuple(range(1, 31))

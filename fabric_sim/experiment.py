@@ -485,7 +485,8 @@ def transport_metrics(sim, net, job) -> dict:
 
 
 # a training collective's NCCL name (fabric_sim.metrics.BUSBW_FACTOR)
-_TRAIN_COLLECTIVE = {"a2a": "alltoall", "moe": "alltoall", "ring": "allreduce", "tree": "allreduce"}
+_TRAIN_COLLECTIVE = {"a2a": "alltoall", "moe": "alltoall", "ring": "allreduce", "tree": "allreduce",
+                     "perm": "sendrecv"}
 
 
 def training_metrics(spec: RunSpec, job, net, fabric, fb: int, capacity: dict, now_us: float) -> dict:

@@ -24,6 +24,7 @@ BUSBW_FACTOR = {
     "allgather": lambda n: (n - 1) / n,
     "reducescatter": lambda n: (n - 1) / n,
     "alltoall": lambda n: (n - 1) / n,
+    "sendrecv": lambda n: 1.0,
 }
 
 

@@ -334,6 +334,61 @@ def scenario_table(rows: list[dict], fabric: str, case: str) -> list[str]:
     return lines + [""]
 
 
+# The data plane's goals (issue "data plane v3"): against ECMP on the asymmetric training jobs
+GOAL_VS_ECMP = 1.30
+GOAL_VS_ECMP_CASES = ("train-a2a", "train-ring", "train-perm")
+
+
+def _stellar_sum(rows, fabric: str, case: str, key: str) -> Optional[int]:
+    vals = [v for v in by_seed(rows, fabric, case, STELLAR, key).values() if v is not None]
+    return sum(vals) if vals else None
+
+
+def _against_best(p: Paired) -> str:
+    """Where Stellar stands against the best baseline: ahead (the interval lies above 1), within
+    its interval (the interval holds 1), or behind (it lies below 1)."""
+    if p.ratio is None:
+        return "n/a"
+    if p.lo > 1:
+        return "ahead"
+    return "behind" if p.hi < 1 else "within the interval"
+
+
+def goals_table(rows: list[dict]) -> list[str]:
+    """Per case, what the data plane must show: Stellar moves flows while they run (moves by
+    reason > 0 where a path is degraded or fails), never reorders (every lossless retransmission
+    would then be a loss's, and there are none), is within the best baseline's interval or
+    ahead, reaches ``GOAL_VS_ECMP`` on the asymmetric training jobs, and sends no resend toward a
+    failed link once it can be suspect."""
+    lines = ["| case | Stellar moves (median per run) | reorders (all runs) | retransmits (median) "
+             "| best baseline / Stellar | against the best | ECMP / Stellar | goal vs ECMP "
+             "| resends to the dead link once suspect (all runs) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for fabric in dict.fromkeys(r.get("fabric") for r in rows if "scenario" in r):
+        for case in cases_of(rows, fabric):
+            if STELLAR not in modes_of(rows, case, fabric):
+                continue
+            metric = primary_metric(case)
+            best = best_baseline(rows, case, metric, fabric)
+            pb = vs(rows, case, best, metric, STELLAR, fabric) if best else Paired(0, None, None, None, None, None)
+            pe = vs(rows, case, ECMP, metric, STELLAR, fabric)
+            moves = []
+            for key, label in MOVE_COLUMNS:
+                v = median([x for x in by_seed(rows, fabric, case, STELLAR, key).values() if x is not None])
+                if v:
+                    moves.append(f"{label} {v:.0f}")
+            workload, topo = parts_of(case)
+            goal = "-"
+            if workload in GOAL_VS_ECMP_CASES and topo.startswith("deg") and pe.ratio is not None:
+                goal = "met" if pe.ratio >= GOAL_VS_ECMP else f"not met (< {GOAL_VS_ECMP:g}x)"
+            dead = _stellar_sum(rows, fabric, case, "resends_to_dead")
+            retx = median([v for v in by_seed(rows, fabric, case, STELLAR, "retransmits").values() if v is not None])
+            lines.append(f"| {fabric} {case} | {', '.join(moves) or '0'} | {_f(_stellar_sum(rows, fabric, case, 'reorders'), 0)} "
+                         f"| {_f(retx, 0)} | {best or '-'}: {pb.text()} | {_against_best(pb)} | {pe.text()} | {goal} "
+                         f"| {'-' if dead is None else dead} |")
+    return lines + [""]
+
+
 def win_table(rows: list[dict]) -> list[str]:
     """The fraction of seeds on which Stellar wins against each baseline, per case."""
     scen = cases_of(rows)
@@ -408,7 +463,10 @@ def write_report(rows: list[dict], path: Path, header: list[str], model: list[st
         "| claim | transport | measured | verdict | reason |", "| --- | --- | --- | --- | --- |"]
     for c in claims(rows):
         lines.append(f"| {c.claim} | {c.transport} | {c.measured} | {c.verdict} | {c.reason} |")
-    lines += ["", "## Stellar's wins per baseline (share of seeds, primary metric)", ""] + win_table(rows)
+    lines += ["", "## The data plane's goals per case", "",
+              "Moves by reason are Stellar's path changes while flows run; a reorder is a first "
+              "transmission that arrived behind a later PSN. Ratios as above.", ""] + goals_table(rows)
+    lines += ["## Stellar's wins per baseline (share of seeds, primary metric)", ""] + win_table(rows)
     lines += ["## Where Stellar loses or does not win", ""] + losses(rows) + transport_notes(rows)
     lines += ["## Per scenario and transport", ""]
     for fabric, case in dict.fromkeys((r.get("fabric"), case_of(r)) for r in rows if "scenario" in r):

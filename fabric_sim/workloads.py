@@ -150,7 +150,7 @@ def tenants(net, fabric, nbytes: int, seed: int):
 
 @dataclass(frozen=True)
 class Collective:
-    kind: str  # ring | tree (AllReduce) | a2a (AlltoAll) | moe (AlltoAllv, skewed sizes)
+    kind: str  # ring | tree (AllReduce) | a2a (AlltoAll) | moe (AlltoAllv, skewed sizes) | perm
     nbytes: int
     channels: int = 2
     slice_bytes: int = 1 << 20
@@ -255,7 +255,20 @@ def _moe(net, ranks, c: "Collective", starts, tag, rng) -> list:
                   lambda s, d: c.nbytes * weight[d] / sum(w for r, w in weight.items() if r != s))
 
 
-BUILDERS = {"ring": _ring, "tree": _tree, "a2a": _a2a, "moe": _moe}
+def _perm(net, ranks, c: "Collective", starts, tag, rng) -> list:
+    """Permutation: rank r sends nbytes to rank r + n/2 (mod n), the same partner every iteration
+    (pairwise exchanges such as pipeline stages or a shifted AlltoAll step).  Ranks are placed at
+    random, so which pairs cross the spines, and collide there, changes with the seed."""
+    n, out = len(ranks), []
+    for ch in range(c.channels):
+        for r, src in enumerate(ranks):
+            dst = ranks[(r + n // 2) % n]
+            for size in _slices(c.nbytes / c.channels, c.slice_bytes):
+                out.append(net.transfer(src, dst, size, "job", tag, starts[src], channel=ch))
+    return out
+
+
+BUILDERS = {"ring": _ring, "tree": _tree, "a2a": _a2a, "moe": _moe, "perm": _perm}
 
 
 class Training:

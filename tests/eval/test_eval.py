@@ -207,6 +207,26 @@ def test_the_report_lists_where_stellar_loses_and_where_it_shows_no_win():
     assert "ecmp / Stellar" not in clear
 
 
+def test_the_goals_table_judges_each_case_from_its_rows():
+    from fabric_sim.report import goals_table
+
+    def train(stellar_us, ecmp_us, workload="train-perm", moves=3):
+        return [dict(r, workload=workload, topo="deg40", scenario=f"{workload}/deg40", buffer="lossless", dcqcn="off",
+                     iteration_us_p50=r["completion_us"], moves_drain=moves if r["mode"] == "stellar" else None)
+                for r in _rows(stellar_us, ecmp_us)]
+
+    met = goals_table(train(100.0, 140.0))[2]
+    assert met.split("|")[2].strip() == "drain 3" and "| ahead |" in met and "| met |" in met
+    short = goals_table(train(100.0, 115.0, moves=0))[2]  # 1.15x: ahead of ECMP, short of 1.3x
+    assert "not met" in short and short.split("|")[2].strip() == "0"  # the moves cell: none
+    behind = goals_table(train(120.0, 100.0))[2]
+    assert "| behind |" in behind and "not met" in behind
+    # the goal against ECMP is only the asymmetric training jobs' (a web-search case has none)
+    other = goals_table([dict(r, scenario="websearch-50/deg40", fct_slowdown_short_p99=r["completion_us"])
+                         for r in _rows(100.0, 140.0)])[2]
+    assert "| - |" in other and "| ahead |" in other
+
+
 def test_a_case_carries_its_settings_into_every_run_and_letflow_at_the_best_timeout_runs_once():
     m = ev.Matrix(cases=(ev.Case((("train-a2a", "deg40"),), ("ecmp", ev.LETFLOW_BEST), (1, 2, 3),
                                  settings=ev.PFC_ONLY + ev.settings(nbytes=4096, iterations=2)),

@@ -26,7 +26,7 @@ def _job(kind, iterations=3, warmup=1, gap=50.0, seed=0, nbytes=64 * 4096):
     return job, net
 
 
-@pytest.mark.parametrize("kind", ["ring", "tree", "a2a", "moe"])
+@pytest.mark.parametrize("kind", ["ring", "tree", "a2a", "moe", "perm"])
 def test_every_collective_runs_its_iterations_and_excludes_the_warmup(kind):
     job, net = _job(kind)
     assert len(job.records) == 4 and len(job.measured()) == 3
@@ -66,6 +66,16 @@ def test_moe_sizes_are_skewed_and_a2a_sizes_are_not():
 
     assert max(per_pair(net_moe).values()) > 2 * min(per_pair(net_moe).values())
     assert max(per_pair(net_a2a).values()) == min(per_pair(net_a2a).values())
+
+
+def test_perm_sends_each_rank_to_one_fixed_partner():
+    job, net = _job("perm", iterations=2, warmup=0)
+    pairs = {(t.src, t.dst) for t in net.transfers}
+    ranks = job.ranks
+    assert pairs == {(ranks[r], ranks[(r + 2) % 4]) for r in range(4)}  # the same 4 pairs both iterations
+    assert sum(t.packets for t in net.transfers) == 2 * 4 * 64  # nbytes per rank, per iteration
+    a2a, net_a2a = _job("a2a", iterations=1, warmup=0)
+    assert len({(t.src, t.dst) for t in net_a2a.transfers}) == 12  # the control: every ordered pair
 
 
 def test_each_seed_randomises_placement_skew_and_qps():
