@@ -360,7 +360,8 @@ PARAMS: tuple[Param, ...] = (
         "tna": P4("StellarEgress.path_feedback.set_params.max_age_ns", "TNA_FEEDBACK_MAX_AGE_NS", US_TO_NS,
                   note="a returned entry this fresh enters the uplink's own reports")}, yaml=False),
     Param("suspect_silence_us", "int", "us", 300, "no feedback for this long while sending on a path makes it "
-          "suspect", {
+          "suspect (v1model: also how long a dead-uplink report from the destination leaf lasts, with the hold; "
+          "0: both off)", {
               "v1model": P4(_F + "suspect_silence_us", "DEFAULT_SUSPECT_SILENCE_US"),
               "tna": P4("StellarEgress.path_feedback.set_params.suspect_silence_ns", "TNA_SUSPECT_SILENCE_NS",
                         US_TO_NS, note="a silent path's reports saturate; 0: off")}, yaml=False),

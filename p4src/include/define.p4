@@ -243,8 +243,12 @@ const bit<4> MOVE_POINT_RESTART = 2;
 #define DEFAULT_RETX_WINDOW_US 1000
 /* How long a path stays suspect after its last evidence, us. */
 #define DEFAULT_SUSPECT_HOLD_US 2000
-/* fb_metric is 13 bits. */
-const bit<32> FB_METRIC_MAX = 8191;
+/* fb_metric is 13 bits: congestion up to FB_METRIC_MAX us; the top value
+ * says the destination leaf's uplink on that path is down (feedback.p4). */
+const bit<32> FB_METRIC_MAX = 8190;
+const bit<32> FB_METRIC_DEAD = 8191;
+/* fb_from_port: an entry whose port is recorded. */
+const bit<16> FB_PORT_VALID = 0x8000;
 /* Shim's congestion field is 16 bits. */
 const bit<32> FB_CONGESTION_MAX = 0xFFFF;
 

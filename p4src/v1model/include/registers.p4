@@ -69,6 +69,13 @@ register<timestamp_t>(PRESSURE_SLOTS) pressure_since;
 register<bit<32>>(FB_SLOTS) fb_from_metric;
 register<bit<8>>(LEAF_SLOTS) fb_from_new;
 register<bit<3>>(LEAF_SLOTS) fb_rr;
+/* At a destination leaf: the port the last tagged packet from (source leaf,
+ * path) came in on (FB_PORT_VALID | port: the uplink that path crosses), and
+ * per source leaf the entry checked next for an uplink that is down.  A dead
+ * uplink is reported to the source leaf (FB_METRIC_DEAD) before any other
+ * entry.  Size: FB_SLOTS and LEAF_SLOTS. */
+register<bit<16>>(FB_SLOTS) fb_from_port;
+register<bit<3>>(LEAF_SLOTS) fb_dead_rr;
 /* Per other leaf: when a packet tagged by it last arrived here (any path).
  * Silence needs it: a path is silent only while that leaf keeps talking to
  * this one and says nothing about the path; with no reverse traffic at all

@@ -79,6 +79,16 @@ bool path_silent(in timestamp_t sent, in timestamp_t fb_stamp, in talk_t talk,
     return silent;
 }
 
+/* Reported dead: the destination leaf's last answer for the path says its
+ * uplink on it is down (FB_METRIC_DEAD), within the silence plus the hold
+ * (suspect_silence_us 0 turns this off with the silence rule).  It sees its own port go down at once; this leaf would have to wait for
+ * silence, which needs traffic, and a job waiting out a timeout has none. */
+bool path_reported_dead(in bit<32> metric, in timestamp_t fb_stamp, in timestamp_t now,
+                        in bit<32> silence_us, in bit<32> hold_us) {
+    return silence_us != 0 && metric == FB_METRIC_DEAD && fb_stamp != 0 &&
+           now - fb_stamp <= (timestamp_t)(silence_us + hold_us);
+}
+
 /* Lossy: enough retransmissions in the window (plus the hold). */
 bool path_lossy(in timestamp_t retx_since, in bit<32> retx, in timestamp_t now,
                 in bit<32> retx_threshold, in bit<32> retx_window_us, in bit<32> hold_us) {
@@ -109,6 +119,20 @@ bit<3> first_set_bit(in bit<8> b) {
         k = 6;
     }
     return k;
+}
+
+/* Whether ``port`` is one of this packet's members and down (failover.p4's
+ * liveness, already looked up for the packet's path set). */
+bool uplink_down(in port_t port, in metadata_t meta) {
+    bit<4> n = meta.route.count;
+    return (n > 0 && meta.route.port0 == port && meta.path.alive0 == 0) ||
+           (n > 1 && meta.route.port1 == port && meta.path.alive1 == 0) ||
+           (n > 2 && meta.route.port2 == port && meta.path.alive2 == 0) ||
+           (n > 3 && meta.route.port3 == port && meta.path.alive3 == 0) ||
+           (n > 4 && meta.route.port4 == port && meta.path.alive4 == 0) ||
+           (n > 5 && meta.route.port5 == port && meta.path.alive5 == 0) ||
+           (n > 6 && meta.route.port6 == port && meta.path.alive6 == 0) ||
+           (n > 7 && meta.route.port7 == port && meta.path.alive7 == 0);
 }
 
 control FeedbackLookup(inout headers_t hdr,
@@ -220,7 +244,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w1;
                     meta.fb.fresh = meta.fb.fresh | 8w1;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w1;
                     meta.fb.suspect = meta.fb.suspect | 8w1;
                 }
@@ -241,7 +266,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w2;
                     meta.fb.fresh = meta.fb.fresh | 8w2;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w2;
                     meta.fb.suspect = meta.fb.suspect | 8w2;
                 }
@@ -262,7 +288,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w4;
                     meta.fb.fresh = meta.fb.fresh | 8w4;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w4;
                     meta.fb.suspect = meta.fb.suspect | 8w4;
                 }
@@ -283,7 +310,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w8;
                     meta.fb.fresh = meta.fb.fresh | 8w8;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w8;
                     meta.fb.suspect = meta.fb.suspect | 8w8;
                 }
@@ -304,7 +332,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w16;
                     meta.fb.fresh = meta.fb.fresh | 8w16;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w16;
                     meta.fb.suspect = meta.fb.suspect | 8w16;
                 }
@@ -325,7 +354,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w32;
                     meta.fb.fresh = meta.fb.fresh | 8w32;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w32;
                     meta.fb.suspect = meta.fb.suspect | 8w32;
                 }
@@ -346,7 +376,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w64;
                     meta.fb.fresh = meta.fb.fresh | 8w64;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w64;
                     meta.fb.suspect = meta.fb.suspect | 8w64;
                 }
@@ -367,7 +398,8 @@ control FeedbackLookup(inout headers_t hdr,
                     meta.route.measured = meta.route.measured | 8w128;
                     meta.fb.fresh = meta.fb.fresh | 8w128;
                 }
-                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
+                if (path_silent(sent, stamp, talk, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us) ||
+                    path_reported_dead(metric, stamp, now, meta.fb.suspect_silence_us, meta.fb.suspect_hold_us)) {
                     meta.fb.silent = meta.fb.silent | 8w128;
                     meta.fb.suspect = meta.fb.suspect | 8w128;
                 }
@@ -385,8 +417,8 @@ control FeedbackTag(inout headers_t hdr,
                     inout standard_metadata_t standard_metadata) {
 
     /* Shims added (index 0), removed at the destination (1), entries
-     * returned (2) and received (3).  Size: 4. */
-    counter(4, CounterType.packets_and_bytes) shims;
+     * returned (2) and received (3), dead uplinks reported (4).  Size: 5. */
+    counter(5, CounterType.packets_and_bytes) shims;
     /* Retransmitted data packets sent per (destination leaf, path), index
      * as fb_retx's: the loss signal as a counter, which the controller reads
      * (P4Runtime on BMv2 reads counters, not registers) to name a gray link
@@ -424,6 +456,7 @@ control FeedbackTag(inout headers_t hdr,
                  * the entry the sender returned, then remove the shim. */
                 bit<32> fi = ((bit<32>)hdr.fb.src_leaf << 3) | (bit<32>)hdr.fb.path;
                 fb_from_metric.write(fi, (bit<32>)hdr.fb.congestion);
+                fb_from_port.write(fi, FB_PORT_VALID | (bit<16>)standard_metadata.ingress_port);
                 timestamp_t last_heard;
                 fb_heard.read(last_heard, (bit<32>)hdr.fb.src_leaf);
                 if (now - last_heard > (timestamp_t)(meta.fb.suspect_silence_us >> 1)) {
@@ -471,7 +504,24 @@ control FeedbackTag(inout headers_t hdr,
             bit<3> rr;
             fb_from_new.read(changed, dest);
             fb_rr.read(rr, dest);
-            if (changed != 0) {
+            /* One entry per packet, in turn, is checked for an uplink of this
+             * leaf that is down (the packet's own members' liveness,
+             * failover.p4): that path delivers nothing, so it is reported
+             * dead ahead of any congestion. */
+            bit<3> dp;
+            bit<16> from_port;
+            fb_dead_rr.read(dp, dest);
+            fb_dead_rr.write(dest, dp + 1);
+            fb_from_port.read(from_port, (dest << 3) | (bit<32>)dp);
+            if ((from_port & FB_PORT_VALID) != 0 && uplink_down((port_t)from_port[8:0], meta)) {
+                hdr.fb.fb_valid = 1;
+                hdr.fb.fb_path = dp;
+                hdr.fb.fb_metric = FB_METRIC_DEAD[12:0];
+                /* What the path carried before it died is stale: never
+                 * returned after the report. */
+                fb_from_new.write(dest, changed & ~((bit<8>)1 << dp));
+                shims.count(4);
+            } else if (changed != 0) {
                 bit<3> pick = rr + first_set_bit((changed >> rr) | (changed << (3w0 - rr)));
                 bit<32> metric;
                 fb_from_metric.read(metric, (dest << 3) | (bit<32>)pick);
