@@ -105,6 +105,13 @@ class Leaf:
         switch (the only uplink: path 0)."""
         raise NotImplementedError
 
+    def dead_uplink_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int,
+                             fabric_ports: Sequence[int]) -> None:
+        """Path feedback with dead-uplink reports on (p4src/README.md, "A dead uplink is reported
+        by the leaf that sees it"): as ``path_feedback`` over several fabric ports, with a
+        silence far beyond any test (so only a report can make a path suspect)."""
+        raise NotOnArch("no dead-uplink reports (the TNA program proves remote failures by silence only)")
+
     def cleanup(self) -> None:
         """Undo what P4Runtime's autocleanup cannot (target state), after each test."""
 
@@ -163,6 +170,18 @@ class V1modelLeaf(Leaf):
                  f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": dest_leaf})
         t.insert(f"{ING}.feedback.port_kind", {"standard_metadata.egress_spec": fabric_port},
                  f"{ING}.feedback.fabric_port", {})
+
+    def dead_uplink_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int,
+                             fabric_ports: Sequence[int]) -> None:
+        t, ING = self.t, self.ING
+        t.set_default(f"{ING}.feedback_lookup.params", f"{ING}.feedback_lookup.set_feedback",
+                      {"enabled": 1, "leaf_id": leaf_id, "max_age_us": 500, "suspect_silence_us": 100_000_000,
+                       "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
+        t.insert(f"{ING}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
+                 f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": dest_leaf})
+        for port in fabric_ports:
+            t.insert(f"{ING}.feedback.port_kind", {"standard_metadata.egress_spec": port},
+                     f"{ING}.feedback.fabric_port", {})
 
     @staticmethod
     def _members(ports: Sequence[int], levels: Sequence[int], ecmp: bool) -> dict[str, int]:
