@@ -234,7 +234,7 @@ class TrafficManager:
         """Queue ``pkt`` (``size`` bytes, what DWRR and a byte rate charge; ``ingress``: the port
         it came in on, for the shared buffer); returns the number of packets already in that
         queue (``enq_qdepth``), or -1 when the packet is dropped (queue or buffer full)."""
-        ps = self._port(port)
+        ps = self.ports.get(port) or self._port(port)
         q = ps.queues[priority]
         n = len(q.items)
         if n >= q.depth:
@@ -302,11 +302,25 @@ class TrafficManager:
         e = self._top()
         if e is None or e[0] > limit_us:
             return None
-        heapq.heappop(self._heap)
+        heapq.heappop(heap)
         best_t, best_port = e[0], e[1]
         ps = self.ports[best_port]
-        prio = self._select(ps, best_t)
-        q = ps.queues[prio]
+        queues = ps.queues
+        if ps.wrank < 0:
+            # Strict priority only (no weighted queue on the port): _select's loop, inline,
+            # because every departure of a run passes here.
+            prio = len(queues) - 1
+            while True:
+                q = queues[prio]
+                items = q.items
+                if items and items[0][0] <= best_t and not q.paused:
+                    break
+                prio -= 1
+                if prio < 0:
+                    raise AssertionError("a busy port had no eligible queue")  # unreachable
+        else:
+            prio = self._select(ps, best_t)
+            q = queues[prio]
         enq_t, pkt, size = q.items.popleft()
         q.bytes -= size
         if q.rate_bps:
@@ -322,11 +336,23 @@ class TrafficManager:
     def _reready(self, port: int, ps: Port, now_us: float) -> None:
         """Put a port's next turn (not before ``now_us``) in the heap, or take the port out of
         it (empty, or every queued packet paused)."""
-        heads = [qq.items[0][0] for qq in ps.queues if qq.items and not qq.paused]
-        if heads:
-            self._schedule(port, ps, max(ps.free_at, min(heads), now_us))
+        head = None  # the earliest enqueue time at the head of a queue that may send
+        queued = False
+        for qq in ps.queues:
+            items = qq.items
+            if items:
+                queued = True
+                if not qq.paused:
+                    h = items[0][0]
+                    if head is None or h < head:
+                        head = h
+        if head is not None:
+            ready = max(ps.free_at, head, now_us)
+            ps.ready = ready
+            ps.stamp += 1
+            heapq.heappush(self._heap, (ready, port, ps.stamp))
         else:
-            if not any(qq.items for qq in ps.queues):
+            if not queued:
                 self.busy.discard(port)
             ps.ready = _BLOCKED
             ps.stamp += 1
