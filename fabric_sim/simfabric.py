@@ -254,7 +254,7 @@ class SimFabric:
         routes: dict[int, tuple] = {}
 
         def on_output(port: int, frame: bytes) -> None:
-            t = dev.switch.now_us  # called during the switch's advance: the departure time
+            t = dev.switch.clock.now_us  # called during the switch's advance: the departure time
             route = routes.get(port)
             if route is None:
                 ref = PortRef(name, port)

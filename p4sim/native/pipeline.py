@@ -158,9 +158,16 @@ class NativePipeline(Pipeline):
             self._sync()
         payload = pkt.payload
         self.ctx.now = t  # all the C blocks read of the context: digests are stamped with it
-        out = self._room(len(payload))
-        self._output(sw, port, out, self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload,
-                                                         len(payload), port, left, enq_t, t, len(pkt.orig), out))
+        n = len(payload)
+        out = self._outbuf
+        if len(out) < n + self._hdr_room:
+            out = self._room(n)
+        k = self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload, n, port, left, enq_t, t,
+                                 len(pkt.orig), out)
+        if k >= 0:  # _output's common case, inline: every departure of a fabric run comes here
+            sw._emit(port, self._unpack(out, k))
+        else:
+            self._output(sw, port, out, k)
 
     def _room(self, n: int) -> Any:
         """The output buffer, large enough for ``n`` bytes of packet plus the deparsed headers."""
