@@ -264,9 +264,9 @@ class SimFabric:
                 self.dropped_on_wire += 1
             elif self.loss and ref in self.loss and self._loss_rng.random() < self.loss[ref]:
                 self.dropped_gray += 1
-            elif peer is not None:
+            elif peer is not None:  # _push, inline: every switch-to-switch hop passes here
                 self.tx_packets[ref] = self.tx_packets.get(ref, 0) + 1
-                self._push(t + peer[1], _ARRIVE, (peer[0], frame))
+                heapq.heappush(self._heap, (t + peer[1], _ARRIVE, next(self._seq), (peer[0], frame)))
             elif host is not None:
                 self._push(t + host[1], _DELIVER, (host[0], frame))
             else:

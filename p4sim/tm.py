@@ -83,8 +83,9 @@ class TrafficManager:
         self.busy: set[int] = set()  # ports with at least one queued packet
         # Readiness heap: (ready time, port, stamp), one live entry per busy port (the one whose
         # stamp is the port's); older entries are skipped when they reach the top.  Ties go to the
-        # lower port number.  This replaces a scan of every busy port on each event.
-        self._heap: list[tuple[float, int, int]] = []
+        # lower port number.  This replaces a scan of every busy port on each event.  Read-only
+        # outside this class: the switch's loop looks at its top to skip pop_due when nothing is due.
+        self.heap: list[tuple[float, int, int]] = []
         self._byte_rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
         self.buffer: Optional[SharedBuffer] = None
         self.paused_us: dict[tuple[int, int], float] = {}  # (port, PFC class) -> time paused
@@ -262,11 +263,11 @@ class TrafficManager:
     def _schedule(self, port: int, ps: Port, ready: float) -> None:
         ps.ready = ready
         ps.stamp += 1
-        heapq.heappush(self._heap, (ready, port, ps.stamp))
+        heapq.heappush(self.heap, (ready, port, ps.stamp))
 
     def _top(self) -> Optional[tuple[float, int, int]]:
         """The live heap entry of the port that sends first (stale entries are dropped)."""
-        heap, ports, busy = self._heap, self.ports, self.busy
+        heap, ports, busy = self.heap, self.ports, self.busy
         while heap:
             e = heap[0]
             if e[1] in busy and ports[e[1]].stamp == e[2]:
@@ -277,16 +278,15 @@ class TrafficManager:
     def idle_unlimited(self, port: int, priority: int, now_us: float) -> bool:
         """True when a packet for (port, priority) would leave the instant it is queued: the
         port has nothing queued, is not transmitting, and the queue has no rate limit."""
-        if port in self.busy:
-            return False
+        if port in self.busy or self.buffer is not None:
+            return False  # a shared buffer charges every packet: it is always queued
         ps = self._port(port)
         q = ps.queues[priority]
-        return (q.rate_pps == 0 and not q.rate_bps and q.depth > 0 and ps.free_at <= now_us and not q.paused
-                and self.buffer is None)
+        return q.rate_pps == 0 and not q.rate_bps and q.depth > 0 and ps.free_at <= now_us and not q.paused
 
     def next_departure(self) -> Optional[float]:
         """Time of the next departure, or None when every queue is empty."""
-        heap = self._heap
+        heap = self.heap
         if heap:  # _top's live entry: the fabric asks after every event at a switch
             e = heap[0]
             if e[1] in self.busy and self.ports[e[1]].stamp == e[2]:
@@ -298,7 +298,7 @@ class TrafficManager:
         """The earliest departure at or before ``limit_us``: (departure time, port, priority,
         enqueue time, packets left in that queue, packet); None if nothing is due.  Ties go to
         the lower port number, so runs are repeatable."""
-        heap = self._heap
+        heap = self.heap
         if not heap or heap[0][0] > limit_us:
             # Nothing due, decided without _top's clean-up of stale entries: the earliest entry,
             # live or stale, bounds every live one.  Switches ask this on every event (most
@@ -355,7 +355,7 @@ class TrafficManager:
             ready = max(ps.free_at, head, now_us)
             ps.ready = ready
             ps.stamp += 1
-            heapq.heappush(self._heap, (ready, port, ps.stamp))
+            heapq.heappush(self.heap, (ready, port, ps.stamp))
         else:
             if not queued:
                 self.busy.discard(port)
