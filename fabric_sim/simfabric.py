@@ -236,8 +236,8 @@ class SimFabric:
     def _reschedule(self, name: str) -> None:
         sw = self.devices[name].switch
         nd = sw.tm.next_departure() if sw is not None else None
-        if nd is not None and nd != self._due[name]:
-            self._push(nd, _DEPART, name)
+        if nd is not None and nd != self._due[name]:  # _push, inline (after every switch event)
+            heapq.heappush(self._heap, (nd, _DEPART, next(self._seq), name))
         self._due[name] = nd
 
     def _sync_all(self, t: float) -> None:

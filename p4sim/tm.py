@@ -287,7 +287,7 @@ class TrafficManager:
     def next_departure(self) -> Optional[float]:
         """Time of the next departure, or None when every queue is empty."""
         heap = self.heap
-        if heap:  # _top's live entry: the fabric asks after every event at a switch
+        if heap:  # a live top, found without calling _top: the fabric asks after every event
             e = heap[0]
             if e[1] in self.busy and self.ports[e[1]].stamp == e[2]:
                 return e[0]
@@ -301,12 +301,13 @@ class TrafficManager:
         heap = self.heap
         if not heap or heap[0][0] > limit_us:
             # Nothing due, decided without _top's clean-up of stale entries: the earliest entry,
-            # live or stale, bounds every live one.  Switches ask this on every event (most
-            # often with nothing due), so the early answer is most of its calls' cost.
+            # live or stale, bounds every live one.
             return None
-        e = self._top()
-        if e is None or e[0] > limit_us:
-            return None
+        e = heap[0]
+        if not (e[1] in self.busy and self.ports[e[1]].stamp == e[2]):  # a stale top: _top
+            e = self._top()
+            if e is None or e[0] > limit_us:
+                return None
         heapq.heappop(heap)
         best_t, best_port = e[0], e[1]
         ps = self.ports[best_port]
