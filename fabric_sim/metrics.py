@@ -63,7 +63,7 @@ class LinkMeter:
                 ref = PortRef(name, port)
                 meter = arrays[port] = (ref, self.times[ref], self.sizes[ref]) if ref in self.times else None
             if meter is not None and not (down and meter[0] in down):
-                meter[1].append(dev.switch.now_us)
+                meter[1].append(dev.switch.clock.now_us)
                 meter[2].append(len(frame))
             inner(port, frame)
 

@@ -133,32 +133,39 @@ def frame_bytes(payload: int) -> int:
     return L2_L3_LEN + 12 + payload + ICRC_LEN
 
 
-def _ip_checksum(h: bytes) -> int:
-    s = sum(struct.unpack("!10H", h))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
+# IPv4 + UDP + BTH in one pack: version/IHL, TOS, total length, id, flags (DF), TTL, protocol,
+# header checksum, source, destination; source port, destination port, length, checksum; opcode,
+# flags, P_Key, reserved + destination QP, PSN
+_HEADERS = struct.Struct("!BBHHHBBHIIHHHHBBHII")
+_ICRC_PREFIX = zlib.crc32(b"\xff" * 8)  # the ICRC starts over 8 bytes of ones (the masked LRH)
+_ICRC = struct.Struct("<I")
 
 
 def build_frame(src_mac: bytes, dst_mac: bytes, src_ip: int, dst_ip: int, sport: int, dqpn: int,
                 psn: int, opcode: int, payload: bytes, ecn: int, dscp: int, ip_id: int) -> bytes:
     """An untagged Ethernet/IPv4/UDP/BTH frame with valid IPv4 checksum and ICRC (the same
-    layout as ``fabric_sim.roce.RoceFlowTemplate``; tests compare the two)."""
-    total = 20 + 8 + 12 + len(payload) + ICRC_LEN
-    ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, (dscp << 2) | ecn, total, ip_id & 0xFFFF, 0x4000,
-                               64, 17, 0, src_ip, dst_ip))
-    struct.pack_into("!H", ip, 10, _ip_checksum(bytes(ip)))
-    udp = struct.pack("!HHHH", sport, ROCEV2_UDP_PORT, 8 + 12 + len(payload) + ICRC_LEN, 0)
-    bth = struct.pack("!BBHII", opcode, 0, 0xFFFF, dqpn & 0xFFFFFF, psn & 0xFFFFFF)
-    body = bytes(ip) + udp + bth + payload
-    b = bytearray(body)
-    b[1] = 0xFF
-    b[8] = 0xFF
-    b[10:12] = b"\xff\xff"
-    b[26:28] = b"\xff\xff"
-    b[28 + 4] = 0xFF
-    crc = zlib.crc32(b"\xff" * 8 + bytes(b)) & 0xFFFFFFFF
-    return dst_mac + src_mac + b"\x08\x00" + body + struct.pack("<I", crc)
+    layout as ``fabric_sim.roce.RoceFlowTemplate``; tests compare the two).
+
+    Every frame a NIC sends is built here, so it does the work once: the IPv4 checksum is summed
+    from the fields, the headers are packed twice (as sent, and with the fields the ICRC masks
+    set to ones) and the ICRC runs over the masked headers and then the payload, so the payload
+    is neither copied nor masked."""
+    n = len(payload)
+    total = 20 + 8 + 12 + n + ICRC_LEN
+    tos = (dscp << 2) | ecn
+    ip_id &= 0xFFFF
+    s = ((0x45 << 8) | tos) + total + ip_id + 0x4000 + ((64 << 8) | 17) + (src_ip >> 16) + (src_ip & 0xFFFF) \
+        + (dst_ip >> 16) + (dst_ip & 0xFFFF)
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    udp_len, dqpn, psn = 8 + 12 + n + ICRC_LEN, dqpn & 0xFFFFFF, psn & 0xFFFFFF
+    headers = _HEADERS.pack(0x45, tos, total, ip_id, 0x4000, 64, 17, ~s & 0xFFFF, src_ip, dst_ip,
+                            sport, ROCEV2_UDP_PORT, udp_len, 0, opcode, 0, 0xFFFF, dqpn, psn)
+    # masked: TOS, TTL, IPv4 checksum, UDP checksum and the BTH's reserved byte before the QP
+    masked = _HEADERS.pack(0x45, 0xFF, total, ip_id, 0x4000, 0xFF, 17, 0xFFFF, src_ip, dst_ip,
+                           sport, ROCEV2_UDP_PORT, udp_len, 0xFFFF, opcode, 0, 0xFFFF, 0xFF000000 | dqpn, psn)
+    crc = zlib.crc32(payload, zlib.crc32(masked, _ICRC_PREFIX)) & 0xFFFFFFFF
+    return b"".join((dst_mac, src_mac, b"\x08\x00", headers, payload, _ICRC.pack(crc)))
 
 
 def _mac(s: str) -> bytes:

@@ -229,15 +229,15 @@ class SimFabric:
             if self.servers:
                 dev.advance(t - now)  # the device also hands digests to its P4Runtime server
             else:
-                sw.advance(t - now)
+                sw.run_to(t)  # advance(t - now), the switch's clock being virtual
                 if sw.ctx.digests:
                     _drain_digests(dev, sw)
 
     def _reschedule(self, name: str) -> None:
         sw = self.devices[name].switch
         nd = sw.tm.next_departure() if sw is not None else None
-        if nd is not None and nd != self._due[name]:
-            self._push(nd, _DEPART, name)
+        if nd is not None and nd != self._due[name]:  # _push, inline (after every switch event)
+            heapq.heappush(self._heap, (nd, _DEPART, next(self._seq), name))
         self._due[name] = nd
 
     def _sync_all(self, t: float) -> None:
@@ -254,7 +254,7 @@ class SimFabric:
         routes: dict[int, tuple] = {}
 
         def on_output(port: int, frame: bytes) -> None:
-            t = dev.switch.now_us  # called during the switch's advance: the departure time
+            t = dev.switch.clock.now_us  # called during the switch's advance: the departure time
             route = routes.get(port)
             if route is None:
                 ref = PortRef(name, port)
@@ -264,9 +264,9 @@ class SimFabric:
                 self.dropped_on_wire += 1
             elif self.loss and ref in self.loss and self._loss_rng.random() < self.loss[ref]:
                 self.dropped_gray += 1
-            elif peer is not None:
+            elif peer is not None:  # _push, inline: every switch-to-switch hop passes here
                 self.tx_packets[ref] = self.tx_packets.get(ref, 0) + 1
-                self._push(t + peer[1], _ARRIVE, (peer[0], frame))
+                heapq.heappush(self._heap, (t + peer[1], _ARRIVE, next(self._seq), (peer[0], frame)))
             elif host is not None:
                 self._push(t + host[1], _DELIVER, (host[0], frame))
             else:
@@ -330,18 +330,29 @@ class SimFabric:
                 self._reschedule(payload)
             elif kind == _ARRIVE:
                 ref, frame = payload
-                if ref in self.down:
+                if self.down and ref in self.down:
                     self.dropped_on_wire += 1
                     continue
-                self._bring(ref.switch, t)
+                name = ref.switch
+                dev = self.devices[name]
+                sw = dev.switch
                 self.traversals += 1
-                dev = self.devices[ref.switch]
-                if self.servers or dev.switch is None:
-                    dev.inject(ref.port, frame)
-                else:  # what Device.inject does, minus its locking and re-service (hot path)
-                    dev.switch.send(ref.port, frame)
-                    _drain_digests(dev, dev.switch)
-                self._reschedule(ref.switch)
+                if self.servers or sw is None or dev.on_digests is not None:
+                    self._bring(name, t)
+                    if sw is None or self.servers:
+                        dev.inject(ref.port, frame)
+                    else:
+                        sw.send(ref.port, frame)
+                        _drain_digests(dev, sw)
+                else:
+                    # Every frame a switch takes in passes here: advance and send in one call
+                    # (Switch.arrive_at), what Device.inject does minus its locking and
+                    # re-service, and digests dropped unread as _drain_digests does when
+                    # nobody listens.
+                    sw.arrive_at(t, ref.port, frame)
+                    if sw.ctx.digests:
+                        sw.digests()
+                self._reschedule(name)
             elif kind == _DELIVER:
                 if self.deliver is not None:
                     self.deliver(t, *payload)

@@ -82,7 +82,9 @@ class SharedBuffer:
             return True
         key = (ingress, c.classes[prio])
         mine = self.owner.get(key, 0)
-        if key not in self.xoff and mine + size <= self._threshold() and self.used + size <= self.shared_size:
+        # _threshold(), inline: every packet of a lossless fabric is admitted here
+        if (key not in self.xoff and mine + size <= c.alpha * (self.shared_size - self.used)
+                and self.used + size <= self.shared_size):
             self.owner[key] = mine + size
             self.used += size
             self.peak = max(self.peak, self.used)

@@ -44,24 +44,23 @@ class VirtualClock(Clock):
     """Time that only moves when ``advance`` is called (or ``set`` by the switch's event loop)."""
 
     virtual = True
+    # A plain attribute here, not the base class's property: the switch's event loop and the
+    # fabric simulator read it several times per packet.  Only advance and set change it.
+    now_us: float = 0.0
 
     def __init__(self, start_us: float = 0) -> None:
-        self._now = start_us
-
-    @property
-    def now_us(self) -> float:
-        return self._now
+        self.now_us = start_us
 
     def advance(self, us: float) -> None:
         if us < 0:
             raise ValueError(f"cannot move a clock backwards ({us} us)")
-        self._now += us
+        self.now_us += us
 
     def set(self, t_us: float) -> None:
         """Jump to an absolute time (never backwards); the switch uses it to stop at departures."""
-        if t_us < self._now:
-            raise ValueError(f"cannot move a clock backwards (to {t_us} from {self._now})")
-        self._now = t_us
+        if t_us < self.now_us:
+            raise ValueError(f"cannot move a clock backwards (to {t_us} from {self.now_us})")
+        self.now_us = t_us
 
 
 def make_clock(kind: "str | Clock") -> Clock:

@@ -83,8 +83,9 @@ class TrafficManager:
         self.busy: set[int] = set()  # ports with at least one queued packet
         # Readiness heap: (ready time, port, stamp), one live entry per busy port (the one whose
         # stamp is the port's); older entries are skipped when they reach the top.  Ties go to the
-        # lower port number.  This replaces a scan of every busy port on each event.
-        self._heap: list[tuple[float, int, int]] = []
+        # lower port number.  This replaces a scan of every busy port on each event.  Read-only
+        # outside this class: the switch's loop looks at its top to skip pop_due when nothing is due.
+        self.heap: list[tuple[float, int, int]] = []
         self._byte_rate_settings: list[tuple[Optional[int], Optional[int], float]] = []
         self.buffer: Optional[SharedBuffer] = None
         self.paused_us: dict[tuple[int, int], float] = {}  # (port, PFC class) -> time paused
@@ -234,7 +235,7 @@ class TrafficManager:
         """Queue ``pkt`` (``size`` bytes, what DWRR and a byte rate charge; ``ingress``: the port
         it came in on, for the shared buffer); returns the number of packets already in that
         queue (``enq_qdepth``), or -1 when the packet is dropped (queue or buffer full)."""
-        ps = self._port(port)
+        ps = self.ports.get(port) or self._port(port)
         q = ps.queues[priority]
         n = len(q.items)
         if n >= q.depth:
@@ -262,11 +263,11 @@ class TrafficManager:
     def _schedule(self, port: int, ps: Port, ready: float) -> None:
         ps.ready = ready
         ps.stamp += 1
-        heapq.heappush(self._heap, (ready, port, ps.stamp))
+        heapq.heappush(self.heap, (ready, port, ps.stamp))
 
     def _top(self) -> Optional[tuple[float, int, int]]:
         """The live heap entry of the port that sends first (stale entries are dropped)."""
-        heap, ports, busy = self._heap, self.ports, self.busy
+        heap, ports, busy = self.heap, self.ports, self.busy
         while heap:
             e = heap[0]
             if e[1] in busy and ports[e[1]].stamp == e[2]:
@@ -277,15 +278,19 @@ class TrafficManager:
     def idle_unlimited(self, port: int, priority: int, now_us: float) -> bool:
         """True when a packet for (port, priority) would leave the instant it is queued: the
         port has nothing queued, is not transmitting, and the queue has no rate limit."""
-        if port in self.busy:
-            return False
+        if port in self.busy or self.buffer is not None:
+            return False  # a shared buffer charges every packet: it is always queued
         ps = self._port(port)
         q = ps.queues[priority]
-        return (q.rate_pps == 0 and not q.rate_bps and q.depth > 0 and ps.free_at <= now_us and not q.paused
-                and self.buffer is None)
+        return q.rate_pps == 0 and not q.rate_bps and q.depth > 0 and ps.free_at <= now_us and not q.paused
 
     def next_departure(self) -> Optional[float]:
         """Time of the next departure, or None when every queue is empty."""
+        heap = self.heap
+        if heap:  # a live top, found without calling _top: the fabric asks after every event
+            e = heap[0]
+            if e[1] in self.busy and self.ports[e[1]].stamp == e[2]:
+                return e[0]
         e = self._top()
         return None if e is None else e[0]
 
@@ -293,20 +298,35 @@ class TrafficManager:
         """The earliest departure at or before ``limit_us``: (departure time, port, priority,
         enqueue time, packets left in that queue, packet); None if nothing is due.  Ties go to
         the lower port number, so runs are repeatable."""
-        heap = self._heap
+        heap = self.heap
         if not heap or heap[0][0] > limit_us:
             # Nothing due, decided without _top's clean-up of stale entries: the earliest entry,
-            # live or stale, bounds every live one.  Switches ask this on every event (most
-            # often with nothing due), so the early answer is most of its calls' cost.
+            # live or stale, bounds every live one.
             return None
-        e = self._top()
-        if e is None or e[0] > limit_us:
-            return None
-        heapq.heappop(self._heap)
+        e = heap[0]
+        if not (e[1] in self.busy and self.ports[e[1]].stamp == e[2]):  # a stale top: _top
+            e = self._top()
+            if e is None or e[0] > limit_us:
+                return None
+        heapq.heappop(heap)
         best_t, best_port = e[0], e[1]
         ps = self.ports[best_port]
-        prio = self._select(ps, best_t)
-        q = ps.queues[prio]
+        queues = ps.queues
+        if ps.wrank < 0:
+            # Strict priority only (no weighted queue on the port): _select's loop, inline,
+            # because every departure of a run passes here.
+            prio = len(queues) - 1
+            while True:
+                q = queues[prio]
+                items = q.items
+                if items and items[0][0] <= best_t and not q.paused:
+                    break
+                prio -= 1
+                if prio < 0:
+                    raise AssertionError("a busy port had no eligible queue")  # unreachable
+        else:
+            prio = self._select(ps, best_t)
+            q = queues[prio]
         enq_t, pkt, size = q.items.popleft()
         q.bytes -= size
         if q.rate_bps:
@@ -322,11 +342,23 @@ class TrafficManager:
     def _reready(self, port: int, ps: Port, now_us: float) -> None:
         """Put a port's next turn (not before ``now_us``) in the heap, or take the port out of
         it (empty, or every queued packet paused)."""
-        heads = [qq.items[0][0] for qq in ps.queues if qq.items and not qq.paused]
-        if heads:
-            self._schedule(port, ps, max(ps.free_at, min(heads), now_us))
+        head = None  # the earliest enqueue time at the head of a queue that may send
+        queued = False
+        for qq in ps.queues:
+            items = qq.items
+            if items:
+                queued = True
+                if not qq.paused:
+                    h = items[0][0]
+                    if head is None or h < head:
+                        head = h
+        if head is not None:
+            ready = max(ps.free_at, head, now_us)
+            ps.ready = ready
+            ps.stamp += 1
+            heapq.heappush(self.heap, (ready, port, ps.stamp))
         else:
-            if not any(qq.items for qq in ps.queues):
+            if not queued:
                 self.busy.discard(port)
             ps.ready = _BLOCKED
             ps.stamp += 1

@@ -82,6 +82,7 @@ class NativePipeline(Pipeline):
             self.fast_arrive = self.fast_depart = None
         S = self.S
         self._scratch_ptrs = (lib.p4n_scratch_h(S), lib.p4n_scratch_m(S), lib.p4n_scratch_sm(S))
+        self._new, self._types = ffi.new, tuple(ffi.typeof(p) for p in self._scratch_ptrs)
         self._bind_state()
 
     def _bind_state(self) -> None:
@@ -138,9 +139,10 @@ class NativePipeline(Pipeline):
                 out = self._room(n)
                 self._output(sw, espec, out, lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
                 return
-        hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
-        hdr._p[0], meta._p[0], sm._p[0] = h[0], m[0], x[0]
+        th, tm, tx = self._types
+        new = self._new  # each view gets its own struct, made as a copy of the scratch one
+        hdr, meta, sm = self.H(new(th, h[0])), self.M(new(tm, m[0])), self.SM(new(tx, x[0]))
         if grp:
             sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
         else:  # checked above: unicast, up, valid priority, a queue with a rate (the fabric's case)
@@ -156,9 +158,16 @@ class NativePipeline(Pipeline):
             self._sync()
         payload = pkt.payload
         self.ctx.now = t  # all the C blocks read of the context: digests are stamped with it
-        out = self._room(len(payload))
-        self._output(sw, port, out, self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload,
-                                                         len(payload), port, left, enq_t, t, len(pkt.orig), out))
+        n = len(payload)
+        out = self._outbuf
+        if len(out) < n + self._hdr_room:
+            out = self._room(n)
+        k = self._lib.p4n_depart(self.S, pkt.hdr._p, pkt.meta._p, pkt.sm._p, payload, n, port, left, enq_t, t,
+                                 len(pkt.orig), out)
+        if k >= 0:  # _output's common case, inline: every departure of a fabric run comes here
+            sw._emit(port, self._unpack(out, k))
+        else:
+            self._output(sw, port, out, k)
 
     def _room(self, n: int) -> Any:
         """The output buffer, large enough for ``n`` bytes of packet plus the deparsed headers."""
