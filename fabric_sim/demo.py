@@ -7,7 +7,9 @@ controller polls them over P4Runtime on a virtual-time cadence.
 
 The hosts are reacting RoCEv2 NICs (``fabric_sim.rdma``: RC QPs with PSNs, a window, go-back-N
 and DCQCN), so reordering, loss and congestion lengthen the job instead of being counted beside
-it.  Links run at real per-byte service times for 4 KB-MTU frames (100G = 3 frames per µs).
+it.  Links run at real per-byte service times for 4 KB-MTU frames (100G = 3 frames per µs), and
+every switch has the study's lossless shared buffer with PFC (fabric_sim.experiment's main mode;
+DCQCN at NVIDIA's defaults in the NICs).
 
 Scenarios, each run once per mode:
 
@@ -64,7 +66,10 @@ PROGRAMS = {"v1model": (STELLAR, {}),
 CONTROLLER_REACTION_US = 4900.0  # measured event-to-last-ack of the controller's push (lab)
 POLL_US = 1000.0  # controller telemetry cadence (virtual time)
 JITTER_US = 20.0  # QPs of the collective start spread over this window
-QUEUE_DEPTH = 512  # packets per (port, priority) queue: 2 MB of 4 KB frames; tail drop, no PFC
+# The switches are the study's main mode (fabric_sim.experiment, RunSpec defaults): queues served
+# by bytes at each port's real rate and a lossless shared buffer with PFC, so the per-queue packet
+# depth must never bind first.
+QUEUE_DEPTH = 1 << 20
 MESSAGE_BYTES = 32 * 1024
 
 
@@ -112,7 +117,7 @@ class Lab:
 
     def __init__(self, fabric, program_files: tuple[Path, Path], mode: str, arch: str = "v1model",
                  local_failover: bool = True) -> None:
-        from fabric_sim.simfabric import SimFabric
+        from fabric_sim.simfabric import BufferSpec, SimFabric
         from control_plane import archnames
         from control_plane.controller import make_controller
         from control_plane.p4rt import ProgramFiles, SwitchSession, push_fabric
@@ -130,6 +135,7 @@ class Lab:
         # The study's backend (native unless $P4SIM_BACKEND says otherwise; same answers, faster);
         # p4sim's Tofino pipe has the reference backend only.
         self.sim = SimFabric(self.fabric, pps_per_gbps=self.pps_per_gbps, queue_depth=QUEUE_DEPTH,
+                             byte_rate=True, buffer=BufferSpec(lossless=True),
                              backend=study_backend() if arch == "v1model" else "python")
         self.addresses = self.sim.serve_p4runtime()
         rendered = render_fabric(self.fabric, arch=arch)
@@ -173,8 +179,7 @@ class Lab:
         """Run the a–b link (both directions) at ``fraction`` of its capacity."""
         for x, y in ((a, b), (b, a)):
             port = self.port(x, y)
-            cap = self.fabric.switches[x].ports[port].capacity_gbps
-            self.sim.devices[x].set_queue_rate(int(cap * self.pps_per_gbps * fraction), port)
+            self.sim.set_port_rate(x, port, self.fabric.switches[x].ports[port].capacity_gbps * fraction)
 
     def counters(self, name: str, size: int) -> list[int]:
         return [sum(self.sim.switch(s).counter_read(name, i)[0] for s in self.sim.devices)
