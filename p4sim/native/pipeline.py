@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
+from p4sim.native.batch import Batch
 from p4sim.native.program import Callbacks, NativeProgram
 from p4sim.native.tables import NativeLink, NativeTable
 from p4sim.runtime.externs import MeterConfig
@@ -80,6 +81,8 @@ class NativePipeline(Pipeline):
         self._asserts = bool(native.gen.asserts)
         if self._reinjects:  # clones, resubmits, recirculations and truncation: the switch's own path
             self.fast_arrive = self.fast_depart = None
+        elif native.batch:
+            self.batch = Batch(self)
         S = self.S
         self._scratch_ptrs = (lib.p4n_scratch_h(S), lib.p4n_scratch_m(S), lib.p4n_scratch_sm(S))
         self._bind_state()
@@ -115,11 +118,16 @@ class NativePipeline(Pipeline):
         has no clone, resubmit, recirculate or truncate, so nothing else can happen."""
         if self.dirty_tables:
             self._sync()
-        lib, res = self._lib, self._res
+        res = self._res
         self.ctx.now = now  # digests are stamped with it
-        n = len(data)
-        lib.p4n_fast_ingress(self.S, data, n, port, now, res)
-        pos, err, espec, grp, prio = self._unpack(res, 5)
+        self._lib.p4n_fast_ingress(self.S, data, len(data), port, now, res)
+        self.ingress_done(sw, data, now, *self._unpack(res, 5))
+
+    def ingress_done(self, sw: Any, data: bytes, now: float, pos: int, err: int, espec: int, grp: int,
+                     prio: int) -> None:
+        """The rest of ``fast_arrive`` once p4n_fast_ingress has run (the packet's state is in
+        the scratch structs): also where ``send_many``'s C loop hands back a frame that needs
+        Python (p4sim/native/batch.py)."""
         if err != -2:
             sw.count_parser_stop(err)
         if espec < 0:
@@ -135,8 +143,9 @@ class NativePipeline(Pipeline):
                 sw.stats["priority_invalid"] += 1
                 return
             if sw.tm.idle_unlimited(espec, prio, now):
+                n = len(data)
                 out = self._room(n)
-                self._output(sw, espec, out, lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
+                self._output(sw, espec, out, self._lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
                 return
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
