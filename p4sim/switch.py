@@ -175,7 +175,9 @@ class Switch:
         """A packet arrives on ``port`` now (``cpu_port``: a packet-out from the controller)."""
         with self.lock:
             now = self.clock.now_us
-            self._run_until(now)
+            tm = self.tm
+            if tm.busy:
+                self._run_until(now)
             self.stats["received"] += 1
             if port in self._down:
                 self.stats["port_down"] += 1
@@ -183,7 +185,8 @@ class Switch:
             if not 0 <= port <= M9:
                 raise RuntimeApiError("INVALID_ARGUMENT", f"port {port} outside 0..511")
             self._arrive(bytes(data), port, now)
-            self._run_until(now)
+            if tm.busy:
+                self._run_until(now)
 
     def send_many(self, port: int, frames: Sequence[bytes]) -> None:
         """``send(port, f)`` for each frame in order: the same outputs in the same order, the same

@@ -30,7 +30,7 @@ int64_t p4n_batch(inst_t *S, const char *buf, const int64_t *ends, int64_t first
                   int64_t *oend, int64_t *oport, int64_t *res, double *tnow);
 """
 
-CHUNK = 512  # frames per joined input buffer (and at most outputs per C call)
+CHUNK = 256  # frames per joined input buffer (and at most outputs per C call)
 OUT_BYTES = 1 << 18  # the output buffer; a C call stops when the next frame might not fit
 
 # res[5]: why p4n_batch stopped
@@ -135,8 +135,8 @@ class Batch:
         """The ``k`` outputs C wrote, as ``Switch._emit`` records them (no ``on_output`` here)."""
         ffi = self.ffi
         ends = ffi.unpack(self.oend, k)
-        data = ffi.buffer(self.out, ends[-1])[:]
         sw.stats["transmitted"] += k
-        if sw.buffer_output:
+        if sw.buffer_output:  # a slice of a cffi buffer is one bytes copy of just those bytes
             starts = [0, *ends[:-1]]
-            sw._out.extend(zip(ffi.unpack(self.oport, k), map(data.__getitem__, map(slice, starts, ends))))
+            out = ffi.buffer(self.out, ends[-1])
+            sw._out.extend(zip(ffi.unpack(self.oport, k), map(out.__getitem__, map(slice, starts, ends))))

@@ -144,8 +144,14 @@ class NativePipeline(Pipeline):
                 return
             if sw.tm.idle_unlimited(espec, prio, now):
                 n = len(data)
-                out = self._room(n)
-                self._output(sw, espec, out, self._lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
+                out = self._outbuf
+                if len(out) < n + self._hdr_room:
+                    out = self._room(n)
+                k = self._lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out)
+                if k >= 0:  # the common case of _output
+                    sw._emit(espec, self._unpack(out, k))
+                else:
+                    self._output(sw, espec, out, k)
                 return
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
