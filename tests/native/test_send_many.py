@@ -178,3 +178,60 @@ def test_wall_clock_batch_matches_and_stamps_digests_per_frame(monkeypatch):
     stamps = [d.timestamp_us for d in sw.digests()]
     assert stamps and stamps == sorted(stamps) and int(t0) <= stamps[0] and stamps[-1] <= t1
     assert set(stamps) - stops.times, "every digest carries the time of a frame Python finished"
+
+
+def test_multicast_unknown_groups_queues_and_short_frames_hand_back(monkeypatch):
+    """tests/native/p4/pick.p4: unicast (C), multicast to known and unknown groups, the drop
+    port, a rate-limited port and frames too short to parse, interleaved: every kind that leaves
+    the C loop does so in order, with the outputs and stats of one send per frame."""
+    prog = p4sim.compile(str(Path(__file__).parent / "p4" / "pick.p4"))
+    rnd = random.Random(6)
+    kinds = [b"\x00\x01\x00", b"\x00\x02\x00", b"\x00\x03\x00", b"\x00\xff\x00", b"\x01\x00\x00",
+             b"\x02\x00\x00", b"\x09\x00\x00", b"\x00\x01", b""]
+    runs = [[rnd.choice(kinds) + bytes(rnd.randrange(4)) for _ in range(rnd.randrange(1, 40))] for _ in range(30)]
+    seen = {}
+    stops = StopCount(monkeypatch)
+    for how in ("python", "each", "many"):
+        sw = p4sim.Switch(prog, backend="python" if how == "python" else "native")
+        sw.set_mcast_group(1, [(1, 4), (2, 5)])
+        sw.set_mcast_group(2, [(3, 6)])
+        sw.set_queue_rate(1000, port=3)  # 1 ms per packet on port 3
+        outs = []
+        for run in runs:
+            if how == "many":
+                sw.send_many(0, run)
+            else:
+                for f in run:
+                    sw.send(0, f)
+            sw.advance(500)
+            outs.append(sw.take_output())
+        seen[how] = (outs, dict(sw.stats), state(sw))
+    assert seen["many"][:2] == seen["each"][:2] == seen["python"][:2]
+    st = seen["python"][1]
+    assert all(st.get(k, 0) > 0 for k in ("unknown_mcast_group", "dropped", "parser_error", "transmitted"))
+    assert any(p == 3 for o in seen["python"][0] for p, _ in o) and sum(map(len, runs)) > stops.n > 0
+
+
+def test_a_program_that_clones_runs_the_loop_of_send():
+    """ptf_tests/p4/ptf_basic.p4 clones (I2E mirror) and multicasts: the native backend runs it
+    through the switch's own reinjection code, so send_many is one send per frame, same result."""
+    prog = p4sim.compile(str(Path(__file__).parents[2] / "ptf_tests" / "p4" / "ptf_basic.p4"))
+    mirror, flood = b"\x02\x00\x00\x00\x00\x01", b"\x02\x00\x00\x00\x00\x02"
+    frames = [dst + bytes([0, 0, 0, 0, 0, i]) + b"\x88\xb5" + bytes(20) for i in range(20) for dst in (mirror, flood)]
+    seen = {}
+    for how in ("python", "each", "many"):
+        sw = p4sim.Switch(prog, backend="python" if how == "python" else "native")
+        assert sw.pipeline.batch is None
+        sw.insert_entry("BasicIngress.l2_special", {"hdr.ethernet.dstAddr": mirror}, "BasicIngress.mirror", {"session": 7})
+        sw.insert_entry("BasicIngress.l2_special", {"hdr.ethernet.dstAddr": flood}, "BasicIngress.set_mcast_grp",
+                        {"grp": 3})
+        sw.set_clone_session(7, [(5, 0)])
+        sw.set_mcast_group(3, [(1, 1), (2, 2)])
+        if how == "many":
+            sw.send_many(0, frames)
+        else:
+            for f in frames:
+                sw.send(0, f)
+        seen[how] = (sw.take_output(), dict(sw.stats), sw.digests())
+    assert seen["many"] == seen["each"] == seen["python"]
+    assert {p for p, _ in seen["python"][0]} == {1, 2, 5} and seen["python"][2]
