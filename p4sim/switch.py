@@ -68,7 +68,8 @@ class Switch:
     whose output is packet-in and whose input is packet-out; ``seed``: for ``random()`` and the
     "random" hash, so runs repeat.
 
-    Packets: ``send``, ``advance``/``service``, ``take_output`` (or ``on_output``), ``digests``.
+    Packets: ``send`` (``send_many`` for a list), ``advance``/``service``, ``take_output`` (or
+    ``on_output``), ``digests``.
     Control plane: table entries and defaults, registers, counters, meters (direct ones by
     entry), multicast groups, clone sessions, queue rate/depth/weight (p4sim.tm), port up/down.  Names are P4Info
     names (a unique dotted suffix also works).  Bad requests raise ``RuntimeApiError`` with a
@@ -203,10 +204,10 @@ class Switch:
                     or port in self._down or not 0 <= port <= M9):
                 return self._send_each(port, frames)
             clock = self.clock
-            if isinstance(clock, VirtualClock):
+            if type(clock) is VirtualClock:
                 now, wall_t0 = clock.now_us, -1.0
                 self._run_until(now)
-            elif isinstance(clock, WallClock) and not self.tm.busy:
+            elif type(clock) is WallClock and not self.tm.busy:
                 now, wall_t0 = 0.0, clock.start
             else:  # queued packets depart between wall-clock arrivals: send serves them
                 return self._send_each(port, frames)
