@@ -121,7 +121,13 @@ class NativePipeline(Pipeline):
         res = self._res
         self.ctx.now = now  # digests are stamped with it
         self._lib.p4n_fast_ingress(self.S, data, len(data), port, now, res)
-        self.ingress_done(sw, data, now, *self._unpack(res, 5))
+        pos, err, espec, grp, prio = self._unpack(res, 5)
+        if (err == -2 and espec >= 0 and not grp and espec != sw.drop_port and espec not in sw._down
+                and prio < sw.priority_queues):  # the common cases, checked in one line
+            if sw.tm.idle_unlimited(espec, prio, now):
+                return self._egress_idle(sw, data, pos, espec, now)
+            return self._hand_over(sw, data, pos, espec, 0, prio, now)
+        self.ingress_done(sw, data, now, pos, err, espec, grp, prio)
 
     def ingress_done(self, sw: Any, data: bytes, now: float, pos: int, err: int, espec: int, grp: int,
                      prio: int) -> None:
@@ -143,16 +149,12 @@ class NativePipeline(Pipeline):
                 sw.stats["priority_invalid"] += 1
                 return
             if sw.tm.idle_unlimited(espec, prio, now):
-                n = len(data)
-                out = self._outbuf
-                if len(out) < n + self._hdr_room:
-                    out = self._room(n)
-                k = self._lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out)
-                if k >= 0:  # the common case of _output
-                    sw._emit(espec, self._unpack(out, k))
-                else:
-                    self._output(sw, espec, out, k)
-                return
+                return self._egress_idle(sw, data, pos, espec, now)
+        self._hand_over(sw, data, pos, espec, grp, prio, now)
+
+    def _hand_over(self, sw: Any, data: bytes, pos: int, espec: int, grp: int, prio: int, now: float) -> None:
+        """The parsed packet (copied out of the scratch structs) to the switch's multicast code,
+        or, unicast to an up port at a valid priority, into its queue."""
         hdr, meta, sm = self.H(), self.M(), self.SM()
         h, m, x = self._scratch_ptrs
         hdr._p[0], meta._p[0], sm._p[0] = h[0], m[0], x[0]
@@ -160,6 +162,18 @@ class NativePipeline(Pipeline):
             sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
         else:  # checked above: unicast, up, valid priority, a queue with a rate (the fabric's case)
             sw.enqueue_unicast(hdr, meta, sm, data[pos >> 3:], data, espec, prio, now)
+
+    def _egress_idle(self, sw: Any, data: bytes, pos: int, port: int, now: float) -> None:
+        """The unlimited-rate idle queue's departure at ``now``: egress to output bytes in C."""
+        n = len(data)
+        out = self._outbuf
+        if len(out) < n + self._hdr_room:
+            out = self._room(n)
+        k = self._lib.p4n_fast_egress(self.S, data, n, pos, port, now, out)
+        if k >= 0:  # the common case of _output
+            sw._emit(port, self._unpack(out, k))
+        else:
+            self._output(sw, port, out, k)
 
     def fast_depart(self, sw: Any, t: float, port: int, enq_t: float, left: int, pkt: Any) -> None:
         """``Switch._depart`` of a queued packet on an up port, in one C call (``p4n_depart``):
