@@ -54,6 +54,7 @@ class Batch:
         self.call = pipe._lib.p4n_batch
         self.room = pipe._hdr_room
         self.out = ffi.new("char[]", OUT_BYTES)
+        self.chunk = CHUNK  # frames per C call: at most this many outputs, the size of oend/oport
         self.oend = ffi.new("int64_t[]", CHUNK)
         self.oport = ffi.new("int64_t[]", CHUNK)
         self.res = ffi.new("int64_t[8]")
@@ -72,8 +73,9 @@ class Batch:
         pipe.ctx.now = now
         pipe._cb.live_now = tnow if wall else None  # digests from C take the frame's time
         try:
-            for base in range(0, len(frames), CHUNK):
-                chunk = frames[base:base + CHUNK]
+            step = self.chunk
+            for base in range(0, len(frames), step):
+                chunk = frames[base:base + step]
                 buf = b"".join(chunk)
                 ends = ffi.new("int64_t[]", list(accumulate(map(len, chunk))))
                 i, m = 0, len(chunk)

@@ -224,3 +224,20 @@ def test_a_program_that_clones_runs_the_loop_of_send():
         seen[how] = (sw.take_output(), dict(sw.stats), sw.digests())
     assert seen["many"] == seen["each"] == seen["python"]
     assert {p for p, _ in seen["python"][0]} == {1, 2, 5} and seen["python"][2]
+
+
+def test_frames_larger_than_the_output_buffer():
+    """A frame bigger than the batch's whole output buffer (256 KB) between ordinary ones: the
+    buffer grows, and the outputs are those of one send per frame."""
+    outs = []
+    for batch in (False, True):
+        sw, frames = BUILDERS["l3"][0]("native")
+        big = [frames[0] + bytes(300_000), *frames[:5], frames[1] + bytes(600_000)]
+        if batch:
+            sw.send_many(0, big)
+        else:
+            for f in big:
+                sw.send(0, f)
+        outs.append((sw.take_output(), dict(sw.stats)))
+    assert outs[0] == outs[1]
+    assert max(len(d) for _, d in outs[0][0]) > 600_000
