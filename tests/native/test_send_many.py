@@ -241,3 +241,32 @@ def test_frames_larger_than_the_output_buffer():
         outs.append((sw.take_output(), dict(sw.stats)))
     assert outs[0] == outs[1]
     assert max(len(d) for _, d in outs[0][0]) > 600_000
+
+
+def test_wall_clock_hands_the_rest_to_send_once_a_queue_holds_a_packet(monkeypatch):
+    """On the wall clock, queued packets depart between arrivals, which only ``send`` serves:
+    once a frame leaves a packet in a queue, the rest of the list goes one send at a time."""
+    probe, frames = BUILDERS["l3"][0]("native")
+    for first in frames:
+        probe.send(0, first)
+        out = probe.take_output()
+        if out:
+            break
+    slow = out[0][0]
+    run = [first, first, *frames[:20]]  # the second copy waits a second behind the first
+    ran: list[int] = []
+    batch_run = Batch.run
+    monkeypatch.setattr(Batch, "run", lambda b, *a: ran.append(batch_run(b, *a)) or ran[-1])
+    outs = []
+    for batch in (False, True):
+        sw, _ = BUILDERS["l3"][0]("native")
+        sw.clock = WallClock()
+        sw.set_queue_rate(1, port=slow)
+        if batch:
+            sw.send_many(0, run)
+        else:
+            for f in run:
+                sw.send(0, f)
+        outs.append((sw.take_output(), dict(sw.stats), sw.queue_occupancy(slow)))
+    assert outs[0] == outs[1] and outs[0][2] >= 1
+    assert ran == [2], "the batch stopped after the frame that queued"
