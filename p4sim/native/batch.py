@@ -37,10 +37,11 @@ OUT_BYTES = 1 << 18  # the output buffer; a C call stops when the next frame mig
 DONE, INGRESS_DONE, ASSERTED, OUT_FULL = 0, 1, 2, 3
 
 
-def with_batch(cdef: str, source: str) -> tuple[str, str, bool]:
+def with_batch(arch: str, cdef: str, source: str) -> tuple[str, str, bool]:
     """The generated program's cdef and source with p4n_batch added, and whether it was: it
-    needs the v1model whole-packet functions (p4n_fast_ingress/p4n_fast_egress)."""
-    if "p4n_fast_ingress(" not in source or "p4n_fast_egress(" not in source:
+    loops the v1model whole-packet functions (p4n_fast_ingress/p4n_fast_egress), so only a
+    v1model program that has them gets it."""
+    if arch != "v1model" or "p4n_fast_ingress(" not in source or "p4n_fast_egress(" not in source:
         return cdef, source, False
     return cdef + CDEF, source + SOURCE, True
 

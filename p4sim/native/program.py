@@ -45,7 +45,7 @@ class NativeProgram:
 
     def __init__(self, prog: ir.Program) -> None:
         self.gen: Generated = generate(prog)
-        cdef, source, self.batch = batch.with_batch(self.gen.cdef, self.gen.source)
+        cdef, source, self.batch = batch.with_batch(prog.arch, self.gen.cdef, self.gen.source)
         self.mod = build.build(cdef, source)
         ffi = self.mod.ffi
         self.H, self.M, self.SM = (_view_class(ffi, self.gen.structs[k], self.gen.struct_fields[self.gen.structs[k]])
