@@ -2,7 +2,7 @@
 stellar.p4 with the campaign leaf's entries, forwarding decisions compared frame by frame.
 
     python bench/fuzz_diff.py [--count 2000] [--seed 1] [--a p4sim] [--b bmv2]
-    python bench/fuzz_diff.py --backends [--count 100000] [--programs stellar,l3]
+    python bench/fuzz_diff.py --backends [--count 100000] [--programs stellar,l3] [--batch]
 
 How the targets are started and a decision is compared: testkit/differential.py.
 """
@@ -28,11 +28,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="p4sim's native backend against its reference backend, in process "
                          "(testkit/native_workloads.py: mutated frames, state compared too)")
     ap.add_argument("--programs", default="stellar,l3", help="with --backends: stellar, l3 or both")
+    ap.add_argument("--batch", action="store_true",
+                    help="with --backends: the native switch takes runs of frames through Switch.send_many")
     args = ap.parse_args(argv)
     if args.backends:
         from testkit.native_workloads import backend_differential
 
-        return backend_differential(args.count, args.seed, args.programs.split(","))
+        return backend_differential(args.count, args.seed, args.programs.split(","), args.batch)
     if "bmv2" in (args.a, args.b):
         missing = bmv2_missing()
         if missing:

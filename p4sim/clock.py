@@ -29,11 +29,11 @@ class WallClock(Clock):
     virtual = False
 
     def __init__(self) -> None:
-        self._t0 = time.monotonic()
+        self.start = time.monotonic()  # time.monotonic() at time 0 (the native batch reads it too)
 
     @property
     def now_us(self) -> float:
-        return (time.monotonic() - self._t0) * 1e6
+        return (time.monotonic() - self.start) * 1e6
 
     def advance(self, us: float) -> None:
         """Wall time cannot be pushed; callers wait instead (kept so both clocks share a shape)."""

@@ -18,9 +18,9 @@ import logging
 import threading
 from collections import Counter as _Tally
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
-from p4sim.clock import Clock, VirtualClock, make_clock
+from p4sim.clock import Clock, VirtualClock, WallClock, make_clock
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import archs, support
 from p4sim.runtime.externs import MeterConfig, validate_meter_config
@@ -68,7 +68,8 @@ class Switch:
     whose output is packet-in and whose input is packet-out; ``seed``: for ``random()`` and the
     "random" hash, so runs repeat.
 
-    Packets: ``send``, ``advance``/``service``, ``take_output`` (or ``on_output``), ``digests``.
+    Packets: ``send`` (``send_many`` for a list), ``advance``/``service``, ``take_output`` (or
+    ``on_output``), ``digests``.
     Control plane: table entries and defaults, registers, counters, meters (direct ones by
     entry), multicast groups, clone sessions, queue rate/depth/weight (p4sim.tm), port up/down.  Names are P4Info
     names (a unique dotted suffix also works).  Bad requests raise ``RuntimeApiError`` with a
@@ -178,7 +179,8 @@ class Switch:
         """A packet arrives on ``port`` now (``cpu_port``: a packet-out from the controller)."""
         with self.lock:
             now = self.clock.now_us
-            self._run_until(now)
+            if self.tm.busy:
+                self._run_until(now)
             self._take(port, data, now)
 
     def run_to(self, t: float) -> float:
@@ -213,7 +215,37 @@ class Switch:
         if not 0 <= port <= M9:
             raise RuntimeApiError("INVALID_ARGUMENT", f"port {port} outside 0..511")
         self._arrive(bytes(data), port, now)
-        self._run_until(now)
+        if self.tm.busy:
+            self._run_until(now)
+
+    def send_many(self, port: int, frames: Sequence[bytes]) -> None:
+        """``send(port, f)`` for each frame in order: the same outputs in the same order, the same
+        counters, registers, meters, digests and stats.  The native backend runs the frames in a
+        few C calls (p4sim/native/batch.py) where ``send`` makes several Python calls per frame;
+        elsewhere (the reference backend, a program that clones, resubmits, recirculates or
+        truncates, an ``on_output`` callback, which must see each output before the next frame
+        arrives, a clock other than p4sim's own) this is that loop of ``send``.  On the wall
+        clock, each frame arrives at its own time, read in C."""
+        with self.lock:
+            frames = frames if isinstance(frames, (list, tuple)) else list(frames)
+            batch = self.pipeline.batch
+            if (batch is None or self.on_output is not None or type(self)._arrive is not Switch._arrive
+                    or port in self._down or not 0 <= port <= M9):
+                return self._send_each(port, frames)
+            clock = self.clock
+            if type(clock) is VirtualClock:
+                now, wall_t0 = clock.now_us, -1.0
+                self._run_until(now)
+            elif type(clock) is WallClock and not self.tm.busy:
+                now, wall_t0 = 0.0, clock.start
+            else:  # queued packets depart between wall-clock arrivals: send serves them
+                return self._send_each(port, frames)
+            done = batch.run(self, frames, port, now, wall_t0)
+            self._send_each(port, frames[done:])
+
+    def _send_each(self, port: int, frames: Sequence[bytes]) -> None:
+        for f in frames:
+            self.send(port, f)
 
     def _arrive(self, data: bytes, port: int, now: float) -> None:
         """A packet enters the pipeline (the architecture's first block; TnaSwitch overrides)."""

@@ -106,6 +106,19 @@ def traffic(frames: list[bytes], count: int, seed: int, ports: tuple[int, ...]) 
         yield rnd.choice(ports), f, rnd.choice((0.0, 0.0, 0.5, 3.0, 40.0, 400.0))
 
 
+def runs(frames: list[bytes], count: int, seed: int, ports: tuple[int, ...]) -> Iterator[tuple[int, list[bytes], float]]:
+    """``count`` frames as (port, frames, microseconds to advance after them): runs of 1..60
+    frames on one port for ``Switch.send_many``, originals and mutations mixed, with gaps for
+    queues, flowlets and meters to matter."""
+    rnd = random.Random(seed)
+    sent = 0
+    while sent < count:
+        k = min(count - sent, rnd.choice((1, 2, 5, 20, 60)))
+        run = [frames[rnd.randrange(len(frames))] for _ in range(k)]
+        sent += k
+        yield rnd.choice(ports), [mutate(rnd, f) if rnd.random() < 0.4 else f for f in run], rnd.choice((0.0, 0.5, 40.0, 400.0))
+
+
 def stellar_leaf_queued(backend: str) -> tuple[Any, list[bytes]]:
     """The Stellar leaf with rate-limited, shallow queues: every packet departs from a queue (the
     fabric's path: dequeue metadata, queue delay for ECN, tail drops), not the idle fast path."""
@@ -122,10 +135,12 @@ BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, .
 }
 
 
-def lockstep(name: str, count: int, seed: int, check_every: int = 10_000) -> dict[str, Any]:
+def lockstep(name: str, count: int, seed: int, check_every: int = 10_000, batch: bool = False) -> dict[str, Any]:
     """The same ``count`` frames through the reference and the native backend side by side:
     frames whose outputs differ, state items that differ (checked every ``check_every`` frames
-    and at the end), and whether stats and digests match."""
+    and at the end), and whether stats and digests match.  ``batch``: the frames in runs
+    (``runs``), each one ``send_many`` on the native switch and one ``send`` per frame on the
+    reference; a differing output is reported by the index of the run's first frame."""
     from p4sim.native.compare import diff_state, state
 
     build, ports = BUILDERS[name]
@@ -136,14 +151,22 @@ def lockstep(name: str, count: int, seed: int, check_every: int = 10_000) -> dic
     bad_frames: list[int] = []
     bad_state: set[str] = set()
     digests = [0, 0]
-    for i, (port, frame, gap) in enumerate(traffic(frames, count, seed, ports)):
-        for sw in (ref, nat):
-            sw.send(port, frame)
-            if gap:
-                sw.advance(gap)
+    stream = runs(frames, count, seed, ports) if batch else ((p, [f], g) for p, f, g in traffic(frames, count, seed, ports))
+    i = 0
+    for port, run, gap in stream:
+        for frame in run:
+            ref.send(port, frame)
+        if batch:
+            nat.send_many(port, run)
+        else:
+            nat.send(port, run[0])
+        if gap:
+            ref.advance(gap)
+            nat.advance(gap)
         if ref.take_output() != nat.take_output():
             bad_frames.append(i)
-        if (i + 1) % check_every == 0 or i + 1 == count:
+        i += len(run)
+        if i % check_every < len(run) or i == count:
             bad_state.update(diff_state(state(ref), state(nat)))
             a, b = ref.digests(), nat.digests()
             digests[0] += len(a)
@@ -153,18 +176,20 @@ def lockstep(name: str, count: int, seed: int, check_every: int = 10_000) -> dic
             "digest_mismatches": digests[1], "transmitted": ref.stats.get("transmitted", 0)}
 
 
-def backend_differential(count: int, seed: int, programs: list[str]) -> int:
+def backend_differential(count: int, seed: int, programs: list[str], batch: bool = False) -> int:
     """Native vs reference backend: prints, per program, the count of frames whose outputs
-    differ and the state items (registers, counters, meters, tables) that differ; 1 if any."""
+    differ and the state items (registers, counters, meters, tables) that differ; 1 if any.
+    ``batch``: the native switch takes the frames through ``send_many`` (see ``lockstep``)."""
     import time
 
     failed = 0
     for name in programs:
         t0 = time.process_time()
-        r = lockstep(name, count, seed)
+        r = lockstep(name, count, seed, batch=batch)
         bad = len(r["bad_frames"]) + len(r["bad_state"]) + (not r["stats_equal"]) + r["digest_mismatches"]
         failed += bad
-        print(f"{name}: {r['frames']:,} frames (seed {seed}), {r['transmitted']:,} transmitted, "
+        print(f"{name}{' (native send_many)' if batch else ''}: {r['frames']:,} frames (seed {seed}), "
+              f"{r['transmitted']:,} transmitted, "
               f"{r['digests']:,} digests: {len(r['bad_frames'])} output mismatches, "
               f"{len(r['bad_state'])} state mismatches {r['bad_state'] or ''}, stats "
               f"{'identical' if r['stats_equal'] else 'DIFFER'}, {r['digest_mismatches']} digest mismatches "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
+from p4sim.native.batch import Batch
 from p4sim.native.program import Callbacks, NativeProgram
 from p4sim.native.tables import NativeLink, NativeTable
 from p4sim.runtime.externs import MeterConfig
@@ -80,6 +81,8 @@ class NativePipeline(Pipeline):
         self._asserts = bool(native.gen.asserts)
         if self._reinjects:  # clones, resubmits, recirculations and truncation: the switch's own path
             self.fast_arrive = self.fast_depart = None
+        elif native.batch:
+            self.batch = Batch(self)
         S = self.S
         self._scratch_ptrs = (lib.p4n_scratch_h(S), lib.p4n_scratch_m(S), lib.p4n_scratch_sm(S))
         self._new, self._types = ffi.new, tuple(ffi.typeof(p) for p in self._scratch_ptrs)
@@ -116,11 +119,22 @@ class NativePipeline(Pipeline):
         has no clone, resubmit, recirculate or truncate, so nothing else can happen."""
         if self.dirty_tables:
             self._sync()
-        lib, res = self._lib, self._res
+        res = self._res
         self.ctx.now = now  # digests are stamped with it
-        n = len(data)
-        lib.p4n_fast_ingress(self.S, data, n, port, now, res)
+        self._lib.p4n_fast_ingress(self.S, data, len(data), port, now, res)
         pos, err, espec, grp, prio = self._unpack(res, 5)
+        if (err == -2 and espec >= 0 and not grp and espec != sw.drop_port and espec not in sw._down
+                and prio < sw.priority_queues):  # the common cases, checked in one line
+            if sw.tm.idle_unlimited(espec, prio, now):
+                return self._egress_idle(sw, data, pos, espec, now)
+            return self._hand_over(sw, data, pos, espec, 0, prio, now)
+        self.ingress_done(sw, data, now, pos, err, espec, grp, prio)
+
+    def ingress_done(self, sw: Any, data: bytes, now: float, pos: int, err: int, espec: int, grp: int,
+                     prio: int) -> None:
+        """The rest of ``fast_arrive`` once p4n_fast_ingress has run (the packet's state is in
+        the scratch structs): also where ``send_many``'s C loop hands back a frame that needs
+        Python (p4sim/native/batch.py)."""
         if err != -2:
             sw.count_parser_stop(err)
         if espec < 0:
@@ -136,9 +150,12 @@ class NativePipeline(Pipeline):
                 sw.stats["priority_invalid"] += 1
                 return
             if sw.tm.idle_unlimited(espec, prio, now):
-                out = self._room(n)
-                self._output(sw, espec, out, lib.p4n_fast_egress(self.S, data, n, pos, espec, now, out))
-                return
+                return self._egress_idle(sw, data, pos, espec, now)
+        self._hand_over(sw, data, pos, espec, grp, prio, now)
+
+    def _hand_over(self, sw: Any, data: bytes, pos: int, espec: int, grp: int, prio: int, now: float) -> None:
+        """The parsed packet (copied out of the scratch structs) to the switch's multicast code,
+        or, unicast to an up port at a valid priority, into its queue."""
         h, m, x = self._scratch_ptrs
         th, tm, tx = self._types
         new = self._new  # each view gets its own struct, made as a copy of the scratch one
@@ -147,6 +164,18 @@ class NativePipeline(Pipeline):
             sw.after_ingress(hdr, meta, sm, data[pos >> 3:], data, now)
         else:  # checked above: unicast, up, valid priority, a queue with a rate (the fabric's case)
             sw.enqueue_unicast(hdr, meta, sm, data[pos >> 3:], data, espec, prio, now)
+
+    def _egress_idle(self, sw: Any, data: bytes, pos: int, port: int, now: float) -> None:
+        """The unlimited-rate idle queue's departure at ``now``: egress to output bytes in C."""
+        n = len(data)
+        out = self._outbuf
+        if len(out) < n + self._hdr_room:
+            out = self._room(n)
+        k = self._lib.p4n_fast_egress(self.S, data, n, pos, port, now, out)
+        if k >= 0:  # the common case of _output
+            sw._emit(port, self._unpack(out, k))
+        else:
+            self._output(sw, port, out, k)
 
     def fast_depart(self, sw: Any, t: float, port: int, enq_t: float, left: int, pkt: Any) -> None:
         """``Switch._depart`` of a queued packet on an up port, in one C call (``p4n_depart``):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4sim.frontend import ir
-from p4sim.native import build
+from p4sim.native import batch, build
 from p4sim.native.cgen import Generated, generate
 from p4sim.runtime.objects import pyattr
 
@@ -18,6 +18,7 @@ class Callbacks:
         self.ctx = ctx
         self.digests = digests
         self.logs = logs
+        self.live_now: Any = None  # in a wall-clock batch: the C double holding the frame's time
 
 
 def _view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
@@ -44,7 +45,8 @@ class NativeProgram:
 
     def __init__(self, prog: ir.Program) -> None:
         self.gen: Generated = generate(prog)
-        self.mod = build.build(self.gen.cdef, self.gen.source)
+        cdef, source, self.batch = batch.with_batch(prog.arch, self.gen.cdef, self.gen.source)
+        self.mod = build.build(cdef, source)
         ffi = self.mod.ffi
         self.H, self.M, self.SM = (_view_class(ffi, self.gen.structs[k], self.gen.struct_fields[self.gen.structs[k]])
                                    for k in ("H", "M", "SM"))
@@ -66,6 +68,8 @@ class NativeProgram:
         @ffi.def_extern(name="p4n_py_digest")
         def _digest(h: Any, idx: int, vals: Any) -> None:
             cb = ffi.from_handle(h)
+            if cb.live_now is not None:
+                cb.ctx.now = cb.live_now[0]
             name, fields = cb.digests[idx]
             cb.ctx.digest(name, tuple((n, w, vals[i]) for i, (n, w) in enumerate(fields)))
 

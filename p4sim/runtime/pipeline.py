@@ -80,6 +80,7 @@ class Pipeline:
     backend = "python"
     fast_arrive = None  # the native backend runs a whole NORMAL arrival in one call
     fast_depart = None  # ... and a queued packet's whole departure (egress to output bytes)
+    batch = None  # ... and a list of arrivals in a few calls (p4sim.native.batch.Batch)
 
     def __init__(self, code: codegen.CompiledCode, ctx: PacketContext) -> None:
         comp, prog, ns, rf = self._load(code, ctx)
