@@ -63,20 +63,30 @@ def _from_leaf2(psn: int, answer_path: int | None) -> bytes:
     return frame[:12] + (0x88B5).to_bytes(2, "big") + shim + frame[14:]
 
 
+def never(t: int) -> bool:
+    return False
+
+
 def _silent_tags(prog, a_sends: Schedule, b_sends: Schedule, b_answers: Schedule,
-                 until: int = 900) -> list[int]:
-    """Each microsecond t: this leaf's flow sends if ``a_sends(t)``, then leaf 2's packet
-    arrives if ``b_sends(t)`` (answering for the flow's path if ``b_answers(t)``).  Returns
-    the times of the tags that found the path silent."""
+                 until: int = 900, b_answers_other: Schedule = never,
+                 a_resends: Schedule = never) -> list[int]:
+    """Each microsecond t: this leaf's flow sends if ``a_sends(t)`` (going back to its first
+    PSN, a go-back-N resend, if ``a_resends(t)``), then leaf 2's packet arrives if
+    ``b_sends(t)``, answering for the flow's path if ``b_answers(t)``, else for this leaf's
+    other path if ``b_answers_other(t)``.  Returns the times of the tags that found the path
+    silent."""
     leaf = _leaf(prog)
     path = {2: 0, 3: 1}[leaf.flow_port(QP, SRC, DST)]
     psn, silent, before = 1, [], leaf.counter(SUSPECTS, 0)
     for t in range(until):
+        if a_resends(t):
+            psn = 1
         if a_sends(t):
             leaf.send(roce(SRC, DST, QP, psn))
             psn += 1
         if b_sends(t):
-            leaf.send(_from_leaf2(t, path if b_answers(t) else None), port=2)
+            answer = path if b_answers(t) else (1 - path if b_answers_other(t) else None)
+            leaf.send(_from_leaf2(t, answer), port=2)
         count = leaf.counter(SUSPECTS, 0)
         if count > before:
             silent.append(t)
