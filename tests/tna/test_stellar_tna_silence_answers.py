@@ -11,7 +11,8 @@ not for P, so P is silent
   acknowledged nothing for a retransmission timeout): `make demo ARCH=tna`'s failure, where the
   leaf behind the cut goes quiet 62 us after it, its own transfers done and the dead path's
   returning nothing, so no run of its packets can ever prove the silence.
-Negative controls compile the program without each clause.  Guards: a resend proves nothing
+A resend keeps the unanswered period however old (it probes nothing), so a timeout longer than
+silence + hold still proves it.  Negative controls compile the program without each clause.  Guards: a resend proves nothing
 while leaf 2 answered nothing after the period began, and a live path whose answers lag (but come
 within the silence) is not silenced, resends or not.
 """
@@ -27,17 +28,20 @@ NO_RESEND_CLAUSE = ("(heard_after[31:31] == 0 || (resent_stamp != 0 && resent_af
                     "heard_after[31:31] == 0")
 NO_HEARD_CLAUSE = ("(heard_after[31:31] == 0 || (resent_stamp != 0 && resent_after[31:31] == 0))",
                    "(resent_stamp != 0 && resent_after[31:31] == 0)")
+NO_KEEP_PERIOD = ("            1: keep_period();\n", "")
 NO_ANSWER_TEST = ("answer_stamp != 0 && answer_after != 0 && answer_after[31:31] == 0 &&", "")
 
 
-def _quiet_after_the_cut(prog=None, b_answers_other=lambda t: t < 160) -> list[int]:
+def _quiet_after_the_cut(prog=None, b_answers_other=lambda t: t < 160,
+                         hold_ns: int = 2_000_000) -> list[int]:
     """The demo's remote failure: both talk every 4 us, leaf 2 answering P until t=100 (P's
     remote link is cut) and this leaf's other path Q until it goes quiet at t=160; this leaf's
     flow on P gets no acknowledgement and stops at t=140, then resends at t=600 (its timeout)
     and keeps sending."""
     return _silent_tags(prog, lambda t: t % 4 == 0 and (t < 140 or t >= 600),
                         lambda t: t % 4 == 0 and t < 160, lambda t: t < 100, until=700,
-                        b_answers_other=b_answers_other, a_resends=lambda t: t == 600)
+                        b_answers_other=b_answers_other, a_resends=lambda t: t == 600,
+                        hold_ns=hold_ns)
 
 
 def test_a_resend_after_the_leaf_answered_another_path_proves_the_silence():
@@ -57,6 +61,17 @@ def test_a_resend_proves_nothing_while_the_leaf_answered_nothing_after_the_perio
 def test_negative_control_without_the_answer_test_a_resend_alone_silences_the_path(tmp_path_factory):
     prog = _variant(tmp_path_factory, NO_ANSWER_TEST, PATH_FEEDBACK_P4)
     assert _quiet_after_the_cut(prog, b_answers_other=lambda t: t < 100)[:1] == [600]
+
+
+def test_a_resend_after_silence_and_hold_proves_the_silence_it_does_not_probe():
+    """A 150 us hold: the unanswered period (from t=104) is past silence + hold at t=554, before
+    the resend at t=600 (a timeout longer than silence + hold); the resend keeps the period."""
+    assert _quiet_after_the_cut(hold_ns=150_000)[:1] == [600]
+
+
+def test_negative_control_when_a_resend_probes_it_starts_a_new_period(tmp_path_factory):
+    prog = _variant(tmp_path_factory, NO_KEEP_PERIOD, PATH_FEEDBACK_P4)
+    assert _quiet_after_the_cut(prog, hold_ns=150_000) == []
 
 
 def _answers_other_after_a_pause(prog=None) -> list[int]:

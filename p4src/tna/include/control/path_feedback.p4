@@ -55,7 +55,9 @@
  * leaf acknowledged nothing for a retransmission timeout).  The resend covers
  * a leaf that goes quiet after the failure: its own transfers done and the
  * dead path's returning nothing, it sends nothing more that could prove a
- * run, while the flows on the dead path wait for their timeout.
+ * run, while the flows on the dead path wait for their timeout.  A resend
+ * never starts a period (it probes nothing): a timeout longer than silence
+ * + hold still finds the period it proves silent.
  * `suspect_hold` after it went
  * silent (silence + hold after its period began) the path is probed again:
  * the next tag on it starts a new period, as the v1model program's hold.
@@ -510,8 +512,22 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         pause_limit = now - (silence_ns >> 1);
     }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    /* A resend probes nothing: it keeps the unanswered period however old
+     * (a limit 2^31 - 1 ns back), so that a retransmission timeout longer
+     * than silence + hold still finds the period it proves silent (the
+     * resend clause); the next tag that is not a resend starts the new
+     * period.  Size: 1 const row. */
     action take_probe_limit() { probe_limit = silence_limit - hold_ns; }
-    table probe_limit_of { actions = { take_probe_limit; } const default_action = take_probe_limit(); size = 1; }
+    action keep_period() { probe_limit = now - 32w0x7FFFFFFF; }
+    table probe_limit_of {
+        key = { meta.regressed: exact; }
+        actions = { take_probe_limit; keep_period; }
+        const default_action = take_probe_limit();
+        const entries = {
+            1: keep_period();
+        }
+        size = 1;
+    }
     action take_heard_limit() {
         heard_limit = heard_stamp - (silence_ns >> 1);
         pause_gap = heard_stamp - pause_limit;
