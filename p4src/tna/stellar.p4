@@ -195,11 +195,13 @@ control StellarEgress(inout tna_egress_headers_t hdr,
         queue_delay.apply(meta, eg_intr_md);
         meta.ingress_ts = hdr.bridged.ingress_ts;
         feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
+        /* a data PSN behind its flow's last: a resend (path_feedback's
+         * silence proof, path_loss's count) */
+        reorder.apply(hdr, meta);
         /* the leaf-to-leaf shim: tag, raise, or strip and store; a returned
          * entry becomes a feedback copy (after feedback: it overrides) */
         path_feedback.apply(hdr, meta, eg_intr_md, eg_prsr_md, eg_dprsr_md);
         ecn.apply(hdr, meta, eg_intr_md.egress_port);
-        reorder.apply(hdr, meta);
         /* resends per (leaf, path): a lossy path's tags report saturated */
         path_loss.apply(hdr, meta, eg_prsr_md, eg_dprsr_md);
         telemetry.apply(meta, eg_intr_md.egress_port);

@@ -39,12 +39,12 @@ NO_PREV_RUN = ("(proof != 0 && prev_after[31:31] == 0)", "false")
 Schedule = Callable[[int], bool]
 
 
-def _leaf(prog=None, silence_ns: int = SILENCE_NS) -> TnaLeaf:
+def _leaf(prog=None, silence_ns: int = SILENCE_NS, hold_ns: int = 2_000_000) -> TnaLeaf:
     """Leaf 1 of path feedback with silence on; leaf 2 is behind 10.0.2.0/24."""
     leaf = TnaLeaf(flowlet_timeout_ns=10_000_000, prog=prog)
     leaf.sw.set_default_action(f"{EGR}.path_feedback.params", f"{EGR}.path_feedback.set_params",
                                {"on": 1, "leaf": 1, "interval_ns": 2000, "max_age_ns": 500_000,
-                                "suspect_silence_ns": silence_ns, "suspect_hold_ns": 2_000_000})
+                                "suspect_silence_ns": silence_ns, "suspect_hold_ns": hold_ns})
     for index, port in enumerate((2, 3)):
         leaf.sw.insert_entry(f"{EGR}.path_feedback.port_kind", {"eg_intr_md.egress_port": port},
                              f"{EGR}.path_feedback.fabric_port", {"index": index})
@@ -63,20 +63,30 @@ def _from_leaf2(psn: int, answer_path: int | None) -> bytes:
     return frame[:12] + (0x88B5).to_bytes(2, "big") + shim + frame[14:]
 
 
+def never(t: int) -> bool:
+    return False
+
+
 def _silent_tags(prog, a_sends: Schedule, b_sends: Schedule, b_answers: Schedule,
-                 until: int = 900) -> list[int]:
-    """Each microsecond t: this leaf's flow sends if ``a_sends(t)``, then leaf 2's packet
-    arrives if ``b_sends(t)`` (answering for the flow's path if ``b_answers(t)``).  Returns
-    the times of the tags that found the path silent."""
-    leaf = _leaf(prog)
+                 until: int = 900, b_answers_other: Schedule = never,
+                 a_resends: Schedule = never, hold_ns: int = 2_000_000) -> list[int]:
+    """Each microsecond t: this leaf's flow sends if ``a_sends(t)`` (going back to its first
+    PSN, a go-back-N resend, if ``a_resends(t)``), then leaf 2's packet arrives if
+    ``b_sends(t)``, answering for the flow's path if ``b_answers(t)``, else for this leaf's
+    other path if ``b_answers_other(t)``; ``hold_ns`` the suspect hold.  Returns the times of
+    the tags that found the path silent."""
+    leaf = _leaf(prog, hold_ns=hold_ns)
     path = {2: 0, 3: 1}[leaf.flow_port(QP, SRC, DST)]
     psn, silent, before = 1, [], leaf.counter(SUSPECTS, 0)
     for t in range(until):
+        if a_resends(t):
+            psn = 1
         if a_sends(t):
             leaf.send(roce(SRC, DST, QP, psn))
             psn += 1
         if b_sends(t):
-            leaf.send(_from_leaf2(t, path if b_answers(t) else None), port=2)
+            answer = path if b_answers(t) else (1 - path if b_answers_other(t) else None)
+            leaf.send(_from_leaf2(t, answer), port=2)
         count = leaf.counter(SUSPECTS, 0)
         if count > before:
             silent.append(t)

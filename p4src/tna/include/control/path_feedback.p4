@@ -45,7 +45,20 @@
  * the current one counts too (`prev_proof`, kept when a pause ends).  One-way
  * traffic (nothing comes back to carry an answer) is never silent, nor is a
  * path whose destination leaf has just resumed after a pause (v1model's
- * fb_heard_since, fb_prev_since, fb_prev_heard).  `suspect_hold` after it went
+ * fb_heard_since, fb_prev_since, fb_prev_heard).  An answer is evidence too
+ * (v1model's fb_answered): a leaf that answered another of this leaf's paths
+ * after the period began (`answered`, per source leaf: when a shim carrying
+ * an entry was last stripped) is answering, only not for this path, so it
+ * proves the silence with half the silence of sending after the period began
+ * (`heard`, no run needed), or with a go-back-N resend on the path after the
+ * period began (`resent`, per (leaf, path): the flow's receiver behind that
+ * leaf acknowledged nothing for a retransmission timeout).  The resend covers
+ * a leaf that goes quiet after the failure: its own transfers done and the
+ * dead path's returning nothing, it sends nothing more that could prove a
+ * run, while the flows on the dead path wait for their timeout.  A resend
+ * never starts a period (it probes nothing): a timeout longer than silence
+ * + hold still finds the period it proves silent.
+ * `suspect_hold` after it went
  * silent (silence + hold after its period began) the path is probed again:
  * the next tag on it starts a new period, as the v1model program's hold.
  *
@@ -59,7 +72,9 @@
  * return_ptr (tag), to_leaf (receive: strip; read: tag, one table),
  * silence (answer: strip; sent_on: tag, one table), heard (hear: strip;
  * read_heard: tag, one table), run_since and prev_proof (a strip that ends
- * a pause writes, a tag reads: one table each).  No multiply; the shifts are by constants.
+ * a pause writes, a tag reads: one table each), answered (a strip with an
+ * entry writes, a tag reads: one table), resent (a resend's tag writes,
+ * another tag reads: one table).  No multiply; the shifts are by constants.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -115,6 +130,14 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
      * PHV input, so the run's length is tested once, when the run ends.
      * Size: 256 leaves. */
     Register<bit<32>, bit<8>>(256, 0) prev_proof;
+    /* Per source leaf: when a shim from it carrying an entry (an answer for
+     * any of this leaf's paths) was last stripped here, ns.  Size: 256
+     * leaves. */
+    Register<bit<32>, bit<8>>(256, 0) answered;
+    /* Per (destination leaf, own path), silence's index: when a go-back-N
+     * resend (reorder.p4's `regressed`) was last tagged on the path, ns.
+     * Size: 256 leaves x 8 paths. */
+    Register<bit<32>, bit<11>>(2048, 0) resent;
     /* Silent tags (the path's reports saturated). */
     Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
     /* Shims added (0) and removed (1); entries returned (0) and received
@@ -148,6 +171,11 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<32> prev_after;     /* proof - period: < 2^31, the previous run covered the period */
     bit<32> period_age;     /* silence_limit - period: < 2^31 and not 0, the period is older */
     bit<32> heard_after;    /* heard_limit - period: < 2^31, heard long enough after it began */
+    bit<32> answer_stamp;   /* a tag's: when its destination leaf last answered here */
+    bit<32> answer_after;   /* answer_stamp - period: < 2^31 and not 0, answered after it began */
+    bit<32> resent_stamp;   /* a tag's: the path's last resend (a resend's: now) */
+    bit<32> resent_after;   /* resent_stamp - period: < 2^31, a resend since it began */
+    bit<1>  answer_proof;   /* answered after the period began, and heard or resent since */
     bit<8>  leaf_index;     /* heard's index: a strip's source leaf, a tag's destination */
     bit<1>  silent;
     bit<1>  fabric;
@@ -247,6 +275,21 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
     RegisterAction<bit<32>, bit<8>, bit<32>>(heard) read_heard = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(answered) mark_answered = {
+        void apply(inout bit<32> v) { v = now; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(answered) read_answered = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+    RegisterAction<bit<32>, bit<11>, bit<32>>(resent) mark_resent = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            v = now;
+            rv = now;
+        }
+    };
+    RegisterAction<bit<32>, bit<11>, bit<32>>(resent) read_resent = {
         void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
     RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) answer = {
@@ -405,6 +448,34 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         }
         size = 2;
     }
+    /* the answered register: a strip carrying an entry writes, a tag reads.
+     * Size: 2 const rows. */
+    action do_mark_answered() { mark_answered.execute(leaf_index); }
+    action do_read_answered() { answer_stamp = read_answered.execute(leaf_index); }
+    table answered_at {
+        key = { role: exact; returned: exact; }
+        actions = { do_mark_answered; do_read_answered; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_STRIP, 1): do_mark_answered();
+            (FB_ROLE_TAG, 0): do_read_answered();
+        }
+        size = 2;
+    }
+    /* the resent register: a resend's tag writes, another tag reads.
+     * Size: 2 const rows. */
+    action do_mark_resent() { resent_stamp = mark_resent.execute(to_index); }
+    action do_read_resent() { resent_stamp = read_resent.execute(to_index); }
+    table resent_at {
+        key = { role: exact; meta.regressed: exact; }
+        actions = { do_mark_resent; do_read_resent; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            (FB_ROLE_TAG, 1): do_mark_resent();
+            (FB_ROLE_TAG, 0): do_read_resent();
+        }
+        size = 2;
+    }
     /* the run registers: a strip that ends a pause (pause_gap's sign) writes,
      * a tag reads.  Size: 3 const rows each. */
     action do_start_run() { run_start = start_run.execute(leaf_index); }
@@ -441,8 +512,22 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         pause_limit = now - (silence_ns >> 1);
     }
     table report_limit { actions = { take_limit; } const default_action = take_limit(); size = 1; }
+    /* A resend probes nothing: it keeps the unanswered period however old
+     * (a limit 2^31 - 1 ns back), so that a retransmission timeout longer
+     * than silence + hold still finds the period it proves silent (the
+     * resend clause); the next tag that is not a resend starts the new
+     * period.  Size: 1 const row. */
     action take_probe_limit() { probe_limit = silence_limit - hold_ns; }
-    table probe_limit_of { actions = { take_probe_limit; } const default_action = take_probe_limit(); size = 1; }
+    action keep_period() { probe_limit = now - 32w0x7FFFFFFF; }
+    table probe_limit_of {
+        key = { meta.regressed: exact; }
+        actions = { take_probe_limit; keep_period; }
+        const default_action = take_probe_limit();
+        const entries = {
+            1: keep_period();
+        }
+        size = 1;
+    }
     action take_heard_limit() {
         heard_limit = heard_stamp - (silence_ns >> 1);
         pause_gap = heard_stamp - pause_limit;
@@ -452,6 +537,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         period_age = silence_limit - period;
         heard_after = heard_limit - period;
         prev_after = proof - period;
+        answer_after = answer_stamp - period;
+        resent_after = resent_stamp - period;
     }
     table period_tests { actions = { take_period_tests; } const default_action = take_period_tests(); size = 1; }
     action take_run_test() { since_after = heard_limit - run_start; }
@@ -489,6 +576,9 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         heard_stamp = 0;
         run_start = 0;
         proof = 0;
+        answer_stamp = 0;
+        resent_stamp = 0;
+        answer_proof = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -558,6 +648,12 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (silence_ns != 0) {
             silence_at.apply();
         }
+        if (silence_ns != 0) {
+            answered_at.apply();
+        }
+        if (silence_ns != 0) {
+            resent_at.apply();
+        }
         /* silent: an unanswered period older than the silence, and a run of
          * the destination leaf's shims covered half the silence after it
          * began: the current run (heard that long after both the period's
@@ -573,9 +669,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             proof_at.apply();
         }
         period_tests.apply();
+        /* ... or an answer for another path after the period began, with
+         * half the silence of sending or a resend on the path since */
+        if (answer_stamp != 0 && answer_after != 0 && answer_after[31:31] == 0 &&
+            (heard_after[31:31] == 0 || (resent_stamp != 0 && resent_after[31:31] == 0))) {
+            answer_proof = 1;
+        }
         if (period != 0 && period_age != 0 && period_age[31:31] == 0 &&
             ((heard_stamp != 0 && heard_after[31:31] == 0 && since_after[31:31] == 0) ||
-             (proof != 0 && prev_after[31:31] == 0))) {
+             (proof != 0 && prev_after[31:31] == 0) || answer_proof == 1)) {
             silent = 1;
         }
         if (role == FB_ROLE_STRIP && returned == 1) {
