@@ -80,7 +80,7 @@ ROW_KEYS: dict[str, str] = {
     "duration_us": "RunSpec.duration_us (arrival window of Poisson workloads)",
     "buffer": "RunSpec.buffer (lossless PFC shared buffer | lossy | static)",
     "byte_rate": "RunSpec.byte_rate (queues served by bytes)", "timeout_exp": "RunSpec.timeout_exp (RTO 4.096 us x 2^t)",
-    "dcqcn": "RunSpec.dcqcn (nvidia | paper | off)", "channels": "RunSpec.channels (QPs per rank pair, train-*)",
+    "dcqcn": "RunSpec.dcqcn (nvidia | paper | swift | off)", "channels": "RunSpec.channels (QPs per rank pair, train-*)",
     "slice_bytes": "RunSpec.slice_bytes (message slice, train-*)", "warmup": "RunSpec.warmup (iterations left out)",
     "gap_us": "RunSpec.gap_us (compute between iterations)", "skew_us": "RunSpec.skew_us (launch skew)",
     "scenario": "workload/topo",
@@ -176,7 +176,9 @@ class RunSpec:
     buffer: str = "lossless"  # lossless (PFC, shared buffer) | lossy (shared buffer, drops) | static (per-queue 2 MB)
     byte_rate: bool = True  # queues served by bytes (False: BMv2's packet rate, one 4 KB slot per frame)
     timeout_exp: Optional[int] = None  # RTO = 4.096 us x 2^t (None: NicParams' default)
-    dcqcn: str = "nvidia"  # nvidia (ConnectX defaults) | paper (SIGCOMM'15) | off (PFC only)
+    # the NICs' congestion control: DCQCN nvidia (ConnectX defaults) | paper (SIGCOMM'15), swift (Swift,
+    # SIGCOMM 2020, with htsim's constants) or off (PFC only)
+    dcqcn: str = "nvidia"
     # train-* workloads (fabric_sim.workloads.training): NCCL-like iterations on persistent QPs
     channels: int = 2
     slice_bytes: int = 1 << 20
@@ -443,14 +445,16 @@ def run(spec: RunSpec, keep: Optional[dict] = None, backend: Optional[str] = Non
 
 
 def nic_params(spec: RunSpec):
-    """The NICs of a run: NicParams' defaults with the spec's timeout and DCQCN flavour."""
+    """The NICs of a run: NicParams' defaults with the spec's timeout and congestion control
+    (a DCQCN flavour, Swift, or none)."""
     from fabric_sim.rdma import DcqcnParams, NicParams
+    from fabric_sim.swift import SwiftParams
 
-    dcqcn = {"nvidia": DcqcnParams(), "paper": DcqcnParams.paper(),
-             "off": DcqcnParams(enabled=False)}.get(spec.dcqcn)
-    if dcqcn is None:
-        raise ValueError(f"unknown dcqcn flavour {spec.dcqcn!r} (nvidia | paper | off)")
-    p = NicParams(dcqcn=dcqcn)
+    off = DcqcnParams(enabled=False)
+    p = {"nvidia": NicParams(dcqcn=DcqcnParams()), "paper": NicParams(dcqcn=DcqcnParams.paper()),
+         "swift": NicParams(dcqcn=off, swift=SwiftParams()), "off": NicParams(dcqcn=off)}.get(spec.dcqcn)
+    if p is None:
+        raise ValueError(f"unknown congestion control {spec.dcqcn!r} (nvidia | paper | swift | off)")
     return p if spec.timeout_exp is None else replace(p, timeout_exp=spec.timeout_exp)
 
 

@@ -1,4 +1,4 @@
-"""RoCEv2 NICs that react: RC queue pairs with PSNs, a window, go-back-N and DCQCN.
+"""RoCEv2 NICs that react: RC queue pairs with PSNs, a window, go-back-N and DCQCN (or Swift).
 
 Why: a fixed send schedule decides a job's length before the first packet; RDMA NICs instead
 slow down on congestion (DCQCN), stop at their window, pause on PFC and resend everything after a
@@ -34,6 +34,12 @@ Model:
   (``rate_timer_us``) and a byte counter (``byte_counter``) drive rate increase stages: fast
   recovery ``Rc = (Rt+Rc)/2`` while both stage counts are at most F, then additive increase
   (``Rt += R_AI``), then hyper increase (``Rt += i R_HAI``) once both passed F.
+* **Swift** (Kumar et al., SIGCOMM 2020; ``fabric_sim.swift``) in place of DCQCN when
+  ``NicParams.swift`` is set: each ACK's round-trip delay (from the send time of the newest packet
+  it acknowledges) drives a window of packets in flight per QP, which bounds ``window`` further;
+  below one packet the QP is paced instead.  A NAK or a timeout cuts the window.  An ACK echoes
+  how long coalescing held it at the responder (handed to the requester's Swift state with the
+  ACK's PSN, as Swift's ACKs carry timestamps), so the delay is the fabric's.
 * **PFC**: a PAUSE from the NIC's leaf (``SimFabric.on_host_pause``) stops the NIC's data (class
   ``DATA_CLASS``) or its ACK/CNP frames (``CONTROL_CLASS``) until the XON; paused time per host is
   in ``RdmaNetwork.pause_us``.
@@ -54,6 +60,7 @@ from ipaddress import IPv4Address
 from typing import Callable, Optional
 
 from fabric_sim.roce import ECN_CE, ECN_ECT0, ECN_NOT_ECT, ICRC_LEN, L2_L3_LEN, ROCEV2_UDP_PORT
+from fabric_sim.swift import SwiftParams, SwiftState
 
 OP_WRITE_ONLY = 0x0A  # RC RDMA WRITE Only
 OP_ACK = 0x11  # RC Acknowledge (BTH + AETH)
@@ -123,6 +130,11 @@ class NicParams:
     ack_timer_us: float = 4.0
     timeout_exp: int = 14
     dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+    swift: Optional[SwiftParams] = None  # Swift instead of DCQCN (then ``dcqcn.enabled`` must be False)
+
+    def __post_init__(self) -> None:
+        if self.swift is not None and self.dcqcn.enabled:
+            raise ValueError("a NIC runs one congestion control: Swift needs DcqcnParams(enabled=False)")
 
     @property
     def rto_us(self) -> float:
@@ -228,7 +240,7 @@ class _SendQP:
     __slots__ = ("qpn", "peer_qpn", "nic", "peer", "msgs", "snd_nxt", "snd_una", "snd_end", "max_sent", "rate",
                  "target", "alpha", "eligible", "t_stage", "b_stage", "bytes_since", "last_alpha",
                  "last_rate_timer", "last_cut", "cnp_in_period", "timer_raised", "last_progress", "rto_check",
-                 "sport", "sent_at",
+                 "sport", "sent_at", "swift",
                  "queued", "last_tx", "last_size")
 
     def __init__(self, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", now: float, sport: int) -> None:
@@ -249,18 +261,24 @@ class _SendQP:
         self.rto_check: Optional[float] = None
         self.sport = sport
         self.sent_at: dict[int, float] = {}
+        # Swift's sender state (fabric_sim.swift); hops = links on a leaf-spine path
+        swift = nic.params.swift
+        hops = 2 if nic.host.leaf == peer.host.leaf else 4
+        self.swift: Optional[SwiftState] = None if swift is None else SwiftState(swift, hops)
         self.queued = False  # in the NIC's ready deque or waiting heap
         self.last_tx = now  # the rate limiter spaces packets from the last one sent
         self.last_size = 0
 
     def repace(self) -> None:
-        """The next packet may leave one frame time at the current rate after the last one."""
-        self.eligible = self.last_tx + self.last_size * 8 / (self.rate * 1e3)
+        """The next packet may leave one frame time at the current rate after the last one
+        (with Swift below a window of one packet: ``srtt / cwnd`` after it)."""
+        gap = self.swift.pacing_us() if self.swift is not None else 0.0
+        self.eligible = self.last_tx + (gap or self.last_size * 8 / (self.rate * 1e3))
 
 
 class _RecvQP:
     __slots__ = ("qpn", "peer_qpn", "nic", "peer", "msgs", "epsn", "nak_sent", "last_cnp", "max_seen", "sport",
-                 "sq", "unacked", "ack_due")
+                 "sq", "unacked", "ack_due", "last_in")
 
     def __init__(self, qpn: int, peer_qpn: int, nic: "Nic", peer: "Nic", sport: int, sq: _SendQP) -> None:
         self.qpn, self.peer_qpn, self.nic, self.peer = qpn, peer_qpn, nic, peer
@@ -270,9 +288,10 @@ class _RecvQP:
         self.last_cnp = -1e18
         self.max_seen = -1
         self.sport = sport
-        self.sq = sq  # the requester's side (send times, for latency measurement only)
+        self.sq = sq  # the requester's side (send times for latency measurement; Swift's ACK echo)
         self.unacked = 0
         self.ack_due: Optional[float] = None
+        self.last_in = 0.0  # arrival of the newest in-order packet (Swift's ACK echoes its hold)
 
 
 class Nic:
@@ -305,7 +324,8 @@ class Nic:
 
     # ---- transmission scheduling
     def _can_send(self, q: _SendQP) -> bool:
-        return q.snd_nxt < q.snd_end and q.snd_nxt < q.snd_una + self.params.window
+        window = self.params.window if q.swift is None else min(self.params.window, q.swift.window())
+        return q.snd_nxt < q.snd_end and q.snd_nxt < q.snd_una + window
 
     def activate(self, q: _SendQP, now: float) -> None:
         """``q`` may have something to send: put it where the scheduler finds it."""
@@ -372,12 +392,14 @@ class Nic:
         frame = build_frame(self.mac, self.gw, self.ip, q.peer.ip, q.sport, q.peer_qpn, psn, OP_WRITE_ONLY,
                             self.payload, ECN_ECT0, DSCP_DATA, (psn << 1) | retx)
         q.sent_at[psn] = t
+        if q.swift is not None:
+            q.swift.on_send(psn, t)
         self.net.sim.inject(t, self.name, frame)
         size = len(frame)
         self.free_at = t + self.ser_us(size)
         self._dcqcn_timers(q, t)
         q.bytes_since += size
-        if q.bytes_since >= p.dcqcn.byte_counter:
+        if p.dcqcn.enabled and q.bytes_since >= p.dcqcn.byte_counter:
             q.bytes_since = 0
             q.b_stage += 1
             self._increase(q)
@@ -457,6 +479,9 @@ class Nic:
     # ---- go-back-N requester
     def on_ack(self, q: _SendQP, epsn: int, nak: bool, t: float) -> None:
         if epsn > q.snd_una:
+            if q.swift is not None:
+                q.swift.on_ack(q.snd_una, epsn, t)
+                q.repace()  # below one packet of window the pacing gap follows cwnd
             q.snd_una = epsn
             q.last_progress = t
             while q.msgs and q.msgs[0].psn0 + q.msgs[0].packets <= epsn:
@@ -464,6 +489,8 @@ class Nic:
         if nak:
             if q.msgs:
                 q.msgs[0].naks += 1
+            if q.swift is not None:
+                q.swift.on_retransmit(t)
             q.snd_nxt = q.snd_una  # go back N: resend from the expected PSN
         elif q.snd_nxt < q.snd_una:
             q.snd_nxt = q.snd_una
@@ -482,6 +509,8 @@ class Nic:
         if q.snd_una < q.snd_nxt and due - q.last_progress >= self.params.rto_us - 1e-9:
             if q.msgs:
                 q.msgs[0].timeouts += 1
+            if q.swift is not None:
+                q.swift.on_retransmit(due)
             q.snd_nxt = q.snd_una
             q.last_progress = due
             self.activate(q, due)
@@ -514,6 +543,7 @@ class Nic:
             if sent is not None and not retx:
                 head.latencies.append(t - sent)
             r.unacked += 1
+            r.last_in = t
             if r.epsn == head.psn0 + head.packets:
                 head.done_us = t
                 r.msgs.popleft()
@@ -537,6 +567,8 @@ class Nic:
             self._ack(r, False, due)
 
     def _ack(self, r: _RecvQP, nak: bool, t: float) -> None:
+        if r.sq.swift is not None and not nak:
+            r.sq.swift.on_ack_sent(r.epsn, t - r.last_in)
         r.unacked = 0
         r.ack_due = None
         syndrome = AETH_NAK_PSN_SEQ if nak else AETH_ACK

@@ -26,7 +26,7 @@ ECMP = "ecmp"
 POISSON = ("websearch", "datamining")
 A2A = ("a2a", "a2a-jit", "train-a2a")
 FAILURES = ("fail", "gray")
-_CC = {"off": "no CC", "nvidia": "DCQCN", "paper": "DCQCN (paper)"}
+_CC = {"off": "no CC", "nvidia": "DCQCN", "paper": "DCQCN (paper)", "swift": "Swift"}
 
 
 def transport(r: dict) -> str:

@@ -83,9 +83,11 @@ class Bottleneck:
             fn()
 
 
-def share(n_flows: int, dcqcn: DcqcnParams, stagger_us: float = 1000.0, horizon_us: float = 9000.0):
-    """n_flows senders, each joining ``stagger_us`` after the previous, into one receiver.
-    Returns per-flow Gb/s and link utilisation over the last third, and the transfers."""
+def share(n_flows: int, nic: NicParams, stagger_us: float = 1000.0, horizon_us: float = 9000.0,
+          during=None):
+    """n_flows senders with NICs ``nic``, each joining ``stagger_us`` after the previous, into one
+    receiver.  Returns per-flow Gb/s and link utilisation over the last third, the transfers and
+    the bottleneck; ``during(net, sim)`` runs before the simulation (to schedule probes)."""
     fab = _Fabric(switches={"leaf": _Switch()})
     sink = _Host("sink", "10.0.0.100", "02:00:00:00:00:64")
     sim = Bottleneck(bytes([10, 0, 0, 100]))
@@ -95,19 +97,21 @@ def share(n_flows: int, dcqcn: DcqcnParams, stagger_us: float = 1000.0, horizon_
         h = _Host(f"s{i}", f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}")
         fab.hosts[h.name] = h
         sim.by_ip[bytes([10, 0, 0, i + 1])] = h.name
-    net = RdmaNetwork(sim, fab, NicParams(dcqcn=dcqcn))
+    net = RdmaNetwork(sim, fab, nic)
     flows = [net.transfer(f"s{i}", "sink", 400 << 20, start_us=i * stagger_us) for i in range(n_flows)]
     net.start()
+    if during is not None:
+        during(net, sim)
     sim.run(horizon_us)
     lo = horizon_us * 2 / 3
     window_us = horizon_us - lo
     per_flow = [sum(1 for x in t.delivery_times if x >= lo) * 4096 * 8 / (window_us * 1e3) for t in flows]
     util = sum(per_flow) / GBPS * 4154 / 4096  # frames on the wire, not just payload
-    return per_flow, util, flows
+    return per_flow, util, flows, sim
 
 
 def test_flows_joining_a_bottleneck_converge_near_the_fair_share_and_keep_it_full():
-    per_flow, util, flows = share(4, DcqcnParams())
+    per_flow, util, flows, _ = share(4, NicParams(dcqcn=DcqcnParams()))
     fair = GBPS / 4
     assert util >= 0.85, (per_flow, util)
     assert all(abs(x - fair) <= 0.15 * fair for x in per_flow), per_flow  # each within 15% of fair
@@ -116,5 +120,5 @@ def test_flows_joining_a_bottleneck_converge_near_the_fair_share_and_keep_it_ful
 
 def test_without_a_working_rate_increase_neither_fairness_nor_utilisation_holds():  # negative control
     broken = DcqcnParams(rai_gbps=0.0, rhai_gbps=0.0, rate_timer_us=1e9, byte_counter=1 << 40)
-    per_flow, util, _ = share(4, broken)
+    per_flow, util, *_ = share(4, NicParams(dcqcn=broken))
     assert util < 0.85 and max(per_flow) > 2 * min(per_flow)
