@@ -66,6 +66,10 @@ class _BacklogTest(StellarTest):
                 self.target.set_queue_rate(0, port=SLOW)
                 self.target.advance_us(1000)
                 self.target.sync()
+                # sync says the switch sent them; on a loaded machine they may still be on
+                # their way to PTF's sockets, and a flush now would let them reach the next test
+                while isinstance(tu.dp_poll(self, device_number=0, timeout=0.5), self.dataplane.PollSuccess):
+                    pass
                 self.dataplane.flush()
             elif getattr(self, "hog_since", None) is not None:
                 self.target.set_queue_rate(0, port=SLOW)
