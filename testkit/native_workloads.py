@@ -115,10 +115,38 @@ def stellar_leaf_queued(backend: str) -> tuple[Any, list[bytes]]:
     return sw, frames
 
 
+def stellar_tna(backend: str) -> tuple[Any, list[bytes]]:
+    """Stellar on p4sim's Tofino pipe (p4src/tna/stellar.p4, tests/tna/tna_leaf.py: the leaf's
+    entries as its controller writes them, mirror session to the recirculation port, the
+    port-down packet generator) with RoCEv2 frames of several flows, classes and ECN marks,
+    UDP, and rate-limited shallow uplink queues so that egress sees queue delay and feedback
+    packets recirculate."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "tna"))
+    from tna_leaf import TnaLeaf, roce, udp
+
+    lf = TnaLeaf(backend=backend, elephant_bytes=2000, feedback_interval_ns=1000)
+    lf.sw.set_queue_rate(20_000, port=2)
+    lf.sw.set_queue_depth(3, port=2)
+    frames = []
+    for i in range(40):
+        dst = "10.0.2.%d" % (1 + i % 7) if i % 5 else "10.0.1.1"
+        frames.append(roce("10.0.1.%d" % (1 + i % 3), dst, qp=0x100 + i % 9, psn=i, dscp=(26, 46, 8)[i % 3],
+                           ecn=(2, 1, 0)[i % 3], payload=64 + 8 * (i % 5), opcode=(4, 4, 0, 1, 2)[i % 5]))
+    for i in range(8):
+        frames.append(udp("10.0.1.%d" % (1 + i % 2), "10.0.2.9", sport=1000 + i))
+    return lf.sw, frames
+
+
 BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
     "l3": (l3_switch, (0, 1, 2)),
     "stellar": (stellar_leaf, (1, 2, 3, 4)),
     "stellar-queued": (stellar_leaf_queued, (1, 2, 3, 4)),
+}
+# Tofino programs (a TnaSwitch): the same lockstep comparison
+TNA_BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
+    "stellar-tna": (stellar_tna, (1, 1, 1, 2, 3)),
 }
 
 
@@ -128,7 +156,7 @@ def lockstep(name: str, count: int, seed: int, check_every: int = 10_000) -> dic
     and at the end), and whether stats and digests match."""
     from p4sim.native.compare import diff_state, state
 
-    build, ports = BUILDERS[name]
+    build, ports = {**BUILDERS, **TNA_BUILDERS}[name]
     ref, frames = build("python")
     nat, _ = build("native")
     if nat.pipeline.backend != "native":

@@ -29,6 +29,26 @@ MAX_KEYS = 16
 HASH_ORDER = ("crc32", "crc16", "identity", "csum16", "xor16")  # p4n_hash_bytes's algo numbers
 
 
+# Arithmetic helpers of every generated module (division by zero is 0, as in BMv2).
+PRELUDE = """
+static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) { return b >= (uint64_t)w ? 0 : (a << b) & p4n_mask(w); }
+static inline uint64_t p4n_shr(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+static inline uint64_t p4n_sat_add(uint64_t a, uint64_t b, uint64_t m) { uint64_t s = a + b; return (s < a || s > m) ? m : s; }
+static inline uint64_t p4n_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static inline int64_t p4n_sx(uint64_t a, int w) { if (w >= 64) return (int64_t)a; uint64_t h = UINT64_C(1) << (w - 1); return (int64_t)((a ^ h) - h); }
+static inline int64_t p4n_sshr(int64_t x, uint64_t b) { return b >= 63 ? (x < 0 ? -1 : 0) : x >> b; }
+static inline __int128 p4n_sdiv(int64_t x, int64_t y) { return y ? (__int128)x / y : 0; }
+static inline __int128 p4n_smod(int64_t x, int64_t y) { return y ? (__int128)x % y : 0; }
+static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {
+    __int128 r = sub ? (__int128)x - y : (__int128)x + y;
+    __int128 h = (__int128)1 << (w - 1);
+    return r < -h ? -h : (r > h - 1 ? h - 1 : r);
+}
+"""
+
+
 class Unsupported(Exception):
     """A construct the native backend does not run (the program falls back to the reference)."""
 
@@ -101,11 +121,12 @@ class CGen(IRWalker):
 
     unsupported = Unsupported
     runs_varbit = runs_unions = False
+    archs: tuple[str, ...] = ("v1model",)  # p4sim.native.tna.TnaCGen runs TNA's
     spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
-        if prog.arch != "v1model":
-            raise Unsupported(f"architecture {prog.arch} (the native backend runs v1model)")
+        if prog.arch not in self.archs:
+            raise Unsupported(f"architecture {prog.arch} (the native backend runs {', '.join(self.archs)})")
         self.prog = prog
         self.err = {name: i for i, name in enumerate(prog.errors)}
         if self.err.get("NoError", 0) != 0:
@@ -1059,21 +1080,7 @@ static uint64_t p4n_py_random(void *, uint64_t, uint64_t);
 static uint64_t p4n_py_getrandbits32(void *);
 static void p4n_py_digest(void *, int, uint64_t *);
 static void p4n_py_log(void *, int, int, uint64_t *);
-static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) {{ return b ? a / b : 0; }}
-static inline uint64_t p4n_umod(uint64_t a, uint64_t b) {{ return b ? a % b : 0; }}
-static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) {{ return b >= (uint64_t)w ? 0 : (a << b) & p4n_mask(w); }}
-static inline uint64_t p4n_shr(uint64_t a, uint64_t b) {{ return b >= 64 ? 0 : a >> b; }}
-static inline uint64_t p4n_sat_add(uint64_t a, uint64_t b, uint64_t m) {{ uint64_t s = a + b; return (s < a || s > m) ? m : s; }}
-static inline uint64_t p4n_sat_sub(uint64_t a, uint64_t b) {{ return a > b ? a - b : 0; }}
-static inline int64_t p4n_sx(uint64_t a, int w) {{ if (w >= 64) return (int64_t)a; uint64_t h = UINT64_C(1) << (w - 1); return (int64_t)((a ^ h) - h); }}
-static inline int64_t p4n_sshr(int64_t x, uint64_t b) {{ return b >= 63 ? (x < 0 ? -1 : 0) : x >> b; }}
-static inline __int128 p4n_sdiv(int64_t x, int64_t y) {{ return y ? (__int128)x / y : 0; }}
-static inline __int128 p4n_smod(int64_t x, int64_t y) {{ return y ? (__int128)x % y : 0; }}
-static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {{
-    __int128 r = sub ? (__int128)x - y : (__int128)x + y;
-    __int128 h = (__int128)1 << (w - 1);
-    return r < -h ? -h : (r > h - 1 ? h - 1 : r);
-}}
+{PRELUDE}
 {ctl}
 {structs}
 typedef struct inst inst_t;

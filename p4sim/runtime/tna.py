@@ -13,6 +13,7 @@ What differs from v1model (see ``pipeline.Pipeline``):
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Optional
 
 import crcmod
@@ -23,7 +24,7 @@ from p4sim.runtime import codegen
 from p4sim.runtime.externs import Counter, Meter, Register
 from p4sim.runtime.hashing import pack_bits
 from p4sim.runtime.objects import pyattr
-from p4sim.runtime.pipeline import PacketContext, Pipeline
+from p4sim.runtime.pipeline import PacketContext, Pipeline, backend_choice
 from p4sim.runtime.tna_codegen import struct_layout, value_width
 
 # Bytes per queue cell, the unit of enq_qdepth/deq_qdepth (Tofino: 80 B, Tofino2: 176 B).
@@ -309,6 +310,11 @@ class TnaPipeline(Pipeline):
             return c
         return None
 
+    @staticmethod
+    def ucast_set(tm: Any) -> bool:
+        """Whether ingress wrote ``ucast_egress_port`` (unwritten: the packet has no destination)."""
+        return "ucast_egress_port" in tm.__dict__
+
     def parser_error_flags(self, err: int) -> int:
         """parser_err bits for a p4sim parser error (PARSER_ERROR_* of tna.p4)."""
         if err == self.too_short:
@@ -316,6 +322,17 @@ class TnaPipeline(Pipeline):
         if err == self.no_match:
             return 0x0001  # NO_MATCH
         return 0x0001
+
+
+def make_tna_pipeline(program: Any, ctx: TnaContext, backend: Optional[str] = None) -> TnaPipeline:
+    """The pipeline of a TNA ``p4sim.Program`` on the chosen backend (as ``pipeline.make_pipeline``
+    for v1model): "native" runs the six blocks compiled to C when it can, else the reference
+    after one warning."""
+    if backend_choice(backend) == "native":
+        native = importlib.import_module("p4sim.native").native_tna_pipeline(program, ctx)
+        if native is not None:
+            return native
+    return TnaPipeline(program.code(), ctx)
 
 
 def _has_annotation(prog: ir.Program, name: str) -> bool:

@@ -42,7 +42,7 @@ from typing import Any, Optional
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import support
 from p4sim.runtime.limits import M9, M16, M19, M32, M48, MAX_REINJECT
-from p4sim.runtime.tna import TnaContext, TnaPipeline, TnaRuleError
+from p4sim.runtime.tna import TnaContext, TnaRuleError, make_tna_pipeline
 from p4sim.switch import Switch
 
 log = logging.getLogger("p4sim.tna")
@@ -84,12 +84,13 @@ class TnaSwitch(Switch):
         if kw.get("priority_queues") is not None:
             queues = kw.pop("priority_queues")
         kw.pop("drop_port", None)
+        backend = kw.pop("backend", None)
         self.port_metadata: dict[int, int] = {}
         # what leaves on these ports re-enters ingress (Tofino-1 pipe 0: port 68)
         self.recirculation_ports = set(recirculation_ports)
         self.pktgen_port_down_app: Optional[int] = None
         super().__init__(program, clock=clock, priority_queues=queues, drop_port=511,
-                         cpu_port=cpu_port, seed=seed)
+                         cpu_port=cpu_port, seed=seed, backend=backend)
 
     # ---------------------------------------------------------------- program
     def load(self, program: Any) -> None:
@@ -103,7 +104,7 @@ class TnaSwitch(Switch):
                 raise RuntimeApiError("INVALID_ARGUMENT", f"TnaSwitch runs TNA programs, not {ir_prog.arch}")
             md_bits = 192 if (ir_prog.tofino_target or 1) == 2 else 64
             ctx = TnaContext(self.drop_port, self.seed, md_bits)
-            pipeline = TnaPipeline(program.code(), ctx)
+            pipeline = make_tna_pipeline(program, ctx, self.backend)
             if self.pipeline is not None:
                 for port in list(self.tm.busy):
                     self.stats["pipeline_reload"] += self.tm.flush_port(port)
@@ -217,7 +218,7 @@ class TnaSwitch(Switch):
                     self._tna_enqueue(_TnaInFlight(out, len(data), rid, tm.qid, bypass, passes),
                                       eport, now)
             return
-        if "ucast_egress_port" not in tm.__dict__:
+        if not p.ucast_set(tm):
             self.stats["no_destination"] += 1
             self.stats["dropped"] += 1
             return
