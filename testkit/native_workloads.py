@@ -115,6 +115,43 @@ def stellar_leaf_queued(backend: str) -> tuple[Any, list[bytes]]:
     return sw, frames
 
 
+STELLAR_TNA = REPO / "p4src" / "tna" / "stellar.p4"
+
+
+def stellar_tna_lab(backend: str) -> tuple[Any, list[bytes]]:
+    """leaf1 of the lab fabric on p4sim's Tofino pipe (p4src/tna/stellar.p4) with its rendered
+    entries (tenant meters, feedback rows, the mirror session to the recirculation port), and
+    RoCEv2 frames of several classes, ECN marks and opcodes from its GPUs to other leaves and
+    to each other, from the spines to its GPUs, and UDP; uplink 9's queue is rate-limited and
+    shallow, so egress sees queue delay, tail drops happen and feedback copies recirculate."""
+    from control_plane.inprocess import apply_document
+    from control_plane.model import load_fabric
+    from control_plane.render import render_fabric
+    from fabric_sim.roce import RoceFlowTemplate
+
+    fabric = load_fabric(REPO / "fabrics" / "lab.yaml")
+    sw = p4sim.Switch(program(str(STELLAR_TNA)), priority_queues=fabric.dataplane.priority_queues,
+                      backend=backend)
+    apply_document(sw, render_fabric(fabric, arch="tna").documents["leaf1"])
+    sw.set_queue_rate(20_000, port=9)
+    sw.set_queue_depth(3, port=9)
+    mac = fabric.switches["leaf1"].mac
+    local = [h for h in fabric.hosts.values() if h.leaf == "leaf1"]
+    remote = [h for h in fabric.hosts.values() if h.leaf != "leaf1"]
+    frames = []
+    for i in range(48):
+        src, dst = (local[i % 4], remote[i % len(remote)]) if i % 6 else (local[i % 4], local[(i + 1) % 4])
+        if i % 8 == 7:
+            src, dst = remote[i % len(remote)], local[i % 4]  # arriving from a spine
+        t = RoceFlowTemplate(src.mac, mac, str(src.ip), str(dst.ip), 0x100 + i % 11, payload_len=64 + 32 * (i % 4),
+                             dscp=(32, 63, 0, 48, 26)[i % 5], ecn=(2, 1, 0)[i % 3])
+        frames.append(t.packet(i))
+    for i in range(6):
+        frames.append(raw(Ether(src=local[i % 4].mac, dst=mac) / IP(src=str(local[i % 4].ip), dst=str(remote[i].ip))
+                          / UDP(sport=1000 + i, dport=2000) / (b"\x00" * 32)))
+    return sw, frames
+
+
 def stellar_tna(backend: str) -> tuple[Any, list[bytes]]:
     """Stellar on p4sim's Tofino pipe (p4src/tna/stellar.p4, tests/tna/tna_leaf.py: the leaf's
     entries as its controller writes them, mirror session to the recirculation port, the
@@ -146,7 +183,8 @@ BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, .
 }
 # Tofino programs (a TnaSwitch): the same lockstep comparison
 TNA_BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
-    "stellar-tna": (stellar_tna, (1, 1, 1, 2, 3)),
+    "stellar-tna": (stellar_tna_lab, (1, 2, 3, 4, 9, 10)),
+    "stellar-tna-leaf": (stellar_tna, (1, 1, 1, 2, 3)),
 }
 
 
