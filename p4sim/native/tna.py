@@ -28,6 +28,8 @@ from typing import Any, Optional
 from p4sim.frontend import ir
 from p4sim.native.cgen import PRELUDE, CGen, ExternSpec, Generated, Scope, Unsupported, _cid, _lit
 from p4sim.runtime.irwalk import bitmask
+from p4sim.native.tna_pass import API as PASS_API
+from p4sim.native.tna_pass import pass_code
 from p4sim.runtime.objects import header_layout, is_composite, scalar_width
 from p4sim.runtime.tna import TnaHash
 from p4sim.runtime.tna_codegen import struct_layout, value_width
@@ -47,7 +49,7 @@ class TnaGenerated(Generated):
     role_params: dict[str, list[tuple[str, ir.Type]]] = field(default_factory=dict)
     reg_sites: list[tuple[str, str, str]] = field(default_factory=list)  # (where, what, register)
     reg_init: list[tuple[int, int]] = field(default_factory=list)  # register index -> initial cell
-    digest_names: list[str] = field(default_factory=list)
+    passes: bool = False  # p4n_ig_pass/p4n_eg_pass were generated (p4sim/native/tna_pass.py)
     type_structs: dict[int, str] = field(default_factory=dict)  # id(ir type) -> C struct
 
 
@@ -98,7 +100,6 @@ class TnaCGen(CGen):
         self.cksums: dict[int, int] = {}
         self.reg_sites: list[tuple[str, str, str]] = []
         self.reg_of: dict[int, ExternSpec] = {}
-        self.digest_names: list[str] = []
         self.fvars: dict[int, str] = {}
         self.cur_ctl: Optional[ir.ControlDecl] = None
         self.mirror_bits = self.resub_bits = 0
@@ -448,6 +449,9 @@ class TnaCGen(CGen):
                 f"    int mirror_set;\n    uint64_t mirror_session;\n    uint64_t mirror_nb;\n    uint8_t mirror[{mb}];\n"
                 f"    int resub_set;\n    uint64_t resub_nb;\n    uint8_t resub[{rb}];\n"
                 + "\n".join(state) + "\n};")
+        passes = pass_code(self, roles, params, _has_auto_init(self.prog))
+        if passes is not None:
+            inst = inst[:-3] + "\n" + "\n".join(passes[0]) + "\n};"
         structs = "\n".join(self.struct_defs)
         ctl_t = "typedef struct { int clone_set; } p4n_ctl_t;"
         api, defs = [], []
@@ -491,7 +495,7 @@ extern "Python" void p4n_py_log(void *, int, int, uint64_t *);
         tbl_t = ("typedef struct { int nk, nargs, mode, n, nlev; uint64_t *va, *vb; uint8_t *rng; int32_t *lev; "
                  "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
                  "p4n_meter_t *mtr; } p4n_tbl_t;")
-        cdef = "\n".join([meter_t, tbl_t, structs, api_text, callbacks])
+        cdef = "\n".join([meter_t, tbl_t, structs, api_text, PASS_API if passes else "", callbacks])
         init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
                               f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
                               for s in self.tables.values())
@@ -499,6 +503,7 @@ extern "Python" void p4n_py_log(void *, int, int, uint64_t *);
         init_regs = "\n".join(f"    for (int i = 0; i < {self.regs[i].size}; i++) S->{self.regs[i].cname}[i] = {_lit(v)};"
                               for i, v in reg_init if v)
         free_tbls = "\n".join(f"    p4n_tbl_free(&S->tbl[{s.index}]);" for s in self.tables.values())
+        free_tbls += "\n    free(S->pbuf);" if passes else ""
         reg_cases = "\n".join(f"    case {r.index}: return S->{r.cname};" for r in self.regs)
         ctr_cases = "\n".join(f"    case {c.index}: return bytes ? S->{c.cname}_b : S->{c.cname}_p;" for c in self.ctrs)
         mtr_cases = "\n".join(f"    case {m.index}: return S->{m.cname};" for m in self.mtrs)
@@ -563,6 +568,7 @@ uint64_t p4n_crc_bytes(const char *d, size_t n, int w, uint64_t poly, int rev, u
     return p4n_crc_any((const uint8_t *)d, n, w, poly, rev, init, xorout);
 }}
 {nl.join(defs)}
+{passes[1] if passes else ""}
 """
         gen = TnaGenerated(src, cdef, {}, self.struct_scalars, list(self.tables.values()), self.regs, self.ctrs,
                            self.mtrs, self.digests, dict(self.action_ids), out_bytes, False, self.logs, self.asserts)
@@ -570,6 +576,7 @@ uint64_t p4n_crc_bytes(const char *d, size_t n, int w, uint64_t poly, int rev, u
         gen.reg_sites = self.reg_sites
         gen.reg_init = reg_init
         gen.type_structs = {k: v for k, v in self.struct_names.items()}
+        gen.passes = passes is not None
         return gen
 
 
@@ -613,6 +620,12 @@ static inline uint64_t p4n_fold16(uint64_t s) {
     return s;
 }
 """
+
+
+def _has_auto_init(prog: ir.Program) -> bool:
+    from p4sim.runtime.tna import _has_annotation
+
+    return _has_annotation(prog, "pa_auto_init_metadata")
 
 
 def generate_tna(prog: ir.Program) -> TnaGenerated:

@@ -9,6 +9,7 @@ blocks with the same arguments, so everything outside the blocks is shared code.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Optional
 
 from p4sim.frontend import ir
@@ -20,6 +21,8 @@ from p4sim.native import build
 from p4sim.runtime.objects import header_layout, pyattr
 from p4sim.runtime.support import AssertFailed
 from p4sim.runtime.tna import TnaContext, TnaPipeline, TnaRuleError
+
+log = logging.getLogger("p4sim.tna")
 
 
 class TnaNativeProgram(NativeProgram):
@@ -75,6 +78,16 @@ def _c_ones(t: ir.StructT, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
     return out
 
 
+class _Tm:
+    """The TM metadata the switch reads after a native ingress pass."""
+
+    __slots__ = ("bypass_egress", "copy_to_cpu", "mcast_grp_a", "mcast_grp_b", "qid", "ucast_egress_port", "ucast_w")
+
+    def __init__(self, bypass: int, cpu: int, a: int, b: int, qid: int, port: int, written: int) -> None:
+        self.bypass_egress, self.copy_to_cpu, self.mcast_grp_a, self.mcast_grp_b = bypass, cpu, a, b
+        self.qid, self.ucast_egress_port, self.ucast_w = qid, port, written
+
+
 class NativeTnaPipeline(TnaPipeline):
     """A TNA program loaded into one switch, its six blocks compiled to C."""
 
@@ -110,6 +123,16 @@ class NativeTnaPipeline(TnaPipeline):
                         for t in (self.meta_type, self.egress_meta_type)}
         for role in ir.TNA_ROLES:
             setattr(self, role, self._block(role))
+        if gen.passes:
+            self.ingress_pass, self.egress_pass = self._ingress_pass, self._egress_pass
+            self._res = ffi.new("int64_t[15]")
+            self._intr = ffi.new("uint64_t[8]")
+            self._obuf = ffi.new("char[]", 4096)
+            self._room = 4096 - 64 - native.gen.out_bytes
+            self._unpack = ffi.unpack
+            self._reads_ig = int("ingress" in self.reads_parser_err)
+            self._reads_eg = int("egress" in self.reads_parser_err)
+            self._md_bytes = self.ctx.port_md_bits >> 3
         self._bind_state()  # registers start at their constructor's value in C too (p4n_new)
 
     # the state binding and table loading are v1model's (same generated state layout)
@@ -164,6 +187,75 @@ class NativeTnaPipeline(TnaPipeline):
                                    "Tofino allows one access per register per packet")
             raise AssertFailed(gen.asserts[st[0] - 1])
 
+    # ---------------------------------------------------------------- whole passes (tna_pass.py)
+    def _buffer(self, n: int) -> Any:
+        """The output buffer, large enough for ``n`` bytes of packet plus metadata and headers."""
+        if n > self._room:
+            self._obuf = self._ffi.new("char[]", 2 * n + 64 + self.native.gen.out_bytes)
+            self._room = 2 * n
+        return self._obuf
+
+    def _ingress_pass(self, sw: Any, data: bytes, port: int, now: float, resubmitted: bool,
+                      md: int) -> Optional[tuple[bytes, int, Any]]:
+        """``TnaSwitch._ingress_blocks`` in one C call (``p4n_ig_pass``)."""
+        if self.dirty_tables:
+            self._sync()
+        X, res, n = self.ctx, self._res, len(data)
+        X.begin_pass(now, n)
+        out = self._buffer(n)
+        k = self._lib.p4n_ig_pass(self.S, md.to_bytes(self._md_bytes, "big"), self._md_bytes, data, n, port,
+                                  int(resubmitted), int(round(now * 1000)), now, X.pass_id, self._reads_ig, out, res)
+        err = res[0]
+        if err != -2:
+            stats = sw.stats
+            if err >= 0 and err == self.too_short:
+                stats["malformed"] += 1
+            stats["parser_error"] += 1
+            if err >= 0:
+                stats["parser_error." + self.error_name(err)] += 1
+        if k < 0:
+            return self._gone(sw, k, "ingress")
+        if res[9]:
+            X.mirror = (res[10], self._bits(self._lib.p4n_mirror(self.S), res[11]), res[11])
+        if res[12]:
+            X.resubmit_req = (self._bits(self._lib.p4n_resub(self.S), res[13]), res[13])
+        return self._unpack(out, k), res[2], _Tm(res[3], res[4], res[5], res[6], res[7], res[8], res[14])
+
+    def _egress_pass(self, sw: Any, t: float, ns_t: int, intr: tuple, pkt: Any) -> Optional[tuple[bytes, int]]:
+        """``TnaSwitch._egress_blocks`` in one call (``p4n_eg_pass``)."""
+        if self.dirty_tables:
+            self._sync()
+        X, res, data = self.ctx, self._res, pkt.data
+        X.begin_pass(t, pkt.orig_len)
+        self._intr[0:8] = intr
+        out = self._buffer(len(data))
+        k = self._lib.p4n_eg_pass(self.S, data, len(data), self._intr, ns_t, t, X.pass_id, pkt.orig_len,
+                                  self._reads_eg, out, res)
+        if res[0] != -2:
+            sw.stats["egress_parser_error"] += 1
+        if k < 0:
+            return self._gone(sw, k, "egress")
+        if res[9]:
+            X.mirror = (res[10], self._bits(self._lib.p4n_mirror(self.S), res[11]), res[11])
+        return self._unpack(out, k), res[2]
+
+    def _gone(self, sw: Any, k: int, gress: str) -> None:
+        """What the reference's blocks count when a pass ends the packet: -3 a parser error,
+        -4 a parser that did not skip the metadata, -5 an assert (a register rule raises)."""
+        if k == -3:
+            sw.stats["dropped"] += 1
+        elif k == -4:
+            sw.stats["runtime_error"] += 1
+            log.warning("the ingress parser did not skip the intrinsic and port metadata "
+                        "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
+        else:
+            try:
+                self._status()
+            except AssertFailed as e:
+                sw.stats["assert_failed"] += 1
+                log.warning("assert/assume failed at %s: packet dropped", e.where)
+        return None
+
     def fresh_metadata(self, obj: Any, t: ir.StructT) -> Any:
         for path, attr, value in self._c_ones[id(t)]:
             target = obj._p
@@ -172,5 +264,6 @@ class NativeTnaPipeline(TnaPipeline):
             setattr(target, attr, value)
         return obj
 
-    def ucast_set(self, tm: Any) -> bool:
-        return bool(tm._p._w)
+    @staticmethod
+    def ucast_set(tm: Any) -> bool:
+        return bool(tm.ucast_w if isinstance(tm, _Tm) else tm._p._w)

@@ -202,6 +202,11 @@ class TnaContext(PacketContext):
 class TnaPipeline(Pipeline):
     """A TNA program loaded into one switch."""
 
+    # the native backend runs a pass's three blocks in one call (TnaSwitch._ingress_blocks and
+    # _egress_blocks are the reference's)
+    ingress_pass = None
+    egress_pass = None
+
     def __init__(self, code: codegen.CompiledCode, ctx: TnaContext) -> None:
         self.checksums: list[TnaChecksum] = []
         comp, prog, ns, rf = self._load(code, ctx)
