@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from p4sim.frontend import ir
-from p4sim.native.cgen import PRELUDE, CGen, ExternSpec, Generated, Scope, Unsupported, _cid, _lit
+from p4sim.native.cgen import (C_TYPES, CALLBACKS, PRELUDE, CGen, ExternSpec, Generated, Scope, Unsupported, _cid,
+                               _lit, callback_decls)
 from p4sim.runtime.irwalk import bitmask
 from p4sim.native.tna_pass import API as PASS_API
 from p4sim.native.tna_pass import pass_code
@@ -163,8 +164,7 @@ class TnaCGen(CGen):
             pre.append(f"uint64_t {tx} = {x}; uint64_t {ty} = {y};")
             return f"({tx} {'<' if n == 'min' else '>'} {ty} ? {tx} : {ty})"
         if n in ("sizeInBits", "sizeInBytes"):
-            t = a[0].type
-            w = t.width if isinstance(t, ir.HeaderT) else value_width(t)
+            w = a[0].type.width if isinstance(a[0].type, ir.HeaderT) else value_width(a[0].type)
             return _lit(w if n == "sizeInBits" else (w + 7) >> 3)
         if n == "port_metadata_unpack":
             return self.port_metadata_unpack(e, sc, pre)
@@ -403,30 +403,20 @@ class TnaCGen(CGen):
         q.locals = [loc for loc in p.locals if not isinstance(loc, ir.ExternInstance)]
         return super().compile_parser(q)
 
+    def compile_control(self, c: ir.ControlDecl, role: str) -> str:
+        fn = super().compile_control(c, role)
+        self.cur_ctl = None  # (a RegisterAction belongs to the control being compiled)
+        return fn
+
+    @staticmethod
+    def control_kind(role: str) -> str:
+        return "deparser" if role.endswith("deparser") else role
+
     def generate(self) -> TnaGenerated:
         prog = self.prog
-        missing = [r for r in ir.TNA_ROLES if r not in prog.blocks]
-        if missing:
-            raise Unsupported(f"a TNA pipeline without {', '.join(missing)}")
-        for inst in prog.externs:
-            self.extern(inst)
-        for f in prog.functions.values():
-            self.compile_function(f)
-        for a in prog.actions.values():
-            self.declare_action(a, None)
-            self.compile_action(a, {}, None)
-        roles: dict[str, str] = {}
-        params: dict[str, list[tuple[str, ir.Type]]] = {}
-        for role in ir.TNA_ROLES:
-            b = prog.blocks[role]
-            if isinstance(b, ir.ParserDecl):
-                roles[role] = self.compile_parser(b)
-            elif id(b) in self.frames:
-                raise Unsupported(f"control {b.name} used in two roles")
-            else:
-                roles[role] = self.compile_control(b, "deparser" if role.endswith("deparser") else role)
-                self.cur_ctl = None
-            params[role] = [(self.sname(v.type), v.type) for v in b.params if is_composite(v.type)]
+        roles = self.compile_blocks(ir.TNA_ROLES, "TNA pipeline")
+        params = {role: [(self.sname(v.type), v.type) for v in prog.blocks[role].params if is_composite(v.type)]
+                  for role in ir.TNA_ROLES}
         for t in prog.types.values():  # the switch builds every intrinsic metadata struct
             if isinstance(t, (ir.StructT, ir.HeaderT)) and "__intrinsic_metadata" in t.annotations:
                 self.sname(t)
@@ -435,10 +425,7 @@ class TnaCGen(CGen):
     # ------------------------------------------------------------------ the C module
     def assemble_tna(self, roles: dict[str, str], params: dict[str, list[tuple[str, ir.Type]]]) -> TnaGenerated:
         nreg = max(1, len(self.regs))
-        state = [f"    p4n_tbl_t tbl[{max(1, len(self.tables))}];"]
-        state += [f"    uint64_t {r.cname}[{r.size}];" for r in self.regs]
-        state += [f"    uint64_t {c.cname}_p[{c.size}];\n    uint64_t {c.cname}_b[{c.size}];" for c in self.ctrs]
-        state += [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
+        state = self.state_fields()
         out_bytes = (self.out_bits + 7) // 8 + 8
         mb, rb = (self.mirror_bits + 7) // 8 + 8, (self.resub_bits + 7) // 8 + 8
         inst = ("struct inst {\n    void *handle;\n    double now;\n    uint64_t pkt_len;\n    uint64_t pass_id;\n"
@@ -483,38 +470,15 @@ class TnaCGen(CGen):
                 "uint64_t p4n_crc_bytes(const char *d, size_t n, int w, uint64_t poly, int rev, uint64_t init,"
                 " uint64_t xorout);"]
         api_text = "\n".join(api[6:7] + api[:6] + api[7:])
-        callbacks = """
-extern "Python" uint64_t p4n_py_random(void *, uint64_t, uint64_t);
-extern "Python" uint64_t p4n_py_getrandbits32(void *);
-extern "Python" uint64_t p4n_py_getrandbits(void *, int);
-extern "Python" void p4n_py_digest(void *, int, uint64_t *);
-extern "Python" void p4n_py_log(void *, int, int, uint64_t *);
-"""
-        meter_t = ("typedef struct { int configured; double cir, cburst, pir, pburst; double tc, tp, last_us; } "
-                   "p4n_meter_t;")
-        tbl_t = ("typedef struct { int nk, nargs, mode, n, nlev; uint64_t *va, *vb; uint8_t *rng; int32_t *lev; "
-                 "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
-                 "p4n_meter_t *mtr; } p4n_tbl_t;")
-        cdef = "\n".join([meter_t, tbl_t, structs, api_text, PASS_API if passes else "", callbacks])
-        init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
-                              f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
-                              for s in self.tables.values())
+        callbacks, callback_protos = callback_decls(CALLBACKS + (("uint64_t", "p4n_py_getrandbits", "void *, int"),))
+        cdef = "\n".join([C_TYPES, structs, api_text, PASS_API if passes else "", callbacks])
         reg_init = [(r.index, int(r.inst.ctor_args[1]) if len(r.inst.ctor_args) > 1 else 0) for r in self.regs]
         init_regs = "\n".join(f"    for (int i = 0; i < {self.regs[i].size}; i++) S->{self.regs[i].cname}[i] = {_lit(v)};"
                               for i, v in reg_init if v)
-        free_tbls = "\n".join(f"    p4n_tbl_free(&S->tbl[{s.index}]);" for s in self.tables.values())
-        free_tbls += "\n    free(S->pbuf);" if passes else ""
-        reg_cases = "\n".join(f"    case {r.index}: return S->{r.cname};" for r in self.regs)
-        ctr_cases = "\n".join(f"    case {c.index}: return bytes ? S->{c.cname}_b : S->{c.cname}_p;" for c in self.ctrs)
-        mtr_cases = "\n".join(f"    case {m.index}: return S->{m.cname};" for m in self.mtrs)
         nl = "\n"
         src = f"""
 #include "p4n_runtime.h"
-static uint64_t p4n_py_random(void *, uint64_t, uint64_t);
-static uint64_t p4n_py_getrandbits32(void *);
-static uint64_t p4n_py_getrandbits(void *, int);
-static void p4n_py_digest(void *, int, uint64_t *);
-static void p4n_py_log(void *, int, int, uint64_t *);
+{callback_protos}
 {PRELUDE}
 {TNA_RUNTIME}
 {ctl_t}
@@ -524,29 +488,7 @@ typedef struct inst inst_t;
 {nl.join(self.protos)}
 {nl.join(self.bodies)}
 
-inst_t *p4n_new(void *handle) {{
-    p4n_init_tabs();
-    inst_t *S = (inst_t *)calloc(1, sizeof(inst_t));
-    S->handle = handle;
-{init_tbls}
-{init_regs}
-    return S;
-}}
-void p4n_free(inst_t *S) {{
-{free_tbls}
-    free(S);
-}}
-uint64_t *p4n_reg(inst_t *S, int i) {{ switch (i) {{
-{reg_cases}
-    default: return 0; }} }}
-uint64_t *p4n_ctr(inst_t *S, int i, int bytes) {{ (void)bytes; switch (i) {{
-{ctr_cases}
-    default: return 0; }} }}
-p4n_meter_t *p4n_mtr(inst_t *S, int i) {{ switch (i) {{
-{mtr_cases}
-    default: return 0; }} }}
-p4n_tbl_t *p4n_table(inst_t *S, int i) {{ return &S->tbl[i]; }}
-uint8_t *p4n_out(inst_t *S) {{ return S->out; }}
+{self.state_c(new_init=init_regs, free_extra=chr(10) + "    free(S->pbuf);" if passes else "")}
 uint8_t *p4n_mirror(inst_t *S) {{ return S->mirror; }}
 uint8_t *p4n_resub(inst_t *S) {{ return S->resub; }}
 /* TnaContext.begin_pass: the pass's time, length and id; checksums and requests cleared. */
@@ -555,7 +497,7 @@ void p4n_begin(inst_t *S, double now, uint64_t pkt_len, uint64_t pass_id) {{
     memset(S->ck, 0, sizeof S->ck); S->mirror_set = S->resub_set = 0;
 }}
 /* What the last block left for the switch: r = [assert site, rule site, earlier rule site,
- * ucast written, mirror set, mirror session, mirror bits, resubmit set, resubmit bits]. */
+ * (unused), mirror set, mirror session, mirror bits, resubmit set, resubmit bits]. */
 int p4n_status(inst_t *S, int32_t *r) {{
     r[0] = S->assert_at; r[1] = S->rule_at; r[2] = S->rule_prev; r[3] = 0;
     r[4] = S->mirror_set; r[5] = (int32_t)S->mirror_session; r[6] = (int32_t)S->mirror_nb;

@@ -101,6 +101,17 @@ def pass_code(g: "TnaCGen", roles: dict[str, str], params: dict[str, list[tuple[
     tm_out = [f"res[{3 + i}] = (int64_t)S->x_tm.f_{f};" for i, f in enumerate(TM_FIELDS)]
     nl = "\n    "
 
+    def parse(role: str, prsr: str) -> str:
+        """The parser; an error drops the packet (-3) unless the gress reads ``parser_err``, which
+        then holds the error's flags (the reference's ``parser_error_flags``)."""
+        return f"""int32_t err = -2;
+    int64_t pos = {roles[role]}(S, buf, total << 3, {calls[role]}, &err);
+    res[0] = err; res[1] = pos;
+    if (err != -2) {{
+        if (!reads_err) return -3;
+        S->x_{prsr}.f_parser_err = err == {too_short} ? 2 : 1;
+    }}"""
+
     def tail(dep: str, ctl: str, dprs: str, extra: list[str]) -> str:
         """Control and deparser, then what the switch reads (``extra``: more of it), and the
         deparsed bytes and the payload into ``out``."""
@@ -141,13 +152,7 @@ int64_t p4n_ig_pass(inst_t *S, const char *md, int64_t mdbytes, const char *data
     memset(buf, 0, {ig_w // 8});
     {nl.join(_pack("S->x_ig", scratch["ig"], "buf"))}
     memcpy(buf + {ig_w // 8}, md, (size_t)mdbytes); memcpy(buf + pre, data, (size_t)len);
-    int32_t err = -2;
-    int64_t pos = {roles["ingress_parser"]}(S, buf, total << 3, {calls["ingress_parser"]}, &err);
-    res[0] = err; res[1] = pos;
-    if (err != -2) {{
-        if (!reads_err) return -3;
-        S->x_ip.f_parser_err = err == {too_short} ? 2 : 1;
-    }}
+    {parse("ingress_parser", "ip")}
     if (pos < (pre << 3)) return -4;
     {tail("ingress_deparser", "ingress", "id", tm_out + ["res[14] = S->x_tm._w;"])}
 }}
@@ -166,13 +171,7 @@ int64_t p4n_eg_pass(inst_t *S, const char *data, int64_t len, const uint64_t *in
     memset(buf, 0, {eg_w // 8});
     {nl.join(_pack("S->x_eg", scratch["eg"], "buf"))}
     memcpy(buf + {eg_w // 8}, data, (size_t)len);
-    int32_t err = -2;
-    int64_t pos = {roles["egress_parser"]}(S, buf, total << 3, {calls["egress_parser"]}, &err);
-    res[0] = err; res[1] = pos;
-    if (err != -2) {{
-        if (!reads_err) return -3;
-        S->x_ep.f_parser_err = err == {too_short} ? 2 : 1;
-    }}
+    {parse("egress_parser", "ep")}
     {tail("egress_deparser", "egress", "ed", [])}
 }}
 """

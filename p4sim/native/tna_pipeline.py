@@ -9,7 +9,6 @@ blocks with the same arguments, so everything outside the blocks is shared code.
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Optional
 
 from p4sim.frontend import ir
@@ -21,8 +20,6 @@ from p4sim.native import build
 from p4sim.runtime.objects import header_layout, pyattr
 from p4sim.runtime.support import AssertFailed
 from p4sim.runtime.tna import TnaContext, TnaPipeline, TnaRuleError
-
-log = logging.getLogger("p4sim.tna")
 
 
 class TnaNativeProgram(NativeProgram):
@@ -95,9 +92,8 @@ class NativeTnaPipeline(TnaPipeline):
     backend = "native"
 
     def __init__(self, code: Any, ctx: TnaContext, native: TnaNativeProgram) -> None:
-        self.native = native
-        ffi, lib = native.mod.ffi, native.mod.lib
-        self._cb = Callbacks(ctx, native.gen.digests, native.gen.logs)
+        self.native, ffi, lib = native, native.mod.ffi, native.mod.lib
+        self._cb = Callbacks(ctx, native.gen.digests, native.gen.logs)  # (the handle keeps it alive)
         self._handle = ffi.new_handle(self._cb)
         self.S = ffi.gc(lib.p4n_new(self._handle), lib.p4n_free)
         super().__init__(code, ctx)
@@ -201,18 +197,13 @@ class NativeTnaPipeline(TnaPipeline):
         if self.dirty_tables:
             self._sync()
         X, res, n = self.ctx, self._res, len(data)
-        X.begin_pass(now, n)
+        self._begin(X, now)
         out = self._buffer(n)
         k = self._lib.p4n_ig_pass(self.S, md.to_bytes(self._md_bytes, "big"), self._md_bytes, data, n, port,
                                   int(resubmitted), int(round(now * 1000)), now, X.pass_id, self._reads_ig, out, res)
         err = res[0]
-        if err != -2:
-            stats = sw.stats
-            if err >= 0 and err == self.too_short:
-                stats["malformed"] += 1
-            stats["parser_error"] += 1
-            if err >= 0:
-                stats["parser_error." + self.error_name(err)] += 1
+        if err != -2 and not sw.ingress_parser_error(err):
+            return None
         if k < 0:
             return self._gone(sw, k, "ingress")
         if res[9]:
@@ -226,34 +217,38 @@ class NativeTnaPipeline(TnaPipeline):
         if self.dirty_tables:
             self._sync()
         X, res, data = self.ctx, self._res, pkt.data
-        X.begin_pass(t, pkt.orig_len)
+        self._begin(X, t)
         self._intr[0:8] = intr
         out = self._buffer(len(data))
         k = self._lib.p4n_eg_pass(self.S, data, len(data), self._intr, ns_t, t, X.pass_id, pkt.orig_len,
                                   self._reads_eg, out, res)
-        if res[0] != -2:
-            sw.stats["egress_parser_error"] += 1
+        if res[0] != -2 and not sw.egress_parser_error():
+            return None
         if k < 0:
             return self._gone(sw, k, "egress")
         if res[9]:
             X.mirror = (res[10], self._bits(self._lib.p4n_mirror(self.S), res[11]), res[11])
         return self._unpack(out, k), res[2]
 
+    @staticmethod
+    def _begin(X: TnaContext, now: float) -> None:
+        """``TnaContext.begin_pass`` for what a native pass leaves in Python: the pass id, the
+        time (digests are stamped with it) and the requests (p4n_begin clears C's state)."""
+        X.pass_id += 1
+        X.now = now
+        X.mirror = X.resubmit_req = None
+
     def _gone(self, sw: Any, k: int, gress: str) -> None:
-        """What the reference's blocks count when a pass ends the packet: -3 a parser error,
-        -4 a parser that did not skip the metadata, -5 an assert (a register rule raises)."""
-        if k == -3:
-            sw.stats["dropped"] += 1
-        elif k == -4:
-            sw.stats["runtime_error"] += 1
-            log.warning("the ingress parser did not skip the intrinsic and port metadata "
-                        "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
-        else:
+        """What the reference's blocks do when a pass ends the packet: -3 a parser error (counted
+        already), -4 a parser that did not skip the metadata, -5 an assert (a register rule
+        raises)."""
+        if k == -4:
+            return sw.metadata_not_skipped()
+        if k == -5:
             try:
                 self._status()
             except AssertFailed as e:
-                sw.stats["assert_failed"] += 1
-                log.warning("assert/assume failed at %s: packet dropped", e.where)
+                return sw.assert_failed(e.where)
         return None
 
     def fresh_metadata(self, obj: Any, t: ir.StructT) -> Any:

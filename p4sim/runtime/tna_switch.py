@@ -206,41 +206,66 @@ class TnaSwitch(Switch):
         prsr.global_tstamp = ns_now & M48
         X.begin_pass(now, len(data))
         X.payload = b""
-        try:
+
+        def blocks() -> Optional[tuple[bytes, int, Any]]:
             n = p.n_params["ingress_parser"]
             pos, err = p.ingress_parser(buf, len(buf) << 3, *([hdr, meta, ig_intr, tm, prsr][:n]))
             if err is not None:
-                if err >= 0 and err == p.too_short:
-                    self.stats["malformed"] += 1
-                self.stats["parser_error"] += 1
-                if err >= 0:
-                    self.stats["parser_error." + p.error_name(err)] += 1
-                if "ingress" not in p.reads_parser_err:
-                    self.stats["dropped"] += 1
+                if not self.ingress_parser_error(err):
                     return None
                 prsr.parser_err = p.parser_error_flags(err)
             if pos < len(prefix) << 3:
-                self.stats["runtime_error"] += 1
-                log.warning("the ingress parser did not skip the intrinsic and port metadata "
-                            "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
-                return None
+                return self.metadata_not_skipped()
             payload = buf[pos >> 3:]
             X.payload = payload
             n = p.n_params["ingress"]
             p.ingress(*([hdr, meta, ig_intr, prsr, dprsr, tm][:n]))
             n = p.n_params["ingress_deparser"]
             acc, nb = p.ingress_deparser(*([hdr, meta, dprsr, ig_intr][:n]))
+            return self._bytes(acc, nb) + payload, dprsr.drop_ctl, tm
+
+        return self._guarded(blocks, "ingress")
+
+    def ingress_parser_error(self, err: int) -> bool:
+        """Count an ingress parser error (-1: reject); whether the packet goes on (the ingress
+        control reads ``parser_err``) or is dropped (counted)."""
+        p = self.pipeline
+        if err >= 0 and err == p.too_short:
+            self.stats["malformed"] += 1
+        self.stats["parser_error"] += 1
+        if err >= 0:
+            self.stats["parser_error." + p.error_name(err)] += 1
+        if "ingress" not in p.reads_parser_err:
+            self.stats["dropped"] += 1
+            return False
+        return True
+
+    def metadata_not_skipped(self) -> None:
+        """An ingress parser that did not skip the metadata in front of the packet: dropped."""
+        self.stats["runtime_error"] += 1
+        log.warning("the ingress parser did not skip the intrinsic and port metadata "
+                    "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
+        return None
+
+    def assert_failed(self, where: str) -> None:
+        """A failed assert/assume: the packet is dropped (counted, logged)."""
+        self.stats["assert_failed"] += 1
+        log.warning("assert/assume failed at %s: packet dropped", where)
+        return None
+
+    def _guarded(self, blocks: Any, gress: str) -> Any:
+        """``blocks()``, a pass's blocks: a TnaRuleError goes to the caller (a program that breaks
+        a Tofino rule does not exist), a failed assert or any other error drops the packet."""
+        try:
+            return blocks()
         except TnaRuleError:
             raise
         except support.AssertFailed as e:
-            self.stats["assert_failed"] += 1
-            log.warning("assert/assume failed at %s: packet dropped", e.where)
-            return None
+            return self.assert_failed(e.where)
         except Exception:
             self.stats["runtime_error"] += 1
-            log.exception("ingress failed: packet dropped")
+            log.exception("%s failed: packet dropped", gress)
             return None
-        return self._bytes(acc, nb) + payload, dprsr.drop_ctl, tm
 
     @staticmethod
     def _bytes(acc: int, nb: int) -> bytes:
@@ -333,13 +358,12 @@ class TnaSwitch(Switch):
         prsr, dprsr, oport = p.EG_PRSR(), p.EG_DPRSR(), p.EG_OPORT()
         prsr.global_tstamp = ns_t & M48
         X.begin_pass(t, pkt.orig_len)
-        try:
+
+        def blocks() -> Optional[tuple[bytes, int]]:
             n = p.n_params["egress_parser"]
             pos, err = p.egress_parser(buf, len(buf) << 3, *([hdr, meta, eg, prsr, dprsr][:n]))
             if err is not None:
-                self.stats["egress_parser_error"] += 1
-                if "egress" not in p.reads_parser_err:
-                    self.stats["dropped"] += 1
+                if not self.egress_parser_error():
                     return None
                 prsr.parser_err = p.parser_error_flags(err)
             payload = buf[pos >> 3:]
@@ -348,17 +372,17 @@ class TnaSwitch(Switch):
             p.egress(*([hdr, meta, eg, prsr, dprsr, oport][:n]))
             n = p.n_params["egress_deparser"]
             acc, nb = p.egress_deparser(*([hdr, meta, dprsr, eg, prsr][:n]))
-        except TnaRuleError:
-            raise
-        except support.AssertFailed as e:
-            self.stats["assert_failed"] += 1
-            log.warning("assert/assume failed at %s: packet dropped", e.where)
-            return None
-        except Exception:
-            self.stats["runtime_error"] += 1
-            log.exception("egress failed: packet dropped")
-            return None
-        return self._bytes(acc, nb) + payload, dprsr.drop_ctl
+            return self._bytes(acc, nb) + payload, dprsr.drop_ctl
+
+        return self._guarded(blocks, "egress")
+
+    def egress_parser_error(self) -> bool:
+        """Count an egress parser error; whether the packet goes on (as ``ingress_parser_error``)."""
+        self.stats["egress_parser_error"] += 1
+        if "egress" not in self.pipeline.reads_parser_err:
+            self.stats["dropped"] += 1
+            return False
+        return True
 
     def _send_out(self, port: int, data: bytes, t: float, passes: int) -> None:
         if port in self.recirculation_ports:
