@@ -7,7 +7,7 @@ import functools
 import random
 import types
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import p4sim
 from scapy.all import IP, UDP, Ether, raw
@@ -152,30 +152,6 @@ def stellar_tna_lab(backend: str) -> tuple[Any, list[bytes]]:
     return sw, frames
 
 
-def stellar_tna(backend: str) -> tuple[Any, list[bytes]]:
-    """Stellar on p4sim's Tofino pipe (p4src/tna/stellar.p4, tests/tna/tna_leaf.py: the leaf's
-    entries as its controller writes them, mirror session to the recirculation port, the
-    port-down packet generator) with RoCEv2 frames of several flows, classes and ECN marks,
-    UDP, and rate-limited shallow uplink queues so that egress sees queue delay and feedback
-    packets recirculate."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "tests" / "tna"))
-    from tna_leaf import TnaLeaf, roce, udp
-
-    lf = TnaLeaf(backend=backend, elephant_bytes=2000, feedback_interval_ns=1000)
-    lf.sw.set_queue_rate(20_000, port=2)
-    lf.sw.set_queue_depth(3, port=2)
-    frames = []
-    for i in range(40):
-        dst = "10.0.2.%d" % (1 + i % 7) if i % 5 else "10.0.1.1"
-        frames.append(roce("10.0.1.%d" % (1 + i % 3), dst, qp=0x100 + i % 9, psn=i, dscp=(26, 46, 8)[i % 3],
-                           ecn=(2, 1, 0)[i % 3], payload=64 + 8 * (i % 5), opcode=(4, 4, 0, 1, 2)[i % 5]))
-    for i in range(8):
-        frames.append(udp("10.0.1.%d" % (1 + i % 2), "10.0.2.9", sport=1000 + i))
-    return lf.sw, frames
-
-
 BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
     "l3": (l3_switch, (0, 1, 2)),
     "stellar": (stellar_leaf, (1, 2, 3, 4)),
@@ -184,17 +160,18 @@ BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, .
 # Tofino programs (a TnaSwitch): the same lockstep comparison
 TNA_BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
     "stellar-tna": (stellar_tna_lab, (1, 2, 3, 4, 9, 10)),
-    "stellar-tna-leaf": (stellar_tna, (1, 1, 1, 2, 3)),
 }
 
 
-def lockstep(name: str, count: int, seed: int, check_every: int = 10_000) -> dict[str, Any]:
+def lockstep(name: str, count: int, seed: int, check_every: int = 10_000,
+             builder: Optional[tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = None) -> dict[str, Any]:
     """The same ``count`` frames through the reference and the native backend side by side:
     frames whose outputs differ, state items that differ (checked every ``check_every`` frames
-    and at the end), and whether stats and digests match."""
+    and at the end), and whether stats and digests match.  ``builder``: (build, ports) for a
+    workload not in BUILDERS/TNA_BUILDERS."""
     from p4sim.native.compare import diff_state, state
 
-    build, ports = {**BUILDERS, **TNA_BUILDERS}[name]
+    build, ports = builder or {**BUILDERS, **TNA_BUILDERS}[name]
     ref, frames = build("python")
     nat, _ = build("native")
     if nat.pipeline.backend != "native":

@@ -81,6 +81,10 @@ def _cid(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
 
 
+# the C spelling of names and integers, for the TNA generator (p4sim/native/tna.py)
+c_name, c_literal = _cid, _lit
+
+
 @dataclass
 class TableSpec:
     """What the Python side needs to load a table into C."""

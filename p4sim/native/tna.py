@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from p4sim.frontend import ir
-from p4sim.native.cgen import (C_TYPES, CALLBACKS, PRELUDE, CGen, ExternSpec, Generated, Scope, Unsupported, _cid,
-                               _lit, callback_decls)
+from p4sim.native.cgen import (C_TYPES, CALLBACKS, PRELUDE, CGen, ExternSpec, Generated, Scope, Unsupported,
+                               callback_decls)
+from p4sim.native.cgen import c_literal as _lit
+from p4sim.native.cgen import c_name as _cid
 from p4sim.runtime.irwalk import bitmask
 from p4sim.native.tna_pass import API as PASS_API
 from p4sim.native.tna_pass import pass_code
@@ -565,9 +567,9 @@ static inline uint64_t p4n_fold16(uint64_t s) {
 
 
 def _has_auto_init(prog: ir.Program) -> bool:
-    from p4sim.runtime.tna import _has_annotation
+    from p4sim.runtime.tna import has_annotation
 
-    return _has_annotation(prog, "pa_auto_init_metadata")
+    return has_annotation(prog, "pa_auto_init_metadata")
 
 
 def generate_tna(prog: ir.Program) -> TnaGenerated:

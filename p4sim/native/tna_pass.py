@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from p4sim.frontend import ir
-from p4sim.native.cgen import _cid
+from p4sim.native.cgen import c_name as _cid
 from p4sim.runtime.objects import scalar_width
 
 if TYPE_CHECKING:  # pragma: no cover
-    from p4sim.native.tna import TnaCGen
+    from p4sim.native.cgen import CGen
 
 # scratch name -> the type the switch builds there (a name in tna.p4, or the parser's user types)
 INTRINSIC = {"ig": "ingress_intrinsic_metadata_t", "tm": "ingress_intrinsic_metadata_for_tm_t",
@@ -67,7 +67,7 @@ def _ones(obj: str, t: ir.StructT) -> list[str]:
     return out
 
 
-def pass_code(g: "TnaCGen", roles: dict[str, str], params: dict[str, list[tuple[str, ir.Type]]],
+def pass_code(g: "CGen", roles: dict[str, str], params: dict[str, list[tuple[str, ir.Type]]],
               auto_init: bool) -> Optional[tuple[list[str], str]]:
     """(inst_t fields, C functions) of the two pass functions, or None when a block's
     arguments are not what TnaSwitch passes."""

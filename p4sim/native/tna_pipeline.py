@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from p4sim.frontend import ir
 from p4sim.native.pipeline import NativeMeterCell, NativePipeline
-from p4sim.native.program import Callbacks, NativeProgram, _view_class
+from p4sim.native.program import Callbacks, NativeProgram, view_class
 from p4sim.native.tables import NativeTable
 from p4sim.native.tna import TM_T, TnaGenerated, generate_tna
 from p4sim.native import build
@@ -42,7 +42,7 @@ class TnaNativeProgram(NativeProgram):
         cls = self.views.get(id(t))
         if cls is None:
             cname = self.gen.type_structs[id(t)]
-            base = _view_class(self.mod.ffi, cname, self.gen.struct_fields[cname])
+            base = view_class(self.mod.ffi, cname, self.gen.struct_fields[cname])
             ns: dict[str, Any] = {"__slots__": ()}
             if isinstance(t, ir.HeaderT):
                 lay = header_layout(t)

@@ -261,7 +261,7 @@ class TnaPipeline(Pipeline):
         # bf-p4c initialises user metadata only under @pa_auto_init_metadata (anywhere in the
         # program: it collects it as a global pragma); without it, a field read before it is
         # written holds whatever its PHV container held (the back end marks it pa_no_init)
-        self.auto_init_metadata = _has_annotation(prog, "pa_auto_init_metadata")
+        self.auto_init_metadata = has_annotation(prog, "pa_auto_init_metadata")
         # without it, the all-ones start of each gress's metadata, worked out once here (the
         # per-packet path only assigns): (path of nested struct attributes, attribute, value)
         self._ones: dict[int, list[tuple[tuple[str, ...], str, Any]]] = {
@@ -340,7 +340,7 @@ def make_tna_pipeline(program: Any, ctx: TnaContext, backend: Optional[str] = No
     return TnaPipeline(program.code(), ctx)
 
 
-def _has_annotation(prog: ir.Program, name: str) -> bool:
+def has_annotation(prog: ir.Program, name: str) -> bool:
     """Whether any control, parser or struct/header type of ``prog`` carries ``@name``."""
     decls = [*prog.controls.values(), *prog.parsers.values(), *prog.types.values()]
     return any(name in (getattr(d, "annotations", None) or {}) for d in decls)

@@ -16,17 +16,39 @@ import pytest
 import p4sim
 from p4sim.native import NativeFallbackWarning
 from p4sim.runtime.tna import TnaPipeline, TnaRuleError
-from testkit.native_workloads import lockstep
+from testkit.native_workloads import TNA_BUILDERS, lockstep
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tna"))
 import tnakit  # noqa: E402
+from tna_leaf import TnaLeaf, roce, udp  # noqa: E402
+
+
+def stellar_tna_leaf(backend: str) -> tuple[p4sim.Switch, list[bytes]]:
+    """The TNA test leaf (tests/tna/tna_leaf.py: entries as its controller writes them, digests
+    of elephants and path changes on, the port-down packet generator) with RoCEv2 frames of
+    several flows, classes, ECN marks and opcodes, and UDP; uplink 2 rate-limited and shallow,
+    so that egress sees queue delay and feedback copies recirculate."""
+    lf = TnaLeaf(backend=backend, elephant_bytes=2000, feedback_interval_ns=1000)
+    lf.sw.set_queue_rate(20_000, port=2)
+    lf.sw.set_queue_depth(3, port=2)
+    frames = []
+    for i in range(40):
+        dst = "10.0.2.%d" % (1 + i % 7) if i % 5 else "10.0.1.1"
+        frames.append(roce("10.0.1.%d" % (1 + i % 3), dst, qp=0x100 + i % 9, psn=i, dscp=(26, 46, 8)[i % 3],
+                           ecn=(2, 1, 0)[i % 3], payload=64 + 8 * (i % 5), opcode=(4, 4, 0, 1, 2)[i % 5]))
+    for i in range(8):
+        frames.append(udp("10.0.1.%d" % (1 + i % 2), "10.0.2.9", sport=1000 + i))
+    return lf.sw, frames
+
+
+WORKLOADS = {**TNA_BUILDERS, "stellar-tna-leaf": (stellar_tna_leaf, (1, 1, 1, 2, 3))}
 
 FRAMES = {"stellar-tna": 2500, "stellar-tna-leaf": 1500}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMES))
 def test_stellar_tna_is_identical_on_both_backends(name):
-    result = lockstep(name, FRAMES[name], seed=11, check_every=1500)
+    result = lockstep(name, FRAMES[name], seed=11, check_every=1500, builder=WORKLOADS[name])
     assert result["bad_frames"] == [] and result["bad_state"] == []
     assert result["stats_equal"] and result["digest_mismatches"] == 0
     assert result["transmitted"] > FRAMES[name] // 2
@@ -38,7 +60,7 @@ def test_the_workload_exercises_what_it_compares():
     """Negative control of the comparison: the same traffic with a different seed for the
     switch's random numbers, or a register written behind one backend's back, differs."""
     from p4sim.native.compare import diff_state, state
-    from testkit.native_workloads import TNA_BUILDERS, traffic
+    from testkit.native_workloads import traffic
 
     build, ports = TNA_BUILDERS["stellar-tna"]
     ref, frames = build("python")
@@ -67,9 +89,9 @@ def test_the_block_by_block_path_is_identical_too():
     """The blocks one C call each (the path of a program whose blocks take other arguments than
     TnaSwitch passes, so that p4sim/native/tna_pass.py makes no whole-pass functions)."""
     from p4sim.native.compare import diff_state, state
-    from testkit.native_workloads import TNA_BUILDERS, traffic
+    from testkit.native_workloads import traffic
 
-    build, ports = TNA_BUILDERS["stellar-tna-leaf"]
+    build, ports = WORKLOADS["stellar-tna-leaf"]
     ref, frames = build("python")
     nat, _ = build("native")
     assert nat.pipeline.ingress_pass is not None and nat.pipeline.egress_pass is not None
