@@ -31,15 +31,16 @@ INTRINSIC = {"ig": "ingress_intrinsic_metadata_t", "tm": "ingress_intrinsic_meta
 ARGS = {"ingress_parser": ("ih", "im", "ig", "tm", "ip"), "ingress": ("ih", "im", "ig", "ip", "id", "tm"),
         "ingress_deparser": ("ih", "im", "id", "ig"), "egress_parser": ("eh", "em", "eg", "ep", "ed"),
         "egress": ("eh", "em", "eg", "ep", "ed", "eo"), "egress_deparser": ("eh", "em", "ed", "eg", "ep")}
-# TnaSwitch's egress_intrinsic_metadata_t values, in the order of p4n_eg_pass's ``intr``
+# TnaSwitch's egress_intrinsic_metadata_t values, in the order of p4n_eg_pass's i0..i7
 EG_FIELDS = ("egress_port", "enq_qdepth", "deq_qdepth", "enq_tstamp", "deq_timedelta", "egress_rid", "egress_qid",
              "pkt_length")
 TM_FIELDS = ("bypass_egress", "copy_to_cpu", "mcast_grp_a", "mcast_grp_b", "qid", "ucast_egress_port")
 API = """int64_t p4n_ig_pass(inst_t *S, const char *md, int64_t mdbytes, const char *data, int64_t len, uint64_t port,
                     uint64_t resubmitted, uint64_t ns_now, double now, uint64_t pass_id, int reads_err, char *out,
                     int64_t *res);
-int64_t p4n_eg_pass(inst_t *S, const char *data, int64_t len, const uint64_t *intr, uint64_t ns_t, double t,
-                    uint64_t pass_id, uint64_t orig_len, int reads_err, char *out, int64_t *res);
+int64_t p4n_eg_pass(inst_t *S, const char *data, int64_t len, uint64_t i0, uint64_t i1, uint64_t i2, uint64_t i3,
+                    uint64_t i4, uint64_t i5, uint64_t i6, uint64_t i7, uint64_t ns_t, double t, uint64_t pass_id,
+                    uint64_t orig_len, int reads_err, char *out, int64_t *res);
 uint8_t *p4n_pass_buf(inst_t *S, int64_t n);"""
 
 
@@ -97,7 +98,7 @@ def pass_code(g: "CGen", roles: dict[str, str], params: dict[str, list[tuple[str
     too_short = g.err.get("PacketTooShort", -99)
     ones_i = [] if auto_init else _ones("S->x_im", scratch["im"])
     ones_e = [] if auto_init else _ones("S->x_em", scratch["em"])
-    set_eg = [f"S->x_eg.f_{f} = intr[{i}];" for i, f in enumerate(EG_FIELDS)]
+    set_eg = [f"S->x_eg.f_{f} = i{i};" for i, f in enumerate(EG_FIELDS)]
     tm_out = [f"res[{3 + i}] = (int64_t)S->x_tm.f_{f};" for i, f in enumerate(TM_FIELDS)]
     nl = "\n    "
 
@@ -156,9 +157,10 @@ int64_t p4n_ig_pass(inst_t *S, const char *md, int64_t mdbytes, const char *data
     if (pos < (pre << 3)) return -4;
     {tail("ingress_deparser", "ingress", "id", tm_out + ["res[14] = S->x_tm._w;"])}
 }}
-/* TnaSwitch._egress_blocks in one call (intr: EG_FIELDS); returns and res as p4n_ig_pass. */
-int64_t p4n_eg_pass(inst_t *S, const char *data, int64_t len, const uint64_t *intr, uint64_t ns_t, double t,
-                    uint64_t pass_id, uint64_t orig_len, int reads_err, char *out, int64_t *res) {{
+/* TnaSwitch._egress_blocks in one call (i0..i7: EG_FIELDS); returns and res as p4n_ig_pass. */
+int64_t p4n_eg_pass(inst_t *S, const char *data, int64_t len, uint64_t i0, uint64_t i1, uint64_t i2, uint64_t i3,
+                    uint64_t i4, uint64_t i5, uint64_t i6, uint64_t i7, uint64_t ns_t, double t, uint64_t pass_id,
+                    uint64_t orig_len, int reads_err, char *out, int64_t *res) {{
     p4n_begin(S, t, orig_len, pass_id);
     memset(&S->x_eh, 0, sizeof S->x_eh); memset(&S->x_em, 0, sizeof S->x_em); memset(&S->x_eg, 0, sizeof S->x_eg);
     memset(&S->x_ep, 0, sizeof S->x_ep); memset(&S->x_ed, 0, sizeof S->x_ed); memset(&S->x_eo, 0, sizeof S->x_eo);

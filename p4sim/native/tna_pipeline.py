@@ -122,7 +122,6 @@ class NativeTnaPipeline(TnaPipeline):
         if gen.passes:
             self.ingress_pass, self.egress_pass = self._ingress_pass, self._egress_pass
             self._res = ffi.new("int64_t[15]")
-            self._intr = ffi.new("uint64_t[8]")
             self._obuf = ffi.new("char[]", 4096)
             self._room = 4096 - 64 - native.gen.out_bytes
             self._unpack = ffi.unpack
@@ -218,10 +217,9 @@ class NativeTnaPipeline(TnaPipeline):
             self._sync()
         X, res, data = self.ctx, self._res, pkt.data
         self._begin(X, t)
-        self._intr[0:8] = intr
         out = self._buffer(len(data))
-        k = self._lib.p4n_eg_pass(self.S, data, len(data), self._intr, ns_t, t, X.pass_id, pkt.orig_len,
-                                  self._reads_eg, out, res)
+        k = self._lib.p4n_eg_pass(self.S, data, len(data), *intr, ns_t, t, X.pass_id, pkt.orig_len, self._reads_eg,
+                                  out, res)
         if res[0] != -2 and not sw.egress_parser_error():
             return None
         if k < 0:
