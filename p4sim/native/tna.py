@@ -443,7 +443,7 @@ class TnaCGen(CGen):
             inst = inst[:-3] + "\n" + "\n".join(passes[0]) + "\n};"
         structs = "\n".join(self.struct_defs)
         ctl_t = "typedef struct { int clone_set; } p4n_ctl_t;"
-        api, defs = [], []
+        api, defs = ["typedef struct inst inst_t;"], []
         for role in ir.TNA_ROLES:
             ps = ", ".join(f"struct {s} *p{i}" for i, (s, _) in enumerate(params[role]))
             args = ", ".join(f"p{i}" for i in range(len(params[role])))
@@ -459,7 +459,7 @@ class TnaCGen(CGen):
                 body = f"S->exited = 0; {roles[role]}(S, {args});"
             api.append(sig + ";")
             defs.append(sig + " {\n    " + body + "\n}")
-        api += ["typedef struct inst inst_t;", "inst_t *p4n_new(void *handle);", "void p4n_free(inst_t *S);",
+        api += ["inst_t *p4n_new(void *handle);", "void p4n_free(inst_t *S);",
                 "uint64_t *p4n_reg(inst_t *S, int i);", "uint64_t *p4n_ctr(inst_t *S, int i, int bytes);",
                 "p4n_meter_t *p4n_mtr(inst_t *S, int i);", "p4n_tbl_t *p4n_table(inst_t *S, int i);",
                 "int p4n_tbl_load(p4n_tbl_t *t, int mode, int n, int nlev, const int32_t *act, const uint64_t *args,"
@@ -471,9 +471,8 @@ class TnaCGen(CGen):
                 "uint8_t *p4n_resub(inst_t *S);",
                 "uint64_t p4n_crc_bytes(const char *d, size_t n, int w, uint64_t poly, int rev, uint64_t init,"
                 " uint64_t xorout);"]
-        api_text = "\n".join(api[6:7] + api[:6] + api[7:])
         callbacks, callback_protos = callback_decls(CALLBACKS + (("uint64_t", "p4n_py_getrandbits", "void *, int"),))
-        cdef = "\n".join([C_TYPES, structs, api_text, PASS_API if passes else "", callbacks])
+        cdef = "\n".join([C_TYPES, structs, *api, PASS_API if passes else "", callbacks])
         reg_init = [(r.index, int(r.inst.ctor_args[1]) if len(r.inst.ctor_args) > 1 else 0) for r in self.regs]
         init_regs = "\n".join(f"    for (int i = 0; i < {self.regs[i].size}; i++) S->{self.regs[i].cname}[i] = {_lit(v)};"
                               for i, v in reg_init if v)
