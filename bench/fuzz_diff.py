@@ -2,7 +2,7 @@
 stellar.p4 with the campaign leaf's entries, forwarding decisions compared frame by frame.
 
     python bench/fuzz_diff.py [--count 2000] [--seed 1] [--a p4sim] [--b bmv2]
-    python bench/fuzz_diff.py --backends [--count 100000] [--programs stellar,l3,stellar-tna]
+    python bench/fuzz_diff.py --backends [--count 100000] [--programs stellar,l3]
 
 How the targets are started and a decision is compared: testkit/differential.py.
 """
@@ -27,9 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", action="store_true",
                     help="p4sim's native backend against its reference backend, in process "
                          "(testkit/native_workloads.py: mutated frames, state compared too)")
-    ap.add_argument("--programs", default="stellar,l3,stellar-tna",
-                    help="with --backends: any of stellar, stellar-queued, l3 (v1model) and stellar-tna "
-                         "(p4src/tna/stellar.p4 on the Tofino pipe)")
+    ap.add_argument("--programs", default="stellar,l3", help="with --backends: stellar, l3 or both")
     args = ap.parse_args(argv)
     if args.backends:
         from testkit.native_workloads import backend_differential

@@ -1,7 +1,5 @@
 """Packets per second through p4sim in-process, per backend: the L3 example with 1,000 LPM routes,
-and the Stellar leaf pipeline (rendered lab entries, RoCEv2 traffic) beside it, on v1model and on
-p4sim's Tofino pipe (p4src/tna/stellar.p4: every packet also sends a feedback copy through the
-recirculation port, so one packet is two ingress and two egress passes).
+and the Stellar leaf pipeline (rendered lab entries, RoCEv2 traffic) beside it.
 
 Prints the median of 3 runs (packets/s of CPU time and microseconds per packet) for each program
 on each backend (``--backend python,native``: the reference and the native C backend), and the
@@ -93,33 +91,14 @@ def build_stellar_leaf(flows: int = 64, backend: str = "python") -> tuple[p4sim.
     return sw, pkts
 
 
-def build_stellar_tna_leaf(flows: int = 64, backend: str = "python") -> tuple[p4sim.Switch, list[bytes]]:
-    """leaf1 of the lab fabric on the Tofino pipe (p4src/tna/stellar.p4) with its rendered tna
-    entries, and ``build_stellar_leaf``'s RoCEv2 packets (sent on its GPU port 1)."""
-    from control_plane.inprocess import apply_document
-    from control_plane.model import load_fabric
-    from control_plane.render import render_fabric
-    from fabric_sim.roce import RoceFlowTemplate
-
-    prog = p4sim.compile(str(ROOT / "p4src/tna/stellar.p4"))
-    fabric = load_fabric(ROOT / "fabrics/lab.yaml")
-    sw = p4sim.Switch(prog, clock="wall", priority_queues=fabric.dataplane.priority_queues, backend=backend)
-    apply_document(sw, render_fabric(fabric, arch="tna").documents["leaf1"])
-    src = fabric.hosts["l1g1"]
-    dests = [h for h in fabric.hosts.values() if h.leaf != "leaf1"]
-    pkts = [RoceFlowTemplate(src.mac, fabric.switches["leaf1"].mac, str(src.ip), str(dests[i % len(dests)].ip),
-                             0x100 + i, payload_len=1024).packet(i) for i in range(flows)]
-    return sw, pkts
-
-
-def one_run(sw: p4sim.Switch, pkts: list[bytes], n: int, port: int = 0) -> tuple[float, float]:
+def one_run(sw: p4sim.Switch, pkts: list[bytes], n: int) -> tuple[float, float]:
     """(packets per CPU second of this process, packets per wall second).  The CPU-time figure
     is the one to compare: on a shared machine other processes stretch wall time, not the work
     p4sim does per packet."""
     send, m = sw.send, len(pkts)
     c0, t0 = time.process_time(), time.perf_counter()
     for i in range(n):
-        send(port, pkts[i % m])
+        send(0, pkts[i % m])
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     out = sw.take_output()
     if len(out) != n:
@@ -127,9 +106,9 @@ def one_run(sw: p4sim.Switch, pkts: list[bytes], n: int, port: int = 0) -> tuple
     return n / cpu, n / wall
 
 
-def measure(label: str, sw: p4sim.Switch, pkts: list[bytes], a: argparse.Namespace, port: int = 0) -> float:
-    one_run(sw, pkts, 2000, port)  # warm-up
-    runs = [one_run(sw, pkts, a.packets, port) for _ in range(a.runs)]
+def measure(label: str, sw: p4sim.Switch, pkts: list[bytes], a: argparse.Namespace) -> float:
+    one_run(sw, pkts, 2000)  # warm-up
+    runs = [one_run(sw, pkts, a.packets) for _ in range(a.runs)]
     cpu = [c for c, _ in runs]
     med, wmed = statistics.median(cpu), statistics.median([w for _, w in runs])
     print(f"p4sim in-process, {label}, {a.packets} packets x {a.runs} runs, one core")
@@ -145,44 +124,35 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--routes", type=int, default=1000)
     ap.add_argument("--backend", default="python,native", help="comma-separated: python, native")
-    ap.add_argument("--programs", default="l3,stellar,stellar-tna",
-                    help="comma-separated: l3, stellar (v1model), stellar-tna (the Tofino pipe)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another checkout whose figures to measure in the same sitting")
     a = ap.parse_args()
     backends = a.backend.split(",")
     base_before = _baseline(a) if a.baseline else None
     medians: dict[tuple[str, str], float] = {}
-    programs = {"l3": (f"l3.p4 with {a.routes} LPM routes", lambda b: build_switch(a.routes, backend=b), 0),
-                "stellar": ("stellar.p4, lab leaf1 entries, RoCEv2", lambda b: build_stellar_leaf(backend=b), 0),
-                "stellar-tna": ("tna/stellar.p4 (Tofino pipe), lab leaf1 entries, RoCEv2",
-                                lambda b: build_stellar_tna_leaf(backend=b), 1)}
-    chosen = a.programs.split(",")
     for backend in backends:
-        for prog in chosen:
-            label, make, port = programs[prog]
-            sw, pkts = make(backend)
+        for prog, label, (sw, pkts) in (
+                ("l3", f"l3.p4 with {a.routes} LPM routes", build_switch(a.routes, backend=backend)),
+                ("stellar", "stellar.p4, lab leaf1 entries, RoCEv2", build_stellar_leaf(backend=backend))):
             ran = sw.pipeline.backend
-            medians[(backend, prog)] = med = measure(f"{label}, backend {ran}", sw, pkts, a, port)
+            medians[(backend, prog)] = med = measure(f"{label}, backend {ran}", sw, pkts, a)
             print(f"RESULT {backend} {prog} {med:.0f}")
             if ran != backend:
                 print(f"  (asked for {backend}: the {ran} backend ran)")
     print()
     for backend in backends:
-        if "l3" in chosen and "stellar" in chosen:
-            l3, st = medians[(backend, "l3")], medians[(backend, "stellar")]
-            print(f"{backend}: Stellar pipeline costs {l3 / st:.1f}x the L3 program per packet; Stellar leaf "
-                  f"{st / REFERENCE_PPS:.2f}x the pre-issue-8 reference ({REFERENCE_PPS:,} packets/s)")
-        for prog in chosen:
-            v, goal = medians[(backend, prog)], GOALS.get(prog)
-            print(f"  {prog}: {v:,.0f} packets/s" + (f", goal {goal:,}: {'met' if v >= goal else f'{v / goal:.0%} of it'}"
-                                                     if goal else " (no goal set)"))
+        l3, st = medians[(backend, "l3")], medians[(backend, "stellar")]
+        print(f"{backend}: Stellar pipeline costs {l3 / st:.1f}x the L3 program per packet; Stellar leaf "
+              f"{st / REFERENCE_PPS:.2f}x the pre-issue-8 reference ({REFERENCE_PPS:,} packets/s)")
+        for prog, goal in GOALS.items():
+            v = medians[(backend, prog)]
+            print(f"  {prog}: {v:,.0f} packets/s, goal {goal:,}: {'met' if v >= goal else f'{v / goal:.0%} of it'}")
     if "python" in backends and "native" in backends:
-        for prog in chosen:
+        for prog in GOALS:
             print(f"native / python, {prog}: {medians[('native', prog)] / medians[('python', prog)]:.2f}x")
     if a.baseline:
         after = _baseline(a)
-        for prog in [p for p in GOALS if p in chosen]:
+        for prog in GOALS:
             base = statistics.median([base_before[prog], after[prog]])
             line = ", ".join(f"{b} {medians[(b, prog)] / base:.2f}x" for b in backends)
             print(f"baseline {a.baseline}, {prog}: {base:,.0f} packets/s (median of its medians before "

@@ -20,7 +20,7 @@ class Callbacks:
         self.logs = logs
 
 
-def view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
+def _view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
     """A Python class over one C struct, with a property per scalar field (the names the
     switch uses on the reference's objects: ``sm.egress_spec`` ...) and ``_copy``."""
     ctype = f"struct {cname} *"
@@ -39,6 +39,9 @@ def view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
     return cls
 
 
+view_class = _view_class  # (public: p4sim/native/tna_pipeline.py builds its views with it)
+
+
 class NativeProgram:
     """Generated C for ``prog``, compiled (or found in the cache) and loaded."""
 
@@ -46,7 +49,7 @@ class NativeProgram:
         self.gen: Generated = generate(prog)
         self.mod = build.build(self.gen.cdef, self.gen.source)
         ffi = self.mod.ffi
-        self.H, self.M, self.SM = (view_class(ffi, self.gen.structs[k], self.gen.struct_fields[self.gen.structs[k]])
+        self.H, self.M, self.SM = (_view_class(ffi, self.gen.structs[k], self.gen.struct_fields[self.gen.structs[k]])
                                    for k in ("H", "M", "SM"))
         self._bind_callbacks()
 

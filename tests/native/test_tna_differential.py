@@ -41,14 +41,15 @@ def stellar_tna_leaf(backend: str) -> tuple[p4sim.Switch, list[bytes]]:
     return lf.sw, frames
 
 
-WORKLOADS = {**TNA_BUILDERS, "stellar-tna-leaf": (stellar_tna_leaf, (1, 1, 1, 2, 3))}
+LEAF = (stellar_tna_leaf, (1, 1, 1, 2, 3))
 
 FRAMES = {"stellar-tna": 2500, "stellar-tna-leaf": 1500}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMES))
-def test_stellar_tna_is_identical_on_both_backends(name):
-    result = lockstep(name, FRAMES[name], seed=11, check_every=1500, builder=WORKLOADS[name])
+def test_stellar_tna_is_identical_on_both_backends(name, monkeypatch):
+    monkeypatch.setitem(TNA_BUILDERS, "stellar-tna-leaf", LEAF)  # (testkit does not import tests)
+    result = lockstep(name, FRAMES[name], seed=11, check_every=1500)
     assert result["bad_frames"] == [] and result["bad_state"] == []
     assert result["stats_equal"] and result["digest_mismatches"] == 0
     assert result["transmitted"] > FRAMES[name] // 2
@@ -91,7 +92,7 @@ def test_the_block_by_block_path_is_identical_too():
     from p4sim.native.compare import diff_state, state
     from testkit.native_workloads import traffic
 
-    build, ports = WORKLOADS["stellar-tna-leaf"]
+    build, ports = LEAF
     ref, frames = build("python")
     nat, _ = build("native")
     assert nat.pipeline.ingress_pass is not None and nat.pipeline.egress_pass is not None
