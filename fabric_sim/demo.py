@@ -127,10 +127,10 @@ class Lab:
         self.pps_per_gbps = 1e9 / (8 * frame_bytes(NicParams().payload))
         from fabric_sim.experiment import study_backend
 
-        # The study's backend (native unless $P4SIM_BACKEND says otherwise; same answers, faster),
-        # on both programs (p4sim/native/tna.py runs the Tofino pipe's blocks).
+        # The study's backend (native unless $P4SIM_BACKEND says otherwise; same answers, faster);
+        # p4sim's Tofino pipe has the reference backend only.
         self.sim = SimFabric(self.fabric, pps_per_gbps=self.pps_per_gbps, queue_depth=QUEUE_DEPTH,
-                             backend=study_backend())
+                             backend=study_backend() if arch == "v1model" else "python")
         self.addresses = self.sim.serve_p4runtime()
         rendered = render_fabric(self.fabric, arch=arch)
         # No tenant policing in the demo: with the lab YAML's shares the meters police the
