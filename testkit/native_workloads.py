@@ -1,6 +1,8 @@
 """Switches and traffic for the native-vs-reference differential (tests/native and
 bench/fuzz_diff.py --backends): the L3 example with LPM routes, the Stellar test leaf with its
-entries, and seeded mutations of their frames; ``lockstep`` runs both backends side by side."""
+entries, stellar.p4 on the Tofino pipe with the lab leaf's rendered entries (``stellar-tna``:
+``bench/fuzz_diff.py --backends --programs stellar-tna``), and seeded mutations of their frames;
+``lockstep`` runs both backends side by side."""
 from __future__ import annotations
 
 import functools
@@ -143,7 +145,7 @@ def lockstep(name: str, count: int, seed: int, check_every: int = 10_000, batch:
     reference; a differing output is reported by the index of the run's first frame."""
     from p4sim.native.compare import diff_state, state
 
-    build, ports = BUILDERS[name]
+    build, ports = {**BUILDERS, **TNA_BUILDERS}[name]
     ref, frames = build("python")
     nat, _ = build("native")
     if nat.pipeline.backend != "native":
@@ -197,3 +199,46 @@ def backend_differential(count: int, seed: int, programs: list[str], batch: bool
         if r["bad_frames"]:
             print(f"  first differing frames: {r['bad_frames'][:10]}")
     return 1 if failed else 0
+
+
+STELLAR_TNA = REPO / "p4src" / "tna" / "stellar.p4"
+
+
+def stellar_tna_lab(backend: str) -> tuple[Any, list[bytes]]:
+    """leaf1 of the lab fabric on p4sim's Tofino pipe (p4src/tna/stellar.p4) with its rendered
+    entries (tenant meters, feedback rows, the mirror session to the recirculation port), and
+    RoCEv2 frames of several classes, ECN marks and opcodes from its GPUs to other leaves and
+    to each other, from the spines to its GPUs, and UDP; uplink 9's queue is rate-limited and
+    shallow, so egress sees queue delay, tail drops happen and feedback copies recirculate."""
+    from control_plane.inprocess import apply_document
+    from control_plane.model import load_fabric
+    from control_plane.render import render_fabric
+    from fabric_sim.roce import RoceFlowTemplate
+
+    fabric = load_fabric(REPO / "fabrics" / "lab.yaml")
+    sw = p4sim.Switch(program(str(STELLAR_TNA)), priority_queues=fabric.dataplane.priority_queues,
+                      backend=backend)
+    apply_document(sw, render_fabric(fabric, arch="tna").documents["leaf1"])
+    sw.set_queue_rate(20_000, port=9)
+    sw.set_queue_depth(3, port=9)
+    mac = fabric.switches["leaf1"].mac
+    local = [h for h in fabric.hosts.values() if h.leaf == "leaf1"]
+    remote = [h for h in fabric.hosts.values() if h.leaf != "leaf1"]
+    frames = []
+    for i in range(48):
+        src, dst = (local[i % 4], remote[i % len(remote)]) if i % 6 else (local[i % 4], local[(i + 1) % 4])
+        if i % 8 == 7:
+            src, dst = remote[i % len(remote)], local[i % 4]  # arriving from a spine
+        t = RoceFlowTemplate(src.mac, mac, str(src.ip), str(dst.ip), 0x100 + i % 11, payload_len=64 + 32 * (i % 4),
+                             dscp=(32, 63, 0, 48, 26)[i % 5], ecn=(2, 1, 0)[i % 3])
+        frames.append(t.packet(i))
+    for i in range(6):
+        frames.append(raw(Ether(src=local[i % 4].mac, dst=mac) / IP(src=str(local[i % 4].ip), dst=str(remote[i].ip))
+                          / UDP(sport=1000 + i, dport=2000) / (b"\x00" * 32)))
+    return sw, frames
+
+
+# Tofino programs (a TnaSwitch): the same lockstep comparison
+TNA_BUILDERS: dict[str, tuple[Callable[[str], tuple[Any, list[bytes]]], tuple[int, ...]]] = {
+    "stellar-tna": (stellar_tna_lab, (1, 2, 3, 4, 9, 10)),
+}

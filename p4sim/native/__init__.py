@@ -1,4 +1,5 @@
-"""p4sim's native backend: the v1model pipeline generated as C from the IR and compiled once.
+"""p4sim's native backend: the v1model pipeline, or a TNA pipe's six blocks (p4sim/native/tna.py),
+generated as C from the IR and compiled once.
 
 The Python backend (p4sim/runtime/codegen.py) is the reference.  ``load_native(program)`` gives
 the compiled program, or None after ONE warning (per program) naming why: a construct outside
@@ -33,7 +34,12 @@ def load_native(program: Any) -> Optional[Any]:
 
     where = program.path or "program"
     try:
-        native: Any = NativeProgram(program.ir)
+        if program.ir.arch in ("tna", "t2na"):
+            from p4sim.native.tna_pipeline import TnaNativeProgram
+
+            native: Any = TnaNativeProgram(program.ir)
+        else:
+            native = NativeProgram(program.ir)
     except Unsupported as exc:
         reason = f"{exc.pos}: {exc.what}" if exc.pos else exc.what
         native = f"the native backend does not run {reason} ({where}); using the reference backend"
@@ -55,3 +61,14 @@ def native_pipeline(program: Any, ctx: Any) -> Optional[Any]:
     from p4sim.native.pipeline import NativePipeline
 
     return NativePipeline(program.code(), ctx, native)
+
+
+def native_tna_pipeline(program: Any, ctx: Any) -> Optional[Any]:
+    """A ``NativeTnaPipeline`` for a TNA ``program`` in a TnaSwitch with context ``ctx``, or
+    None (after the one warning) when the reference must run it."""
+    native = load_native(program)
+    if native is None:
+        return None
+    from p4sim.native.tna_pipeline import NativeTnaPipeline
+
+    return NativeTnaPipeline(program.code(), ctx, native)

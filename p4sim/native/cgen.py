@@ -29,6 +29,42 @@ MAX_KEYS = 16
 HASH_ORDER = ("crc32", "crc16", "identity", "csum16", "xor16")  # p4n_hash_bytes's algo numbers
 
 
+# Arithmetic helpers of every generated module (division by zero is 0, as in BMv2).
+PRELUDE = """
+static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) { return b >= (uint64_t)w ? 0 : (a << b) & p4n_mask(w); }
+static inline uint64_t p4n_shr(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+static inline uint64_t p4n_sat_add(uint64_t a, uint64_t b, uint64_t m) { uint64_t s = a + b; return (s < a || s > m) ? m : s; }
+static inline uint64_t p4n_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static inline int64_t p4n_sx(uint64_t a, int w) { if (w >= 64) return (int64_t)a; uint64_t h = UINT64_C(1) << (w - 1); return (int64_t)((a ^ h) - h); }
+static inline int64_t p4n_sshr(int64_t x, uint64_t b) { return b >= 63 ? (x < 0 ? -1 : 0) : x >> b; }
+static inline __int128 p4n_sdiv(int64_t x, int64_t y) { return y ? (__int128)x / y : 0; }
+static inline __int128 p4n_smod(int64_t x, int64_t y) { return y ? (__int128)x % y : 0; }
+static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {
+    __int128 r = sub ? (__int128)x - y : (__int128)x + y;
+    __int128 h = (__int128)1 << (w - 1);
+    return r < -h ? -h : (r > h - 1 ? h - 1 : r);
+}
+"""
+
+
+# The C types cffi and the generated module share (the meter and table state of p4n_runtime.h).
+C_TYPES = ("typedef struct { int configured; double cir, cburst, pir, pburst; double tc, tp, last_us; } p4n_meter_t;\n"
+           "typedef struct { int nk, nargs, mode, n, nlev; uint64_t *va, *vb; uint8_t *rng; int32_t *lev; "
+           "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
+           "p4n_meter_t *mtr; } p4n_tbl_t;")
+# What generated C calls back into Python (p4sim.native.program binds them): (result, name, arguments).
+CALLBACKS = (("uint64_t", "p4n_py_random", "void *, uint64_t, uint64_t"), ("uint64_t", "p4n_py_getrandbits32", "void *"),
+             ("void", "p4n_py_digest", "void *, int, uint64_t *"), ("void", "p4n_py_log", "void *, int, int, uint64_t *"))
+
+
+def callback_decls(callbacks: tuple[tuple[str, str, str], ...] = CALLBACKS) -> tuple[str, str]:
+    """The callbacks' declarations for cffi's cdef and for the C source."""
+    return ("\n".join(f'extern "Python" {r} {n}({a});' for r, n, a in callbacks),
+            "\n".join(f"static {r} {n}({a});" for r, n, a in callbacks))
+
+
 class Unsupported(Exception):
     """A construct the native backend does not run (the program falls back to the reference)."""
 
@@ -43,6 +79,10 @@ def _lit(v: int) -> str:
 
 def _cid(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
+
+
+# the C spelling of names and integers, for the TNA generator (p4sim/native/tna.py)
+c_name, c_literal = _cid, _lit
 
 
 @dataclass
@@ -101,11 +141,12 @@ class CGen(IRWalker):
 
     unsupported = Unsupported
     runs_varbit = runs_unions = False
+    archs: tuple[str, ...] = ("v1model",)  # p4sim.native.tna.TnaCGen runs TNA's
     spelling = load_spelling(Path(__file__).with_name("spelling.toml"))
 
     def __init__(self, prog: ir.Program) -> None:
-        if prog.arch != "v1model":
-            raise Unsupported(f"architecture {prog.arch} (the native backend runs v1model)")
+        if prog.arch not in self.archs:
+            raise Unsupported(f"architecture {prog.arch} (the native backend runs {', '.join(self.archs)})")
         self.prog = prog
         self.err = {name: i for i, name in enumerate(prog.errors)}
         if self.err.get("NoError", 0) != 0:
@@ -959,11 +1000,13 @@ class CGen(IRWalker):
         self.bodies.append(sig + " {\n" + "\n".join("    " + x for x in out) + "\n}")
 
     # ------------------------------------------------------------------ whole program
-    def generate(self) -> Generated:
+    def compile_blocks(self, role_names: tuple[str, ...], package: str) -> dict[str, str]:
+        """The program's functions and top-level actions, then each role's parser or control
+        (``control_kind`` says how a control is compiled); the C function of each role."""
         prog = self.prog
-        missing = [r for r in ir.V1MODEL_ROLES if r not in prog.blocks]
+        missing = [r for r in role_names if r not in prog.blocks]
         if missing:
-            raise Unsupported(f"a v1model package without {', '.join(missing)}")
+            raise Unsupported(f"a {package} without {', '.join(missing)}")
         for inst in prog.externs:
             if inst.extern not in ("direct_counter", "direct_meter"):
                 self.extern(inst)
@@ -973,14 +1016,24 @@ class CGen(IRWalker):
             self.declare_action(a, None)
             self.compile_action(a, {}, None)
         roles: dict[str, str] = {}
-        for role in ir.V1MODEL_ROLES:
+        for role in role_names:
             b = prog.blocks[role]
             if isinstance(b, ir.ParserDecl):
                 roles[role] = self.compile_parser(b)
             elif id(b) in self.frames:
                 raise Unsupported(f"control {b.name} used in two roles")
             else:
-                roles[role] = self.compile_control(b, role)
+                roles[role] = self.compile_control(b, self.control_kind(role))
+        return roles
+
+    @staticmethod
+    def control_kind(role: str) -> str:
+        """How a role's control is compiled (``compile_control``'s role): "deparser" or another."""
+        return role
+
+    def generate(self) -> Generated:
+        prog = self.prog
+        roles = self.compile_blocks(ir.V1MODEL_ROLES, "v1model package")
         pparams = [v for v in prog.blocks["parser"].params if is_composite(v.type)]
         H, M, SM = (self.sname(v.type) for v in pparams)
         from p4sim.runtime.pipeline import SM_FIELDS
@@ -990,11 +1043,50 @@ class CGen(IRWalker):
                 raise Unsupported(f"standard_metadata_t without {f}")
         return self.assemble(roles, H, M, SM)
 
-    def assemble(self, roles: dict[str, str], H: str, M: str, SM: str) -> Generated:
+    def state_fields(self) -> list[str]:
+        """``inst_t``'s fields for the program's tables, registers, counters and meters."""
         state = [f"    p4n_tbl_t tbl[{max(1, len(self.tables))}];"]
         state += [f"    uint64_t {r.cname}[{r.size}];" for r in self.regs]
         state += [f"    uint64_t {c.cname}_p[{c.size}];\n    uint64_t {c.cname}_b[{c.size}];" for c in self.ctrs]
-        state += [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
+        return state + [f"    p4n_meter_t {m.cname}[{m.size}];" for m in self.mtrs]
+
+    def state_c(self, new_args: str = "", new_init: str = "", free_extra: str = "") -> str:
+        """``p4n_new`` (its extra parameters and initialisation), ``p4n_free``, and the accessors
+        of the state in ``inst_t`` (registers, counters, meters, tables, the deparser's output)."""
+        init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
+                              f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
+                              for s in self.tables.values())
+        free_tbls = "\n".join(f"    p4n_tbl_free(&S->tbl[{s.index}]);" for s in self.tables.values())
+        reg_cases = "\n".join(f"    case {r.index}: return S->{r.cname};" for r in self.regs)
+        ctr_cases = "\n".join(f"    case {c.index}: return bytes ? S->{c.cname}_b : S->{c.cname}_p;" for c in self.ctrs)
+        mtr_cases = "\n".join(f"    case {m.index}: return S->{m.cname};" for m in self.mtrs)
+        return f"""
+inst_t *p4n_new(void *handle{new_args}) {{
+    p4n_init_tabs();
+    inst_t *S = (inst_t *)calloc(1, sizeof(inst_t));
+    S->handle = handle;
+{new_init}
+{init_tbls}
+    return S;
+}}
+void p4n_free(inst_t *S) {{
+{free_tbls}{free_extra}
+    free(S);
+}}
+uint64_t *p4n_reg(inst_t *S, int i) {{ switch (i) {{
+{reg_cases}
+    default: return 0; }} }}
+uint64_t *p4n_ctr(inst_t *S, int i, int bytes) {{ (void)bytes; switch (i) {{
+{ctr_cases}
+    default: return 0; }} }}
+p4n_meter_t *p4n_mtr(inst_t *S, int i) {{ switch (i) {{
+{mtr_cases}
+    default: return 0; }} }}
+p4n_tbl_t *p4n_table(inst_t *S, int i) {{ return &S->tbl[i]; }}
+uint8_t *p4n_out(inst_t *S) {{ return S->out; }}"""
+
+    def assemble(self, roles: dict[str, str], H: str, M: str, SM: str) -> Generated:
+        state = self.state_fields()
         out_bytes = (self.out_bits + 7) // 8 + 8
         ndm = max(1, len(self.__dict__.get("dmeters", {})))
         inst = ("struct inst {\n    void *handle;\n    uint64_t drop_port;\n    double now;\n    int exited;\n"
@@ -1032,48 +1124,13 @@ int p4n_assert_at(inst_t *S);
 struct {M} *p4n_scratch_m(inst_t *S);
 struct {SM} *p4n_scratch_sm(inst_t *S);
 """
-        callbacks = """
-extern "Python" uint64_t p4n_py_random(void *, uint64_t, uint64_t);
-extern "Python" uint64_t p4n_py_getrandbits32(void *);
-extern "Python" void p4n_py_digest(void *, int, uint64_t *);
-extern "Python" void p4n_py_log(void *, int, int, uint64_t *);
-"""
-        meter_t = ("typedef struct { int configured; double cir, cburst, pir, pburst; double tc, tp, last_us; } "
-                   "p4n_meter_t;")
-        tbl_t = ("typedef struct { int nk, nargs, mode, n, nlev; uint64_t *va, *vb; uint8_t *rng; int32_t *lev; "
-                 "uint64_t *lmask; int32_t *act; uint64_t *args; uint64_t *cpk, *cby; int32_t *hs; uint32_t hcap; "
-                 "p4n_meter_t *mtr; } "
-                 "p4n_tbl_t;")
+        callbacks, callback_protos = callback_decls()
         ctl = "typedef struct { int clone_set, clone_kind; uint64_t clone_session; int64_t clone_fl; int resub_set; int64_t resub_fl; int recirc_set; int64_t recirc_fl; int trunc_set; uint64_t trunc; } p4n_ctl_t;"
-        cdef = "\n".join([meter_t, tbl_t, ctl, structs, api, callbacks])
-        init_tbls = "\n".join(f"    S->tbl[{s.index}].nk = {len(s.decl.keys)}; S->tbl[{s.index}].nargs = {s.nargs};"
-                              f" {{ int32_t z = -1; p4n_tbl_load(&S->tbl[{s.index}], 0, 1, 0, &z, 0, 0, 0, 0, &z, 0, 0, 0, 0); }}"
-                              for s in self.tables.values())
-        free_tbls = "\n".join(f"    p4n_tbl_free(&S->tbl[{s.index}]);" for s in self.tables.values())
-        reg_cases = "\n".join(f"    case {r.index}: return S->{r.cname};" for r in self.regs)
-        ctr_cases = "\n".join(f"    case {c.index}: return bytes ? S->{c.cname}_b : S->{c.cname}_p;" for c in self.ctrs)
-        mtr_cases = "\n".join(f"    case {m.index}: return S->{m.cname};" for m in self.mtrs)
+        cdef = "\n".join([C_TYPES, ctl, structs, api, callbacks])
         src = f"""
 #include "p4n_runtime.h"
-static uint64_t p4n_py_random(void *, uint64_t, uint64_t);
-static uint64_t p4n_py_getrandbits32(void *);
-static void p4n_py_digest(void *, int, uint64_t *);
-static void p4n_py_log(void *, int, int, uint64_t *);
-static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) {{ return b ? a / b : 0; }}
-static inline uint64_t p4n_umod(uint64_t a, uint64_t b) {{ return b ? a % b : 0; }}
-static inline uint64_t p4n_shl(uint64_t a, uint64_t b, int w) {{ return b >= (uint64_t)w ? 0 : (a << b) & p4n_mask(w); }}
-static inline uint64_t p4n_shr(uint64_t a, uint64_t b) {{ return b >= 64 ? 0 : a >> b; }}
-static inline uint64_t p4n_sat_add(uint64_t a, uint64_t b, uint64_t m) {{ uint64_t s = a + b; return (s < a || s > m) ? m : s; }}
-static inline uint64_t p4n_sat_sub(uint64_t a, uint64_t b) {{ return a > b ? a - b : 0; }}
-static inline int64_t p4n_sx(uint64_t a, int w) {{ if (w >= 64) return (int64_t)a; uint64_t h = UINT64_C(1) << (w - 1); return (int64_t)((a ^ h) - h); }}
-static inline int64_t p4n_sshr(int64_t x, uint64_t b) {{ return b >= 63 ? (x < 0 ? -1 : 0) : x >> b; }}
-static inline __int128 p4n_sdiv(int64_t x, int64_t y) {{ return y ? (__int128)x / y : 0; }}
-static inline __int128 p4n_smod(int64_t x, int64_t y) {{ return y ? (__int128)x % y : 0; }}
-static inline __int128 p4n_ssat(int64_t x, int64_t y, int sub, int w) {{
-    __int128 r = sub ? (__int128)x - y : (__int128)x + y;
-    __int128 h = (__int128)1 << (w - 1);
-    return r < -h ? -h : (r > h - 1 ? h - 1 : r);
-}}
+{callback_protos}
+{PRELUDE}
 {ctl}
 {structs}
 typedef struct inst inst_t;
@@ -1081,29 +1138,7 @@ typedef struct inst inst_t;
 {chr(10).join(self.protos)}
 {chr(10).join(self.bodies)}
 
-inst_t *p4n_new(void *handle, uint64_t drop_port) {{
-    p4n_init_tabs();
-    inst_t *S = (inst_t *)calloc(1, sizeof(inst_t));
-    S->handle = handle;
-    S->drop_port = drop_port;
-{init_tbls}
-    return S;
-}}
-void p4n_free(inst_t *S) {{
-{free_tbls}
-    free(S);
-}}
-uint64_t *p4n_reg(inst_t *S, int i) {{ switch (i) {{
-{reg_cases}
-    default: return 0; }} }}
-uint64_t *p4n_ctr(inst_t *S, int i, int bytes) {{ (void)bytes; switch (i) {{
-{ctr_cases}
-    default: return 0; }} }}
-p4n_meter_t *p4n_mtr(inst_t *S, int i) {{ switch (i) {{
-{mtr_cases}
-    default: return 0; }} }}
-p4n_tbl_t *p4n_table(inst_t *S, int i) {{ return &S->tbl[i]; }}
-uint8_t *p4n_out(inst_t *S) {{ return S->out; }}
+{self.state_c(", uint64_t drop_port", "    S->drop_port = drop_port;")}
 int64_t p4n_parser(inst_t *S, const char *d, int64_t nbits, struct {H} *h, struct {M} *m, struct {SM} *sm, int32_t *err) {{
     S->sm = sm; memset(S->dm_set, 0, sizeof S->dm_set); memset(&S->ctl, 0, sizeof S->ctl);
     return {roles['parser']}(S, (const uint8_t *)d, nbits, h, m, sm, err);

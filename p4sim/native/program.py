@@ -40,6 +40,9 @@ def _view_class(ffi: Any, cname: str, scalars: list[str]) -> type:
     return cls
 
 
+view_class = _view_class  # (public: p4sim/native/tna_pipeline.py builds its views with it)
+
+
 class NativeProgram:
     """Generated C for ``prog``, compiled (or found in the cache) and loaded."""
 

@@ -13,6 +13,7 @@ What differs from v1model (see ``pipeline.Pipeline``):
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Optional
 
 import crcmod
@@ -23,7 +24,7 @@ from p4sim.runtime import codegen
 from p4sim.runtime.externs import Counter, Meter, Register
 from p4sim.runtime.hashing import pack_bits
 from p4sim.runtime.objects import pyattr
-from p4sim.runtime.pipeline import PacketContext, Pipeline
+from p4sim.runtime.pipeline import PacketContext, Pipeline, backend_choice
 from p4sim.runtime.tna_codegen import struct_layout, value_width
 
 # Bytes per queue cell, the unit of enq_qdepth/deq_qdepth (Tofino: 80 B, Tofino2: 176 B).
@@ -201,6 +202,11 @@ class TnaContext(PacketContext):
 class TnaPipeline(Pipeline):
     """A TNA program loaded into one switch."""
 
+    # the native backend runs a pass's three blocks in one call (TnaSwitch._ingress_blocks and
+    # _egress_blocks are the reference's)
+    ingress_pass = None
+    egress_pass = None
+
     def __init__(self, code: codegen.CompiledCode, ctx: TnaContext) -> None:
         self.checksums: list[TnaChecksum] = []
         comp, prog, ns, rf = self._load(code, ctx)
@@ -255,7 +261,7 @@ class TnaPipeline(Pipeline):
         # bf-p4c initialises user metadata only under @pa_auto_init_metadata (anywhere in the
         # program: it collects it as a global pragma); without it, a field read before it is
         # written holds whatever its PHV container held (the back end marks it pa_no_init)
-        self.auto_init_metadata = _has_annotation(prog, "pa_auto_init_metadata")
+        self.auto_init_metadata = has_annotation(prog, "pa_auto_init_metadata")
         # without it, the all-ones start of each gress's metadata, worked out once here (the
         # per-packet path only assigns): (path of nested struct attributes, attribute, value)
         self._ones: dict[int, list[tuple[tuple[str, ...], str, Any]]] = {
@@ -309,6 +315,11 @@ class TnaPipeline(Pipeline):
             return c
         return None
 
+    @staticmethod
+    def ucast_set(tm: Any) -> bool:
+        """Whether ingress wrote ``ucast_egress_port`` (unwritten: the packet has no destination)."""
+        return "ucast_egress_port" in tm.__dict__
+
     def parser_error_flags(self, err: int) -> int:
         """parser_err bits for a p4sim parser error (PARSER_ERROR_* of tna.p4)."""
         if err == self.too_short:
@@ -318,7 +329,18 @@ class TnaPipeline(Pipeline):
         return 0x0001
 
 
-def _has_annotation(prog: ir.Program, name: str) -> bool:
+def make_tna_pipeline(program: Any, ctx: TnaContext, backend: Optional[str] = None) -> TnaPipeline:
+    """The pipeline of a TNA ``p4sim.Program`` on the chosen backend (as ``pipeline.make_pipeline``
+    for v1model): "native" runs the six blocks compiled to C when it can, else the reference
+    after one warning."""
+    if backend_choice(backend) == "native":
+        native = importlib.import_module("p4sim.native").native_tna_pipeline(program, ctx)
+        if native is not None:
+            return native
+    return TnaPipeline(program.code(), ctx)
+
+
+def has_annotation(prog: ir.Program, name: str) -> bool:
     """Whether any control, parser or struct/header type of ``prog`` carries ``@name``."""
     decls = [*prog.controls.values(), *prog.parsers.values(), *prog.types.values()]
     return any(name in (getattr(d, "annotations", None) or {}) for d in decls)

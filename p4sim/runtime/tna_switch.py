@@ -42,7 +42,7 @@ from typing import Any, Optional
 from p4sim.errors import RuntimeApiError
 from p4sim.runtime import support
 from p4sim.runtime.limits import M9, M16, M19, M32, M48, MAX_REINJECT
-from p4sim.runtime.tna import TnaContext, TnaPipeline, TnaRuleError
+from p4sim.runtime.tna import TnaContext, TnaRuleError, make_tna_pipeline
 from p4sim.switch import Switch
 
 log = logging.getLogger("p4sim.tna")
@@ -84,12 +84,13 @@ class TnaSwitch(Switch):
         if kw.get("priority_queues") is not None:
             queues = kw.pop("priority_queues")
         kw.pop("drop_port", None)
+        backend = kw.pop("backend", None)
         self.port_metadata: dict[int, int] = {}
         # what leaves on these ports re-enters ingress (Tofino-1 pipe 0: port 68)
         self.recirculation_ports = set(recirculation_ports)
         self.pktgen_port_down_app: Optional[int] = None
         super().__init__(program, clock=clock, priority_queues=queues, drop_port=511,
-                         cpu_port=cpu_port, seed=seed)
+                         cpu_port=cpu_port, seed=seed, backend=backend)
 
     # ---------------------------------------------------------------- program
     def load(self, program: Any) -> None:
@@ -103,7 +104,7 @@ class TnaSwitch(Switch):
                 raise RuntimeApiError("INVALID_ARGUMENT", f"TnaSwitch runs TNA programs, not {ir_prog.arch}")
             md_bits = 192 if (ir_prog.tofino_target or 1) == 2 else 64
             ctx = TnaContext(self.drop_port, self.seed, md_bits)
-            pipeline = TnaPipeline(program.code(), ctx)
+            pipeline = make_tna_pipeline(program, ctx, self.backend)
             if self.pipeline is not None:
                 for port in list(self.tm.busy):
                     self.stats["pipeline_reload"] += self.tm.flush_port(port)
@@ -127,12 +128,6 @@ class TnaSwitch(Switch):
     def _tna_ingress(self, data: bytes, port: int, now: float, resubmit: Optional[tuple[int, int]],
                      passes: int) -> None:
         p, X = self.pipeline, self.ctx
-        ns_now = int(round(now * 1000))
-        ig_intr = p.IG_INTR()
-        ig_intr.resubmit_flag = 1 if resubmit is not None else 0
-        ig_intr.ingress_port = port
-        ig_intr.ingress_mac_tstamp = ns_now & M48
-        ig_intr._v = True
         mdb = self.port_md_bits
         if resubmit is not None:
             val, nb = resubmit
@@ -142,51 +137,17 @@ class TnaSwitch(Switch):
             md = (val << (mdb - nb)) if nb else 0
         else:
             md = self.port_metadata.get(port, 0)
-        prefix = ((ig_intr._pack() << mdb) | md).to_bytes((64 + mdb) >> 3, "big")
-        buf = prefix + data
-        hdr, meta = p.IH(), p.fresh_metadata(p.IM(), p.meta_type)
-        tm, prsr, dprsr = p.IG_TM(), p.IG_PRSR(), p.IG_DPRSR()
-        prsr.global_tstamp = ns_now & M48
-        X.begin_pass(now, len(data))
-        X.payload = b""
-        try:
-            n = p.n_params["ingress_parser"]
-            pos, err = p.ingress_parser(buf, len(buf) << 3, *([hdr, meta, ig_intr, tm, prsr][:n]))
-            if err is not None:
-                if err >= 0 and err == p.too_short:
-                    self.stats["malformed"] += 1
-                self.stats["parser_error"] += 1
-                if err >= 0:
-                    self.stats["parser_error." + p.error_name(err)] += 1
-                if "ingress" not in p.reads_parser_err:
-                    self.stats["dropped"] += 1
-                    return
-                prsr.parser_err = p.parser_error_flags(err)
-            if pos < len(prefix) << 3:
-                self.stats["runtime_error"] += 1
-                log.warning("the ingress parser did not skip the intrinsic and port metadata "
-                            "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
-                return
-            payload = buf[pos >> 3:]
-            X.payload = payload
-            n = p.n_params["ingress"]
-            p.ingress(*([hdr, meta, ig_intr, prsr, dprsr, tm][:n]))
-            n = p.n_params["ingress_deparser"]
-            acc, nb = p.ingress_deparser(*([hdr, meta, dprsr, ig_intr][:n]))
-        except TnaRuleError:
-            raise
-        except support.AssertFailed as e:
-            self.stats["assert_failed"] += 1
-            log.warning("assert/assume failed at %s: packet dropped", e.where)
+        fast = p.ingress_pass  # the native backend: the pass's three blocks in one C call
+        if fast is not None:
+            done = fast(self, data, port, now, resubmit is not None, md)
+        else:
+            done = self._ingress_blocks(data, port, now, resubmit is not None, md)
+        if done is None:
             return
-        except Exception:
-            self.stats["runtime_error"] += 1
-            log.exception("ingress failed: packet dropped")
-            return
-        out = self._bytes(acc, nb) + payload
-        drop = dprsr.drop_ctl & 1
+        out, drop_ctl, tm = done
+        drop = drop_ctl & 1
         mirror, resub = X.mirror, X.resubmit_req
-        if mirror is not None and not (dprsr.drop_ctl & 4):
+        if mirror is not None and not (drop_ctl & 4):
             self._mirror(mirror, out, len(data), now, passes)
         if drop:
             self.stats["dropped"] += 1
@@ -217,12 +178,94 @@ class TnaSwitch(Switch):
                     self._tna_enqueue(_TnaInFlight(out, len(data), rid, tm.qid, bypass, passes),
                                       eport, now)
             return
-        if "ucast_egress_port" not in tm.__dict__:
+        if not p.ucast_set(tm):
             self.stats["no_destination"] += 1
             self.stats["dropped"] += 1
             return
         self._tna_enqueue(_TnaInFlight(out, len(data), 0, tm.qid, bypass, passes),
                           tm.ucast_egress_port, now)
+
+    def _ingress_blocks(self, data: bytes, port: int, now: float, resubmitted: bool,
+                        md: int) -> Optional[tuple[bytes, int, Any]]:
+        """The ingress parser, control and deparser of one pass (the reference backend's path;
+        ``md``: the port metadata or resubmit data the parser sees): the deparsed packet,
+        drop_ctl and the TM metadata, or None when the packet is gone (counted).  Leaves the
+        mirror/resubmit requests in the context."""
+        p, X = self.pipeline, self.ctx
+        ns_now = int(round(now * 1000))
+        ig_intr = p.IG_INTR()
+        ig_intr.resubmit_flag = 1 if resubmitted else 0
+        ig_intr.ingress_port = port
+        ig_intr.ingress_mac_tstamp = ns_now & M48
+        ig_intr._v = True
+        mdb = self.port_md_bits
+        prefix = ((ig_intr._pack() << mdb) | md).to_bytes((64 + mdb) >> 3, "big")
+        buf = prefix + data
+        hdr, meta = p.IH(), p.fresh_metadata(p.IM(), p.meta_type)
+        tm, prsr, dprsr = p.IG_TM(), p.IG_PRSR(), p.IG_DPRSR()
+        prsr.global_tstamp = ns_now & M48
+        X.begin_pass(now, len(data))
+        X.payload = b""
+
+        def blocks() -> Optional[tuple[bytes, int, Any]]:
+            n = p.n_params["ingress_parser"]
+            pos, err = p.ingress_parser(buf, len(buf) << 3, *([hdr, meta, ig_intr, tm, prsr][:n]))
+            if err is not None:
+                if not self.ingress_parser_error(err):
+                    return None
+                prsr.parser_err = p.parser_error_flags(err)
+            if pos < len(prefix) << 3:
+                return self.metadata_not_skipped()
+            payload = buf[pos >> 3:]
+            X.payload = payload
+            n = p.n_params["ingress"]
+            p.ingress(*([hdr, meta, ig_intr, prsr, dprsr, tm][:n]))
+            n = p.n_params["ingress_deparser"]
+            acc, nb = p.ingress_deparser(*([hdr, meta, dprsr, ig_intr][:n]))
+            return self._bytes(acc, nb) + payload, dprsr.drop_ctl, tm
+
+        return self._guarded(blocks, "ingress")
+
+    def ingress_parser_error(self, err: int) -> bool:
+        """Count an ingress parser error (-1: reject); whether the packet goes on (the ingress
+        control reads ``parser_err``) or is dropped (counted)."""
+        p = self.pipeline
+        if err >= 0 and err == p.too_short:
+            self.stats["malformed"] += 1
+        self.stats["parser_error"] += 1
+        if err >= 0:
+            self.stats["parser_error." + p.error_name(err)] += 1
+        if "ingress" not in p.reads_parser_err:
+            self.stats["dropped"] += 1
+            return False
+        return True
+
+    def metadata_not_skipped(self) -> None:
+        """An ingress parser that did not skip the metadata in front of the packet: dropped."""
+        self.stats["runtime_error"] += 1
+        log.warning("the ingress parser did not skip the intrinsic and port metadata "
+                    "(extract(ig_intr_md); advance(PORT_METADATA_SIZE)): packet dropped")
+        return None
+
+    def assert_failed(self, where: str) -> None:
+        """A failed assert/assume: the packet is dropped (counted, logged)."""
+        self.stats["assert_failed"] += 1
+        log.warning("assert/assume failed at %s: packet dropped", where)
+        return None
+
+    def _guarded(self, blocks: Any, gress: str) -> Any:
+        """``blocks()``, a pass's blocks: a TnaRuleError goes to the caller (a program that breaks
+        a Tofino rule does not exist), a failed assert or any other error drops the packet."""
+        try:
+            return blocks()
+        except TnaRuleError:
+            raise
+        except support.AssertFailed as e:
+            return self.assert_failed(e.where)
+        except Exception:
+            self.stats["runtime_error"] += 1
+            log.exception("%s failed: packet dropped", gress)
+            return None
 
     @staticmethod
     def _bytes(acc: int, nb: int) -> bytes:
@@ -283,30 +326,45 @@ class TnaSwitch(Switch):
             self._send_out(port, pkt.data, t, pkt.passes)
             return
         ns_t, ns_enq = int(round(t * 1000)), int(round(enq_t * 1000))
-        eg = p.EG_INTR()
-        eg.egress_port = port
-        eg.enq_qdepth = pkt.enq_cells & M19
-        eg.deq_qdepth = self._cells(port, qid) & M19
         tsw = M32 if p.arch == "t2na" else (1 << 18) - 1
-        eg.enq_tstamp = ns_enq & tsw
-        eg.deq_timedelta = (ns_t - ns_enq) & tsw
-        eg.egress_rid = pkt.rid & M16
-        eg.egress_qid = qid
-        eg.pkt_length = pkt.orig_len & M16
+        # egress_intrinsic_metadata_t: egress_port, enq_qdepth, deq_qdepth, enq_tstamp,
+        # deq_timedelta, egress_rid, egress_qid, pkt_length
+        intr = (port, pkt.enq_cells & M19, self._cells(port, qid) & M19, ns_enq & tsw, (ns_t - ns_enq) & tsw,
+                pkt.rid & M16, qid, pkt.orig_len & M16)
+        fast = p.egress_pass  # the native backend: the pass's three blocks in one C call
+        done = fast(self, t, ns_t, intr, pkt) if fast is not None else self._egress_blocks(t, ns_t, intr, pkt)
+        if done is None:
+            return
+        out, drop_ctl = done
+        mirror = X.mirror
+        if mirror is not None and not (drop_ctl & 4) and pkt.passes < MAX_REINJECT:
+            self._mirror(mirror, out, pkt.orig_len, t, pkt.passes + 1)
+        if drop_ctl & 1:
+            self.stats["dropped"] += 1
+            return
+        self._send_out(port, out, t, pkt.passes)
+
+    def _egress_blocks(self, t: float, ns_t: int, intr: tuple, pkt: _TnaInFlight) -> Optional[tuple[bytes, int]]:
+        """The egress parser, control and deparser of one pass (the reference backend's path):
+        the deparsed packet and drop_ctl, or None when the packet is gone (counted).  Leaves the
+        mirror request in the context."""
+        p, X = self.pipeline, self.ctx
+        eg = p.EG_INTR()
+        (eg.egress_port, eg.enq_qdepth, eg.deq_qdepth, eg.enq_tstamp, eg.deq_timedelta, eg.egress_rid,
+         eg.egress_qid, eg.pkt_length) = intr
         eg._v = True
         buf = eg._pack().to_bytes(p.EG_INTR._WIDTH >> 3, "big") + pkt.data
         hdr, meta = p.EH(), p.fresh_metadata(p.EM(), p.egress_meta_type)
         prsr, dprsr, oport = p.EG_PRSR(), p.EG_DPRSR(), p.EG_OPORT()
         prsr.global_tstamp = ns_t & M48
         X.begin_pass(t, pkt.orig_len)
-        try:
+
+        def blocks() -> Optional[tuple[bytes, int]]:
             n = p.n_params["egress_parser"]
             pos, err = p.egress_parser(buf, len(buf) << 3, *([hdr, meta, eg, prsr, dprsr][:n]))
             if err is not None:
-                self.stats["egress_parser_error"] += 1
-                if "egress" not in p.reads_parser_err:
-                    self.stats["dropped"] += 1
-                    return
+                if not self.egress_parser_error():
+                    return None
                 prsr.parser_err = p.parser_error_flags(err)
             payload = buf[pos >> 3:]
             X.payload = payload
@@ -314,24 +372,17 @@ class TnaSwitch(Switch):
             p.egress(*([hdr, meta, eg, prsr, dprsr, oport][:n]))
             n = p.n_params["egress_deparser"]
             acc, nb = p.egress_deparser(*([hdr, meta, dprsr, eg, prsr][:n]))
-        except TnaRuleError:
-            raise
-        except support.AssertFailed as e:
-            self.stats["assert_failed"] += 1
-            log.warning("assert/assume failed at %s: packet dropped", e.where)
-            return
-        except Exception:
-            self.stats["runtime_error"] += 1
-            log.exception("egress failed: packet dropped")
-            return
-        out = self._bytes(acc, nb) + payload
-        mirror = X.mirror
-        if mirror is not None and not (dprsr.drop_ctl & 4) and pkt.passes < MAX_REINJECT:
-            self._mirror(mirror, out, pkt.orig_len, t, pkt.passes + 1)
-        if dprsr.drop_ctl & 1:
+            return self._bytes(acc, nb) + payload, dprsr.drop_ctl
+
+        return self._guarded(blocks, "egress")
+
+    def egress_parser_error(self) -> bool:
+        """Count an egress parser error; whether the packet goes on (as ``ingress_parser_error``)."""
+        self.stats["egress_parser_error"] += 1
+        if "egress" not in self.pipeline.reads_parser_err:
             self.stats["dropped"] += 1
-            return
-        self._send_out(port, out, t, pkt.passes)
+            return False
+        return True
 
     def _send_out(self, port: int, data: bytes, t: float, passes: int) -> None:
         if port in self.recirculation_ports:

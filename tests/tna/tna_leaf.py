@@ -66,12 +66,13 @@ class TnaLeaf:
                  dre_delay_penalty: int = 16, drain_margin_ns: int = 0,
                  gap_drain: bool = True, measured: int = 0xFF, no_dre: bool = False,
                  drain_any: bool = False, move_guards: int = 15,
-                 prog: Optional[p4sim.Program] = None) -> None:
+                 prog: Optional[p4sim.Program] = None, backend: Optional[str] = None) -> None:
         """``measured``: dre_base.levels' bitmap of members whose controller level was measured
         (the program's default, no entry, is none: no gap or drain move off any member); the
         leaf is set up as after the controller's first poll unless a test says otherwise.
-        ``prog``: another build of the program (a negative control's variant) instead."""
-        self.sw = p4sim.Switch(prog or program(target, no_dre), priority_queues=8)
+        ``prog``: another build of the program (a negative control's variant) instead;
+        ``backend``: p4sim's backend (default: $P4SIM_BACKEND, else the reference)."""
+        self.sw = p4sim.Switch(prog or program(target, no_dre), priority_queues=8, backend=backend)
         self._probe_groups: set[int] = set()
         sw = self.sw
         sw.set_default_action(f"{ING}.params", f"{ING}.set_params",
