@@ -132,11 +132,11 @@ class Lab:
         self.pps_per_gbps = 1e9 / (8 * frame_bytes(NicParams().payload))
         from fabric_sim.experiment import study_backend
 
-        # The study's backend (native unless $P4SIM_BACKEND says otherwise; same answers, faster);
-        # p4sim's Tofino pipe has the reference backend only.
+        # The study's backend on both programs (native unless $P4SIM_BACKEND says otherwise; same
+        # answers, faster).
         self.sim = SimFabric(self.fabric, pps_per_gbps=self.pps_per_gbps, queue_depth=QUEUE_DEPTH,
                              byte_rate=True, buffer=BufferSpec(lossless=True),
-                             backend=study_backend() if arch == "v1model" else "python")
+                             backend=study_backend())
         self.addresses = self.sim.serve_p4runtime()
         rendered = render_fabric(self.fabric, arch=arch)
         # No tenant policing in the demo: with the lab YAML's shares the meters police the

@@ -165,7 +165,8 @@ class TnaSwitch(Switch):
                 self.stats["copy_to_cpu_no_cpu_port"] += 1
             else:
                 self.stats["copied_to_cpu"] += 1
-                self._tna_enqueue(_TnaInFlight(out, len(data), 0, 0, bypass, passes), self.cpu_port, now)
+                self._tna_enqueue(_TnaInFlight(out, len(data), 0, 0, bypass, passes), self.cpu_port, now,
+                                  port)
         groups = [g for g in (tm.mcast_grp_a, tm.mcast_grp_b) if g]
         if groups:
             # each group's replicas (a port in both gets two copies, as two trees would)
@@ -176,14 +177,14 @@ class TnaSwitch(Switch):
                     continue
                 for eport, rid in replicas:
                     self._tna_enqueue(_TnaInFlight(out, len(data), rid, tm.qid, bypass, passes),
-                                      eport, now)
+                                      eport, now, port)
             return
         if not p.ucast_set(tm):
             self.stats["no_destination"] += 1
             self.stats["dropped"] += 1
             return
         self._tna_enqueue(_TnaInFlight(out, len(data), 0, tm.qid, bypass, passes),
-                          tm.ucast_egress_port, now)
+                          tm.ucast_egress_port, now, port)
 
     def _ingress_blocks(self, data: bytes, port: int, now: float, resubmitted: bool,
                         md: int) -> Optional[tuple[bytes, int, Any]]:
@@ -295,7 +296,9 @@ class TnaSwitch(Switch):
         cb = self.pipeline.cell_bytes
         return sum((size + cb - 1) // cb for _, _, size in ps.queues[qid].items)
 
-    def _tna_enqueue(self, pkt: _TnaInFlight, port: int, now: float) -> None:
+    def _tna_enqueue(self, pkt: _TnaInFlight, port: int, now: float, ingress: int = -1) -> None:
+        """Queue ``pkt`` for ``port``; ``ingress``: the port it came in on, which a lossless shared
+        buffer charges and pauses with PFC (-1: a mirrored copy, which no port sent)."""
         if port in self._down:
             self.stats["port_down"] += 1
             return
@@ -308,7 +311,7 @@ class TnaSwitch(Switch):
             self._tna_depart(now, port, pkt.qid, now, pkt)
             return
         cells = self._cells(port, pkt.qid)
-        if tm.enqueue(pkt, port, pkt.qid, now, len(pkt.data)) < 0:
+        if tm.enqueue(pkt, port, pkt.qid, now, len(pkt.data), ingress) < 0:
             self.stats["queue_full"] += 1
             return
         pkt.enq_cells = cells

@@ -586,3 +586,29 @@ def test_metadata_written_by_the_parser_is_its_value_without_auto_init(tmp_path)
     """, **_READ_UNWRITTEN)
     _, out = run(prog, [eth()])
     assert [d[12:14] for _, d in out] == [b"\x12\x34"]
+
+
+def test_a_lossless_buffer_charges_and_pauses_the_port_a_packet_came_in_on(tmp_path):
+    """The shared buffer accounts a TNA packet to its ingress port, so PFC pauses the sender
+    (the fabric's lossless mode): XOFF names port 1, and what arrives after it fits the
+    port's headroom.  Charged to no port (ingress -1, as a mirrored copy is), the XOFF would
+    reach nobody and the headroom, which only real ports have, would drop the overflow."""
+    from p4sim.buffer import BufferConfig
+
+    prog, _ = build(tmp_path)
+    sw = p4sim.Switch(prog)
+    sw.set_queue_rate(1000)  # port 2 drains one packet per ms: the burst stays queued
+    buf = sw.tm.set_buffer(BufferConfig(20_000, alpha=0.5, headroom_bytes={1: 3_000, 3: 3_000}))
+    xoff: list[tuple[int, int, bool]] = []
+    buf.on_pfc = lambda ingress, cls, on, t: xoff.append((ingress, cls, on))
+    frame = eth(payload=b"\x00" * 986)  # 1000 B
+    for _ in range(20):
+        sw.send(1, frame)
+        if xoff:
+            break
+    for _ in range(2):  # in flight while the pause travels: the headroom takes them
+        sw.send(1, frame)
+    assert xoff and {i for i, _, on in xoff if on} == {1}
+    assert buf.headroom_drops == 0 and buf.drops == 0
+    mirrored = sw.tm.enqueue(object(), 2, 0, sw.clock.now_us, 6_000, -1)  # no port: no headroom
+    assert mirrored < 0 and buf.headroom_drops == 1
