@@ -487,6 +487,10 @@ TNA_TABLES: dict[str, Table] = {t.name: t for t in (
         f"{_TE}.path_feedback.path_uplink": _params(("port", 9)),
         f"{_TE}.path_feedback.no_uplink": (),
     }, 8),
+    Table(_tna(f"{_TE}.path_feedback.arrival"), (KeyField("hdr.bridged.ingress_port", "exact", 9),), {
+        f"{_TE}.path_feedback.arrived_on": _params(("group", 8), ("member", 3)),
+        f"{_TE}.path_feedback.not_arrived": (),
+    }, "PORT_SLOTS"),
 )}
 TNA_METERS: dict[str, Size] = {_tna(f"{_TI}.qos.tenant_meter"): "TENANT_SLOTS"}
 # The liveness bitmap: the data plane clears a member's bit on a port-down packet; the

@@ -379,6 +379,11 @@ PARAMS: tuple[Param, ...] = (
                   note="also path_feedback.set_params.suspect_hold_ns: a silent path is sent on anew (a new "
                        "period) this long after it went silent, a lossy one stays lossy this long past its window")},
           yaml=False),
+    Param("dead_report_hold_us", "int", "us", 2300, "a path the destination leaf reported dead (its own "
+          "uplink on it is down) stays suspect this long after the last report", {
+              "v1model": Fixed(2300, "suspect_silence_us + suspect_hold_us (the report counts as silence, run time)"),
+              "tna": Fixed(2300, "the reported member counts as down this long after the last report "
+                                 "(failover.dead), compiled in", "TNA_DEAD_HOLD_NS", US_TO_NS)}, yaml=False),
     Param("ecn_kfloor_bytes", "int", "bytes", 100_000, "adaptive K never falls below this backlog at the "
           "queue's measured rate (DCQCN's static Kmin)", {
               "v1model": P4("StellarEgress.ecn.set_floor.kfloor_bytes", "DEFAULT_ECN_KFLOOR_BYTES"),

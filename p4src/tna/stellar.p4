@@ -125,6 +125,8 @@ control StellarIngress(inout tna_headers_t hdr,
             hdr.bridged.setValid();
             hdr.bridged.pkt_type = PKT_BRIDGED;
             hdr.bridged._pad2 = 0;
+            hdr.bridged._pad6 = 0;
+            hdr.bridged.ingress_port = ig_intr_md.ingress_port;
         }
         sanity.apply(hdr, meta, ig_prsr_md);
         flow_key.apply(hdr, meta);

@@ -70,6 +70,8 @@ class Leaf:
     names: dict[str, str] = {}
     # Per-architecture rules the tests state (documented where each is used).
     failover_counts_per_packet = False
+    # The path-change reason of a move off a path the destination leaf reported dead.
+    dead_report_reason = 6           # CHANGE_SUSPECT: v1model takes the report as silence
     # Time between a flow's packets where a test needs them told apart (0: at one instant).
     arrival_spacing_us = 0
     # Truncations counted under the header that was cut (else as MALFORMED_OTHER).
@@ -110,7 +112,7 @@ class Leaf:
         """Path feedback with dead-uplink reports on (p4src/README.md, "A dead uplink is reported
         by the leaf that sees it"): as ``path_feedback`` over several fabric ports, with a
         silence far beyond any test (so only a report can make a path suspect)."""
-        raise NotOnArch("no dead-uplink reports (the TNA program proves remote failures by silence only)")
+        raise NotImplementedError
 
     def cleanup(self) -> None:
         """Undo what P4Runtime's autocleanup cannot (target state), after each test."""
@@ -273,6 +275,8 @@ class TnaLeaf(Leaf):
     # member is not rewritten in the same pass: one access per register), and each re-steered
     # packet counts as a failover change (p4src/tna/README.md, "failover").
     failover_counts_per_packet = True
+    # A member reported dead counts as down (failover.p4's `dead`): the fallback moves the flow.
+    dead_report_reason = 3           # CHANGE_FAILOVER
     # The drain test compares 16-bit arrival stamps in 64 ns units (README.md, drain): packets
     # of a flow that arrive within 64 ns are one to it, so a test spaces them as a link would.
     arrival_spacing_us = 1
@@ -478,6 +482,27 @@ class TnaLeaf(Leaf):
                  f"{EGR}.path_feedback.fabric_port", {"index": 0})
         t.insert(self.t_(f"{EGR}.path_feedback.dest_leaf"), {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
                  f"{EGR}.path_feedback.set_dest_leaf", {"leaf": dest_leaf, "mask": 0})
+
+    def dead_uplink_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int,
+                             fabric_ports: Sequence[int]) -> None:
+        """As ``path_feedback`` over several fabric ports (uplink index i: ``fabric_ports[i]``),
+        with each port's (group, member) for the dead report (`arrival`, as failover.port_member)
+        and each path's uplink for a returned entry (`uplink_port`)."""
+        t, EGR = self.t, self.EGR
+        t.set_default(self.t_(f"{EGR}.path_feedback.params"), f"{EGR}.path_feedback.set_params",
+                      {"on": 1, "leaf": leaf_id, "interval_ns": 2000, "max_age_ns": 500_000,
+                       "suspect_silence_ns": 100_000_000, "suspect_hold_ns": 2_000_000})
+        t.insert(self.t_(f"{EGR}.path_feedback.dest_leaf"), {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
+                 f"{EGR}.path_feedback.set_dest_leaf",
+                 {"leaf": dest_leaf, "mask": (1 << (len(fabric_ports) - 1).bit_length()) - 1})
+        for index, port in enumerate(fabric_ports):
+            group, member = self._alive_group(port)
+            t.insert(self.t_(f"{EGR}.path_feedback.port_kind"), {"eg_intr_md.egress_port": port},
+                     f"{EGR}.path_feedback.fabric_port", {"index": index})
+            t.insert(self.t_(f"{EGR}.path_feedback.uplink_port"), {"hdr.fb.fb_path": index},
+                     f"{EGR}.path_feedback.path_uplink", {"port": port})
+            t.insert(self.t_(f"{EGR}.path_feedback.arrival"), {"hdr.bridged.ingress_port": port},
+                     f"{EGR}.path_feedback.arrived_on", {"group": group, "member": member})
 
     def tenant(self, subnet: str, plen: int, tenant: int) -> None:
         self.t.insert(self.t_(f"{self.ING}.qos.tenant"), {"hdr.ipv4.src_addr": (ip_int(subnet), plen)},

@@ -52,11 +52,12 @@ def fabric():
     return replace(lab, dataplane=replace(lab.dataplane, reservations=False))
 
 
-def lab(fabric, feedback_on: bool = True) -> dict[str, p4sim.Switch]:
+def lab(fabric, feedback_on: bool = True, prog: p4sim.Program | None = None) -> dict[str, p4sim.Switch]:
+    """``prog``: another build of the program (a negative control's variant) instead."""
     rendered = render_fabric(fabric, arch="tna")
     switches = {}
     for name in NAMES:
-        sw = p4sim.Switch(tna_program(1), priority_queues=8)
+        sw = p4sim.Switch(prog or tna_program(1), priority_queues=8)
         apply_document(sw, rendered.documents[name])
         sw.enable_pktgen_port_down(1)    # a switch sees its own ports go down
         if not feedback_on:
@@ -216,6 +217,7 @@ def test_negative_control_a_stale_entry_leaves_the_local_report_alone(fabric):
 
 # ------------------------------------------------------------------ a silent remote failure
 HINT = "pipe.StellarIngress.elephant.hint"
+ARRIVAL = "pipe.StellarEgress.path_feedback.arrival"
 LEVELS = "pipe.StellarIngress.dre_base.levels"
 
 
@@ -242,6 +244,9 @@ def _silent_failure(fabric, silence_ns: int | None = None, rounds: int = 40, cut
     rounds' times on leaf1's clock, the cut's time, and A's packets leaf2 delivered."""
     from test_stellar_tna_paths import _feedback
     switches = lab(fabric)
+    # leaf2 does not report its dead uplink (no `arrival` rows: it records no uplink for leaf1's
+    # paths), so only silence can find the failure; the report is test_stellar_tna_dead_uplink.py's
+    switches["leaf2"].clear_table(ARRIVAL)
     leaf1 = switches["leaf1"]
     rendered = render_fabric(fabric, arch="tna").documents["leaf1"]["entries"]
     params = next(e for e in rendered if e["table"] == LEAF_PARAMS)["params"]

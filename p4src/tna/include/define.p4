@@ -108,5 +108,9 @@ const bit<16> TNA_BEST_DELAY_SATURATED = 0x8000;
 #define DRE_LEVEL_SIZE 512
 /* Sketch window: bits 47:20 of the ns clock, i.e. ~1.05 ms windows. */
 #define TNA_EPOCH(ts) ((bit<16>)(ts >> 20))
+/* A member whose path a destination leaf reported dead (its uplink there is
+ * down: path_feedback.p4) counts as down for this long after the last such
+ * report (failover.p4's `dead`), as the v1model program's silence + hold. */
+#define TNA_DEAD_HOLD_NS 2300000
 
 #endif  /* _STELLAR_TNA_DEFINE_P4_ */

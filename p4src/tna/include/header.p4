@@ -27,6 +27,11 @@ header bridged_h {
     bit<16>  ingress_ts;     /* arrival, ns >> 6 (64 ns units, wraps in 4.2 ms), for drain detection */
     bit<7>   _pad4;
     bit<1>   hot;            /* the host pair keeps receiving CNPs (pressure.p4) */
+    bit<8>   alive;          /* the group's liveness bitmap (failover.p4): a destination
+                              * leaf reports a path whose uplink is down (path_feedback.p4) */
+    bit<7>   _pad6;
+    PortId_t ingress_port;   /* the port the packet came in on: the uplink a shimmed
+                              * packet's path crosses (path_feedback.p4's `arrival`) */
 }
 
 /* Egress mirror header of the feedback copy: which port, how much delay. */

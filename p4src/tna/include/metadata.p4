@@ -56,6 +56,8 @@ struct tna_ingress_metadata_t {
     bit<16>  hashed16;       /* the hash member, 16 bits wide (flowlet's offer) */
     bit<8>   alive;          /* bitmap of the group's live members */
     bit<8>   silent;         /* bitmap of the group's members whose path went silent */
+    bit<8>   dead;           /* ... whose path a destination leaf reported dead, lately */
+    bit<8>   live;           /* alive less dead */
     bit<1>   chosen_alive;
     /* liveness of the candidates, tested before the flowlet decision
      * (failover.p4's Liveness), which copies the chosen one's into chosen_alive */

@@ -28,6 +28,19 @@
  * then counts as down (`hashed_up` reads both bitmaps), and the fallback
  * below takes the best member.  A group serving several leaves marks the
  * member for all of them, as `group_best` does.
+ *
+ * Reported dead: a destination leaf whose own uplink on a path is down says
+ * so on what it sends back (path_feedback.p4, FB_METRIC_DEAD), and the copy
+ * for ingress is remote and silent.  `dead` keeps per group the members so
+ * reported, with the time of the last report; for TNA_DEAD_HOLD_NS after it
+ * a data packet's bitmap (`alive`) counts them as down, unless that leaves
+ * no member up: every candidate test, the fallback and the DRE then treat
+ * the member as a dead port, so a flow on it leaves with its next packet
+ * (v1model: a fresh dead report is silence, and suspect flows move at
+ * once).  No answer clears it: a path nobody sends on gets none, so the
+ * bits expire instead (reports go on while the far leaf sends here and its
+ * port stays down); the bridged bitmap is the raw one (the far leaf's own
+ * dead report is about its ports alone).
  */
 /* A const table: is bit `m` of bitmap `a` set (member m up; flowlet.p4 also
  * tests the `measured` bitmap with it)?  Eight fixed ternary rows (no
@@ -52,11 +65,20 @@
         size = 8;                                                              \
     }
 
+struct dead_pair_t {
+    bit<32> bits;     /* bit i: member i reported dead */
+    bit<32> stamp;    /* the last report, ns */
+}
+
 control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     /* Per group: bit i = member i is up.  Size: 256 groups. */
     Register<bit<8>, group_t>(256, 8w0xFF) alive;
     /* Per group: bit i = member i's path is silent.  Size: 256 groups. */
     Register<bit<8>, group_t>(256, 0) silent;
+    /* Per group: {bit i = member i reported dead, when last reported (ns)}.
+     * Size: 256 groups. */
+    Register<dead_pair_t, group_t>(256, {0, 0}) dead;
+    bit<32> dead_limit;    /* now - TNA_DEAD_HOLD_NS: a report older is void */
     bit<8> member_bit;     /* a feedback packet's member as a bit */
     bit<8> member_clear;   /* all ones but that bit */
     bit<8> down_mask;   /* all ones but the member that went down */
@@ -84,6 +106,25 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
     RegisterAction<bit<8>, group_t, bit<8>>(silent) read_silent = {
         void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
     };
+    /* a dead report: the member's bit, over bits gone void */
+    RegisterAction<dead_pair_t, group_t, bit<32>>(dead) mark_dead = {
+        void apply(inout dead_pair_t v) {
+            if (dead_limit - v.stamp < 32w0x80000000) {
+                v.bits = (bit<32>) member_bit;
+            } else {
+                v.bits = v.bits | (bit<32>) member_bit;
+            }
+            v.stamp = dead_limit + TNA_DEAD_HOLD_NS;   /* now (two PHV inputs in all) */
+        }
+    };
+    RegisterAction<dead_pair_t, group_t, bit<32>>(dead) read_dead = {
+        void apply(inout dead_pair_t v, out bit<32> rv) {
+            rv = 0;
+            if (dead_limit - v.stamp >= 32w0x80000000) {
+                rv = v.bits;
+            }
+        }
+    };
     action bits(bit<8> set, bit<8> clear) { member_bit = set; member_clear = clear; }
     /* A feedback packet's member as masks (no run-time shift).  Rows: 8 const. */
     table member_bits {
@@ -103,8 +144,9 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         size = 8;
     }
     /* The register's three uses in one table: a silent tag's report marks
-     * its member, an answer (remote) clears it, a data packet reads the
-     * group's bitmap.  Rows: 3 const. */
+     * its member, and so does a dead uplink's report from the destination
+     * leaf (remote and silent: path_feedback.p4), an answer (remote) clears
+     * it, a data packet reads the group's bitmap.  Rows: 4 const. */
     action do_mark_silent() { mark_silent.execute(meta.fb_group); }
     action do_mark_answered() { mark_answered.execute(meta.fb_group); }
     action do_read_silent() { meta.silent = read_silent.execute(meta.group); }
@@ -116,11 +158,32 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         const default_action = no_silent();
         const entries = {
             (KIND_FEEDBACK, 1w1 &&& 1w1, 1w1 &&& 1w1, 1w0 &&& 1w1): do_mark_silent();
+            (KIND_FEEDBACK, 1w1 &&& 1w1, 1w1 &&& 1w1, 1w1 &&& 1w1): do_mark_silent();
             (KIND_FEEDBACK, 1w1 &&& 1w1, 1w0 &&& 1w1, 1w1 &&& 1w1): do_mark_answered();
             (KIND_DATA, 1w0 &&& 1w0, 1w0 &&& 1w0, 1w0 &&& 1w0): do_read_silent();
         }
-        size = 3;
+        size = 4;
     }
+    /* The dead register's two uses: a dead report (remote and silent)
+     * marks its member, a data packet reads the group's.  Rows: 2 const. */
+    action do_mark_dead() { mark_dead.execute(meta.fb_group); }
+    action do_read_dead() { meta.dead = (bit<8>) read_dead.execute(meta.group); }
+    action no_dead() { meta.dead = 0; }
+    table dead_at {
+        key = { meta.kind: exact; meta.fb_hit: ternary; hdr.feedback.silent: ternary;
+                hdr.feedback.remote: ternary; }
+        actions = { do_mark_dead; do_read_dead; no_dead; }
+        const default_action = no_dead();
+        const entries = {
+            (KIND_FEEDBACK, 1w1 &&& 1w1, 1w1 &&& 1w1, 1w1 &&& 1w1): do_mark_dead();
+            (KIND_DATA, 1w0 &&& 1w0, 1w0 &&& 1w0, 1w0 &&& 1w0): do_read_dead();
+        }
+        size = 2;
+    }
+    action take_dead_limit() { dead_limit = meta.now - TNA_DEAD_HOLD_NS; }
+    table dead_limit_of { actions = { take_dead_limit; } const default_action = take_dead_limit(); size = 1; }
+    action take_live() { meta.live = meta.alive & ~meta.dead; }
+    table live_of { actions = { take_live; } const default_action = take_live(); size = 1; }
     action set_member(group_t group, member_t member, bit<8> clear_mask) {
         down_group = group;     /* (`member` is in the mask: ~(1 << member)) */
         down_mask = clear_mask;
@@ -220,11 +283,18 @@ control Liveness(inout tna_headers_t hdr, inout tna_ingress_metadata_t meta) {
         }
         if (meta.kind == KIND_DATA) {
             meta.alive = read_alive.execute(meta.group);
+            hdr.bridged.alive = meta.alive;     /* (path_feedback.p4: this leaf's own ports) */
         }
         if (meta.kind == KIND_FEEDBACK && meta.fb_hit == 1) {
             member_bits.apply();
         }
         silent_at.apply();
+        dead_limit_of.apply();
+        dead_at.apply();
+        live_of.apply();
+        if (meta.dead != 0 && meta.live != 0) {
+            meta.alive = meta.live;             /* reported dead: down, while one is left */
+        }
         best_up.apply();
         hashed_up.apply();
         if (meta.resub.isValid()) {

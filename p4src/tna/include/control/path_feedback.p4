@@ -61,6 +61,22 @@
  * `suspect_hold` after it went
  * silent (silence + hold after its period began) the path is probed again:
  * the next tag on it starts a new period, as the v1model program's hold.
+ * A dead uplink is reported by the leaf that sees it (v1model's fb_from_port,
+ * FB_METRIC_DEAD): silence needs traffic to prove it, and a job waiting out
+ * its retransmission timeout has none.  A strip records where the shim came
+ * in (`from_port`: the ingress port's (group, member), `arrival`, the
+ * controller's copy of failover.port_member); a tag reads the record of the
+ * path it returns (the round robin's) and tests that member's bit in the
+ * packet's own liveness bitmap (failover.alive, bridged; the packet-generator
+ * port-down packet cleared it): a path whose uplink here is down is returned
+ * as FB_METRIC_DEAD instead of its congestion (its stale entry is never
+ * returned after: the fetch took its fresh bit).  Only for the packet's own
+ * group (a port is a member of one group, as the port-down packet's).  The
+ * source leaf takes a dead entry as silence: its copy for path choice says
+ * silent (failover.silent marks the member, and its saturated delay takes
+ * "best" away at the next report of another member), it answers nothing
+ * (the silence period stays), and its tags on the path find it silent
+ * while the entry is fresh (`max_age`).
  *
  * Units: congestion in ~us (ns >> 10, 2.4 % low), 16 bits in the field and
  * 13 bits (FB_METRIC_MAX) when returned; v1model adds the port's utilisation
@@ -74,7 +90,8 @@
  * read_heard: tag, one table), run_since and prev_proof (a strip that ends
  * a pause writes, a tag reads: one table each), answered (a strip with an
  * entry writes, a tag reads: one table), resent (a resend's tag writes,
- * another tag reads: one table).  No multiply; the shifts are by constants.
+ * another tag reads: one table), from_port (a strip writes, a tag reads: one
+ * table).  No multiply; the shifts are by constants.
  */
 #ifndef _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
 #define _STELLAR_TNA_CONTROL_PATH_FEEDBACK_P4_
@@ -138,6 +155,12 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
      * resend (reorder.p4's `regressed`) was last tagged on the path, ns.
      * Size: 256 leaves x 8 paths. */
     Register<bit<32>, bit<11>>(2048, 0) resent;
+    /* Per (source leaf, path), from_leaf's index: {recorded (bit 15), the
+     * member (10:8) and group (7:0) of the port the last shim from that leaf
+     * on that path came in on}.  Size: 256 leaves x 8 paths. */
+    Register<bit<16>, bit<11>>(2048, 0) from_port;
+    /* Dead uplinks reported (a returned entry FB_METRIC_DEAD). */
+    Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) dead_reports;
     /* Silent tags (the path's reports saturated). */
     Counter<bit<32>, bit<1>>(1, CounterType_t.PACKETS) suspects;
     /* Shims added (0) and removed (1); entries returned (0) and received
@@ -196,6 +219,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     bit<32> metric32;
     bit<1>  due;
     bit<1>  path_known;
+    bit<1>  arrived;        /* a strip: its ingress port is a member (`arrival`) */
+    group_t arrival_group;
+    member_t arrival_member;
+    bit<16> port_cell;      /* from_port's cell, to store or read */
+    bit<8>  group_diff;     /* a tag: the recorded group ^ the packet's (0: the same) */
+    bit<1>  arrival_alive;  /* a tag: the recorded member's bit in the packet's bitmap */
+    bit<1>  dead;           /* a tag returns its path dead */
+    bit<1>  dead_in;        /* a strip's returned entry says dead */
+    bit<1>  reported_dead;  /* a tag's path has a fresh dead entry */
 
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) hop_of;
     Hash<bit<11>>(HashAlgorithm_t.IDENTITY) index_of;
@@ -292,6 +324,12 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     RegisterAction<bit<32>, bit<11>, bit<32>>(resent) read_resent = {
         void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
+    RegisterAction<bit<16>, bit<11>, bit<16>>(from_port) record_port = {
+        void apply(inout bit<16> v) { v = port_cell; }
+    };
+    RegisterAction<bit<16>, bit<11>, bit<16>>(from_port) read_port = {
+        void apply(inout bit<16> v, out bit<16> rv) { rv = v; }
+    };
     RegisterAction<fb_silence_t, bit<11>, bit<1>>(silence) answer = {
         void apply(inout fb_silence_t v) {
             v.unanswered = 0;
@@ -364,6 +402,37 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         default_action = no_uplink();
         size = 8;
     }
+    /* A strip's ingress port -> its (group, member), as failover.port_member
+     * (the controller writes both from one list).  Size: PORT_SLOTS. */
+    action arrived_on(group_t group, member_t member) {
+        arrived = 1;
+        arrival_group = group;
+        arrival_member = member;
+    }
+    action not_arrived() { arrived = 0; arrival_group = 0; arrival_member = 0; }
+    table arrival {
+        key = { hdr.bridged.ingress_port: exact; }
+        actions = { arrived_on; not_arrived; }
+        default_action = not_arrived();
+        size = PORT_SLOTS;
+    }
+    /* from_port's two accesses in one table.  Size: 2 const rows. */
+    action do_record_port() { record_port.execute(from_index); }
+    action do_read_port() { port_cell = read_port.execute(from_index); }
+    table from_port_at {
+        key = { role: exact; }
+        actions = { do_record_port; do_read_port; NoAction; }
+        const default_action = NoAction();
+        const entries = {
+            FB_ROLE_STRIP: do_record_port();
+            FB_ROLE_TAG: do_read_port();
+        }
+        size = 2;
+    }
+    action take_group_diff() { group_diff = port_cell[7:0] ^ hdr.bridged.group; }
+    table group_test { actions = { take_group_diff; } const default_action = take_group_diff(); size = 1; }
+    /* the recorded member's liveness bit (failover.p4's const table) */
+    MEMBER_UP_TABLE(arrival_up, hdr.bridged.alive, port_cell[10:8], arrival_alive)
     /* The role, one const table on the flags (Tofino-1: a gate per table).
      * Size: 4 const rows. */
     action take_role(bit<2> r) { role = r; }
@@ -426,12 +495,12 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     action do_answer() { answer.execute(to_index); }
     action do_sent_on() { period = sent_on.execute(to_index); }
     table silence_at {
-        key = { role: exact; returned: exact; }
+        key = { role: exact; returned: exact; dead_in: exact; }
         actions = { do_answer; do_sent_on; NoAction; }
         const default_action = NoAction();
         const entries = {
-            (FB_ROLE_STRIP, 1): do_answer();
-            (FB_ROLE_TAG, 0): do_sent_on();
+            (FB_ROLE_STRIP, 1, 0): do_answer();     /* (a dead entry answers nothing) */
+            (FB_ROLE_TAG, 0, 0): do_sent_on();
         }
         size = 2;
     }
@@ -549,7 +618,7 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
     action report() {
         meta.report_delay_ns = metric32 << 10;
         meta.report_remote = 1;
-        meta.report_silent = 0;
+        meta.report_silent = dead_in;    /* a dead uplink: failover.silent */
         eg_dprsr_md.mirror_type = MIRROR_TYPE_FEEDBACK;
         meta.mirror_session = MIRROR_SESSION_FEEDBACK;
         meta.mirror_pkt_type = PKT_FEEDBACK;
@@ -579,6 +648,10 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         answer_stamp = 0;
         resent_stamp = 0;
         answer_proof = 0;
+        dead = 0;
+        dead_in = 0;
+        reported_dead = 0;
+        port_cell = 0;
         /* this hop: the queue delay in ~us, saturated at 16 bits */
         if (meta.qdelay_ns[31:26] != 0) {
             hop = 0xFFFF;
@@ -596,8 +669,8 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
          * tag's (destination leaf, the round robin's path) */
         if (role == FB_ROLE_STRIP) {
             from_index = index_of.get({hdr.fb.src_leaf, hdr.fb.path});
-            if (hdr.fb.congestion[15:13] != 0) {
-                cell = 0xDFFF;   /* valid, fresh, FB_METRIC_MAX */
+            if (hdr.fb.congestion[15:13] != 0 || hdr.fb.congestion[12:0] == 13w0x1FFF) {
+                cell = 0xDFFE;   /* valid, fresh, FB_METRIC_MAX (FB_METRIC_DEAD says dead) */
             } else {
                 cell = cell_of.get({3w0b110, hdr.fb.congestion[12:0]});
             }
@@ -610,12 +683,30 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
             from_index = index_of.get({dest, pick});
         }
         from_access.apply();
+        /* from_port: a strip records the member its shim came in on; a tag
+         * reads the record of the path it returns */
+        if (role == FB_ROLE_STRIP) {
+            arrival.apply();
+            port_cell = cell_of.get({arrived, 4w0, arrival_member, arrival_group});
+        }
+        from_port_at.apply();
+        group_test.apply();
+        arrival_up.apply();
+        if (role == FB_ROLE_TAG && port_cell[15:15] == 1 && group_diff == 0 && arrival_alive == 0) {
+            dead = 1;
+        }
         if (role == FB_ROLE_TAG) {
             tag();
             shims.count(0);
             meta.fb_tag = 1;
         }
-        if (role == FB_ROLE_TAG && cell[14:14] == 1) {
+        if (dead == 1) {
+            hdr.fb.fb_valid = 1;
+            hdr.fb.fb_path = pick;
+            hdr.fb.fb_metric = FB_METRIC_DEAD[12:0];
+            returns.count(0);
+            dead_reports.count(0);
+        } else if (role == FB_ROLE_TAG && cell[14:14] == 1) {
             hdr.fb.fb_valid = 1;
             hdr.fb.fb_path = pick;
             hdr.fb.fb_metric = cell[12:0];
@@ -638,7 +729,15 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (returned == 1) {
             received_metric.apply();
         }
+        if (returned == 1 && hdr.fb.fb_metric == FB_METRIC_DEAD[12:0] && silence_ns != 0) {
+            dead_in = 1;
+        }
         to_access.apply();
+        /* a fresh dead entry: the path is silent (its congestion is not) */
+        if (role == FB_ROLE_TAG && path_metric == FB_METRIC_DEAD) {
+            reported_dead = 1;
+            path_metric = 0;
+        }
         if (role == FB_ROLE_STRIP) {
             leaf_index = hdr.fb.src_leaf;
         } else {
@@ -678,6 +777,9 @@ control PathFeedback(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t
         if (period != 0 && period_age != 0 && period_age[31:31] == 0 &&
             ((heard_stamp != 0 && heard_after[31:31] == 0 && since_after[31:31] == 0) ||
              (proof != 0 && prev_after[31:31] == 0) || answer_proof == 1)) {
+            silent = 1;
+        }
+        if (reported_dead == 1 && silence_ns != 0) {
             silent = 1;
         }
         if (role == FB_ROLE_STRIP && returned == 1) {
