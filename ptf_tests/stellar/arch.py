@@ -164,20 +164,19 @@ class V1modelLeaf(Leaf):
                       f"{self.ING}.routing.set_path_set", {"path_set_id": path_set})
 
     def path_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int, fabric_port: int) -> None:
-        t, ING = self.t, self.ING
-        t.set_default(f"{ING}.feedback_lookup.params", f"{ING}.feedback_lookup.set_feedback",
-                      {"enabled": 1, "leaf_id": leaf_id, "max_age_us": 500, "suspect_silence_us": 0,
-                       "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
-        t.insert(f"{ING}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
-                 f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": dest_leaf})
-        t.insert(f"{ING}.feedback.port_kind", {"standard_metadata.egress_spec": fabric_port},
-                 f"{ING}.feedback.fabric_port", {})
+        self._feedback(leaf_id, net, plen, dest_leaf, [fabric_port], silence_us=0)
 
     def dead_uplink_feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int,
                              fabric_ports: Sequence[int]) -> None:
+        self._feedback(leaf_id, net, plen, dest_leaf, fabric_ports, silence_us=100_000_000)
+
+    def _feedback(self, leaf_id: int, net: str, plen: int, dest_leaf: int, fabric_ports: Sequence[int],
+                  silence_us: int) -> None:
+        """feedback.params (retransmission detection off; silence 0 turns off silence and
+        dead-uplink reports alike), the destination leaf's prefix, the fabric ports."""
         t, ING = self.t, self.ING
         t.set_default(f"{ING}.feedback_lookup.params", f"{ING}.feedback_lookup.set_feedback",
-                      {"enabled": 1, "leaf_id": leaf_id, "max_age_us": 500, "suspect_silence_us": 100_000_000,
+                      {"enabled": 1, "leaf_id": leaf_id, "max_age_us": 500, "suspect_silence_us": silence_us,
                        "retx_threshold": 0, "retx_window_us": 1000, "suspect_hold_us": 2000})
         t.insert(f"{ING}.feedback_lookup.dest_leaf", {"hdr.ipv4.dst_addr": (ip_int(net), plen)},
                  f"{ING}.feedback_lookup.set_dest_leaf", {"leaf_id": dest_leaf})
