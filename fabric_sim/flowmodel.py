@@ -489,28 +489,41 @@ def recorded_paths() -> Iterator[dict]:
     requester's QP and their own opcodes, so they do not count).  This is where each policy --
     hash, weighted hash or Stellar's adaptive choice and its later moves -- actually put a flow."""
     from fabric_sim.rdma import OP_WRITE_ONLY
-    from fabric_sim.simfabric import SimFabric
+    from fabric_sim.simfabric import PortRef, SimFabric
 
     seen: dict = {}
-    original = SimFabric._push
+    original = SimFabric._make_output_handler
 
-    def push(self, t: float, kind: int, payload) -> None:
-        if isinstance(payload, tuple) and len(payload) == 2 and isinstance(payload[1], (bytes, bytearray)):
-            ref, frame = payload
-            ip = ipv4_offset(frame) if getattr(ref, "switch", "").startswith("spine") else None
-            if ip is not None:
-                bth = ip + (frame[ip] & 0x0F) * 4 + 8
-                if frame[bth] == OP_WRITE_ONLY:
-                    key = (frame[ip + 12:ip + 16], frame[ip + 16:ip + 20], int.from_bytes(frame[bth + 5:bth + 8], "big"))
-                    per = seen.setdefault(key, {})
-                    per[ref.switch] = per.get(ref.switch, 0) + 1
-        original(self, t, kind, payload)
+    def record(spine: str, frame: bytes) -> None:
+        ip = ipv4_offset(frame)
+        if ip is not None:
+            bth = ip + (frame[ip] & 0x0F) * 4 + 8
+            if frame[bth] == OP_WRITE_ONLY:
+                key = (frame[ip + 12:ip + 16], frame[ip + 16:ip + 20], int.from_bytes(frame[bth + 5:bth + 8], "big"))
+                per = seen.setdefault(key, {})
+                per[spine] = per.get(spine, 0) + 1
 
-    SimFabric._push = push
+    def make(self, name: str):
+        # Wraps each switch's output handler (the fabric's one place a frame takes a link): a
+        # frame counts for the spine at the far end when the link carried it (tx_packets moved;
+        # a down or lossy link's drops do not count).
+        inner = original(self, name)
+
+        def on_output(port: int, frame: bytes) -> None:
+            ref = PortRef(name, port)
+            before = self.tx_packets.get(ref, 0)
+            inner(port, frame)
+            peer = self.peer.get(ref)
+            if peer is not None and peer[0].switch.startswith("spine") and self.tx_packets.get(ref, 0) > before:
+                record(peer[0].switch, frame)
+
+        return on_output
+
+    SimFabric._make_output_handler = make
     try:
         yield seen
     finally:
-        SimFabric._push = original
+        SimFabric._make_output_handler = original
 
 
 def seen_key(net, fabric, t) -> tuple[bytes, bytes, int]:
