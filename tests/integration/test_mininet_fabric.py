@@ -40,6 +40,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _taken_after_free_ports(n: int) -> socket.socket:
+    """A listening socket on a port P whose n ports below are free now (the switches started
+    before the one that must fail bind them): a random P alone left them to chance, and another
+    process on one of them failed the wrong switch."""
+    for _ in range(50):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        try:
+            for p in range(port - n, port):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", p))
+        except OSError:
+            taken.close()
+            continue
+        taken.listen()
+        return taken
+    raise RuntimeError(f"no port with {n} free ports below it")
+
+
 def _bmv2_standins(bindir: Path) -> Path:
     """The BMv2 code path without BMv2: ``simple_switch_grpc`` checks its argv with the real
     binary's grammar, then runs ``p4sim run``; ``p4c-bm2-ss`` is ``p4sim compile``;
@@ -223,9 +243,7 @@ def test_a_switch_failing_half_way_leaves_nothing_behind(tmp_path):
     text = re.sub(r"127\.0\.0\.1:9[56]\d\d", lambda _m: f"127.0.0.1:{_free_port()}", text)
     (tmp_path / "lab.yaml").write_text(text)
     fabric = load_fabric(tmp_path / "lab.yaml")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+    with _taken_after_free_ports(5) as taken:
         base = taken.getsockname()[1] - 5  # switches by name: leaf1..leaf4, spine1, spine2
         with pytest.raises(RuntimeError, match="spine2: target exited") as e:
             mf.build_network(fabric, "p4sim", tmp_path / "logs", thrift_base=base, tag=TAG)
