@@ -66,6 +66,16 @@ def by_seed(rows, fabric, case, mode, metric) -> dict[int, float]:
             if r.get("fabric") == fabric and r.get("mode") == mode and case_of(r) == case and not r.get("error")}
 
 
+def measured(rows, fabric, case, mode, metric) -> list[float]:
+    """``mode``'s values of ``metric`` on ``case`` over its seeds, runs without one left out."""
+    return [v for v in by_seed(rows, fabric, case, mode, metric).values() if v is not None]
+
+
+def median_of(rows, fabric, case, mode, metric) -> Optional[float]:
+    """The median of ``measured`` (None without a value)."""
+    return median(measured(rows, fabric, case, mode, metric))
+
+
 def modes_of(rows, case: str, fabric: str = "lab") -> list[str]:
     return list(dict.fromkeys(r["mode"] for r in rows if r.get("fabric") == fabric and case_of(r) == case))
 
@@ -112,7 +122,7 @@ def primary_metric(case: str) -> str:
 
 def best_baseline(rows, scenario: str, metric: str, fabric: str = "lab") -> Optional[str]:
     """The baseline with the lowest median ``metric`` on ``scenario`` (ties: the first listed)."""
-    meds = {m: median([v for v in by_seed(rows, fabric, scenario, m, metric).values() if v is not None])
+    meds = {m: median_of(rows, fabric, scenario, m, metric)
             for m in modes_of(rows, scenario, fabric) if is_baseline(m)}
     meds = {m: v for m, v in meds.items() if v is not None}
     return min(meds, key=meds.get) if meds else None
@@ -202,8 +212,8 @@ def _claims(rows: list[dict], stellar: str, ecmp: str) -> list[Claim]:
     # 4. throughput variation among the AlltoAll's QPs
     parts, vals = [], []
     for s in a2a:
-        e = median([v for v in by_seed(rows, "lab", s, ecmp, "throughput_cv").values() if v is not None])
-        st = median([v for v in by_seed(rows, "lab", s, stellar, "throughput_cv").values() if v is not None])
+        e = median_of(rows, "lab", s, ecmp, "throughput_cv")
+        st = median_of(rows, "lab", s, stellar, "throughput_cv")
         if e is not None and st is not None:
             p = vs(rows, s, ecmp, "throughput_cv", stellar)
             parts.append(f"{s}: ECMP {e:.0%} -> Stellar {st:.0%} (paired {p.text()})")
@@ -226,7 +236,7 @@ def _claims(rows: list[dict], stellar: str, ecmp: str) -> list[Claim]:
 def _failover_claims(rows, scen, stellar, ecmp) -> list[Claim]:
     out = []
     for s in scen:
-        med = {m: median([v for v in by_seed(rows, "lab", s, m, "failover_us").values() if v is not None])
+        med = {m: median_of(rows, "lab", s, m, "failover_us")
                for m in modes_of(rows, s)}
         st = med.get(stellar)
         if st is None:
@@ -275,7 +285,7 @@ def _why_a2a(rows: list[dict], scenarios: list[str], stellar: str, ecmp: str) ->
         return "n/a" if x is None else f.format(x)
 
     def med(s, m, metric):
-        return median([v for v in by_seed(rows, "lab", s, m, metric).values() if v is not None])
+        return median_of(rows, "lab", s, m, metric)
 
     parts = []
     for s in scenarios:
@@ -323,7 +333,7 @@ def scenario_table(rows: list[dict], fabric: str, case: str) -> list[str]:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for mode in modes_of(rows, case, fabric):
         def med(m):
-            return median([v for v in by_seed(rows, fabric, case, mode, m).values() if v is not None])
+            return median_of(rows, fabric, case, mode, m)
         p = vs(rows, case, mode, metric, STELLAR, fabric) if mode != STELLAR else None
         moves = ", ".join(f"{label} {med(key):.0f}" for key, label in MOVE_COLUMNS if med(key)) or "-"
         lines.append(f"| {mode}{' (best baseline)' if mode == best else ''} | "
@@ -340,7 +350,7 @@ GOAL_VS_ECMP_CASES = ("train-a2a", "train-ring", "train-perm")
 
 
 def _stellar_sum(rows, fabric: str, case: str, key: str) -> Optional[int]:
-    vals = [v for v in by_seed(rows, fabric, case, STELLAR, key).values() if v is not None]
+    vals = measured(rows, fabric, case, STELLAR, key)
     return sum(vals) if vals else None
 
 
@@ -374,7 +384,7 @@ def goals_table(rows: list[dict]) -> list[str]:
             pe = vs(rows, case, ECMP, metric, STELLAR, fabric)
             moves = []
             for key, label in MOVE_COLUMNS:
-                v = median([x for x in by_seed(rows, fabric, case, STELLAR, key).values() if x is not None])
+                v = median_of(rows, fabric, case, STELLAR, key)
                 if v:
                     moves.append(f"{label} {v:.0f}")
             workload, topo = parts_of(case)
@@ -382,7 +392,7 @@ def goals_table(rows: list[dict]) -> list[str]:
             if workload in GOAL_VS_ECMP_CASES and topo.startswith("deg") and pe.ratio is not None:
                 goal = "met" if pe.ratio >= GOAL_VS_ECMP else f"not met (< {GOAL_VS_ECMP:g}x)"
             dead = _stellar_sum(rows, fabric, case, "resends_to_dead")
-            retx = median([v for v in by_seed(rows, fabric, case, STELLAR, "retransmits").values() if v is not None])
+            retx = median_of(rows, fabric, case, STELLAR, "retransmits")
             lines.append(f"| {fabric} {case} | {', '.join(moves) or '0'} | {_f(_stellar_sum(rows, fabric, case, 'reorders'), 0)} "
                          f"| {_f(retx, 0)} | {best or '-'}: {pb.text()} | {_against_best(pb)} | {pe.text()} | {goal} "
                          f"| {'-' if dead is None else dead} |")
@@ -444,7 +454,7 @@ def transport_notes(rows: list[dict]) -> list[str]:
         for m in [m for m in modes_of(rows, a, fabric) if m != ORACLE]:
             x, y = by_seed(rows, fabric, a, m, metric), by_seed(rows, fabric, b, m, metric)
             d = [abs(y[k] / x[k] - 1) for k in x if k in y and x[k] and y[k] is not None]
-            ce = median([v for v in by_seed(rows, fabric, b, m, "ce_marks").values() if v is not None])
+            ce = median_of(rows, fabric, b, m, "ce_marks")
             if d:
                 cells.append(f"{m} {max(d):.1%}" + (f" ({ce:.0f} CE marks/run)" if ce is not None else ""))
         out.append(f"- {fabric} {sc} ({buf}): largest per-seed change of `{metric}` from {a.split(' [')[1][:-1]} to "
